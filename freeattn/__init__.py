@@ -1,0 +1,19 @@
+"""freeattn: the limiting spectrum of random softmax attention, from free probability.
+
+The singular values of the centred, rescaled attention matrix
+``sqrt(n) * (A - 11^T/n)`` follow, as ``n -> oo``, the law of a linear Gaussian
+model ``(beta*S + alpha*W)/sqrt(n)`` (Hayase, Collins & Karakida, AISTATS 2026).
+freeattn computes that law exactly and checks it against simulation.
+"""
+
+from ._errors import ConvergenceError
+from ._coefficients import LinearCoefficients, linear_coefficients
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConvergenceError",
+    "LinearCoefficients",
+    "linear_coefficients",
+    "__version__",
+]
