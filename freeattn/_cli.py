@@ -1,0 +1,613 @@
+"""The ``freeattn`` command line.
+
+One subcommand per task a researcher has: the linear model's coefficients
+(``coeffs``), the limiting law (``law``), its upper edge (``edge``), the
+linearization threshold (``threshold``), a Monte Carlo check (``validate``) and
+the documentation figures (``plot``, ``reproduce``).  This module only parses
+arguments, calls the public API and formats what it returns; it holds no
+mathematics of its own.
+
+Exit codes: 0 on success, 2 on bad usage (argparse errors, and the
+``ValueError``/``TypeError`` the library raises on bad input), 1 when a
+numerical computation failed (:class:`freeattn.ConvergenceError`).  User errors
+print one line on stderr, never a traceback.
+"""
+
+import argparse
+import contextlib
+import csv
+import io
+import json
+import math
+import sys
+
+__all__ = ["main", "build_parser"]
+
+PROG = "freeattn"
+
+EXIT_OK = 0
+EXIT_NUMERICAL = 1
+EXIT_USAGE = 2
+
+#: Grid points of the density/CDF table printed by ``law`` when neither
+#: ``--points`` nor ``--at`` is given: enough to see the shape, short enough
+#: to read in a terminal.
+DEFAULT_LAW_POINTS = 11
+
+#: Significant digits in human-readable tables; machine-readable formats
+#: (csv, json) carry full float64 precision.
+TABLE_DIGITS = 8
+
+#: Orders of the squared law's moments reported by ``law``.
+LAW_MOMENT_ORDERS = (1, 2, 3, 4)
+
+FORMATS = ("table", "csv", "json")
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
+                     argparse.RawDescriptionHelpFormatter):
+    """Show defaults (and which options are required); keep hand-formatted descriptions."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.required:
+            return text + " (required)"
+        if action.default is None or action.default is False:
+            return text
+        return super()._get_help_string(action)
+
+
+class _UsageError(Exception):
+    """A command-line value the parser accepted but the command cannot use."""
+
+
+# ---------------------------------------------------------------------------
+# argument types
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _nonnegative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _real_text(text):
+    """A real number, kept as the text typed (``--exact`` reads 0.1 as 1/10)."""
+    try:
+        float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a real number, got {text!r}") from None
+    return text
+
+
+def _float_list(text):
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers such as 0.5,1,2.5, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return values
+
+
+def _int_list(text):
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 1000,10000, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+# ---------------------------------------------------------------------------
+# output helpers
+
+
+def _fmt(value, digits=TABLE_DIGITS):
+    """Human-readable number: ``digits`` significant digits, ints unchanged."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f"{x:.{digits}g}"
+
+
+def _plain(value):
+    """JSON-safe version of ``value`` (numpy scalars and arrays to Python)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _table(headers, rows):
+    """Right-aligned text table."""
+    cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _csv(headers, rows):
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(headers)
+    for row in rows:
+        writer.writerow([repr(float(v)) if isinstance(v, float) or hasattr(v, "dtype")
+                         else v for v in row])
+    return buffer.getvalue().rstrip("\n")
+
+
+def _json(obj):
+    return json.dumps(_plain(obj), indent=2)
+
+
+def _record(fmt, pairs, *, title=None, notes=()):
+    """Render one record (name/value pairs) as a table, csv or json."""
+    if fmt == "json":
+        return _json(dict(pairs))
+    if fmt == "csv":
+        return _csv([k for k, _ in pairs], [[v for _, v in pairs]])
+    width = max(len(k) for k, _ in pairs)
+    lines = [title] if title else []
+    lines += [f"{k.ljust(width)}  {_fmt(v)}" for k, v in pairs]
+    lines += list(notes)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# subcommands
+
+
+def _library():
+    import freeattn
+
+    return freeattn
+
+
+def _coefficient_pairs(coefficients):
+    return [("beta", coefficients.beta), ("theta1", coefficients.theta1),
+            ("theta2", coefficients.theta2), ("alpha2", coefficients.alpha2),
+            ("alpha", coefficients.alpha)]
+
+
+def _cmd_coeffs(args, out):
+    fa = _library()
+    if args.exact:
+        import sympy
+
+        beta = sympy.nsimplify(args.beta, rational=True)
+        exact = fa.linear_coefficients(beta, exact=True)
+        pairs = [(name, getattr(exact, name)) for name in
+                 ("beta", "theta1", "theta2", "alpha2", "alpha")]
+        if args.format == "table":
+            width = max(len(k) for k, _ in pairs)
+            lines = [f"exact coefficients of the linear model at beta = {beta}"]
+            lines += [f"{k.ljust(width)}  {sympy.sstr(v)}" for k, v in pairs]
+            out.write("\n".join(lines) + "\n")
+        elif args.format == "json":
+            out.write(_json({k: sympy.sstr(v) for k, v in pairs}) + "\n")
+        else:
+            out.write(_csv([k for k, _ in pairs], [[sympy.sstr(v) for _, v in pairs]]) + "\n")
+        return EXIT_OK
+
+    beta = float(args.beta)
+    coefficients = fa.linear_coefficients(beta)
+    pairs = _coefficient_pairs(coefficients)
+    if args.order is None:
+        out.write(_record(
+            args.format, pairs,
+            title=f"linear model Y_lin = (beta*S + alpha*W)/sqrt(n) at beta = {_fmt(args.beta)}",
+            notes=("theta1 = exp(beta^2) - 1 (variance of a centred entry), "
+                   "theta2 = beta^2 (linear part), alpha2 = theta1 - theta2 (noise)",))
+                  + "\n")
+        return EXIT_OK
+
+    table = fa.hermite_table(args.beta, args.order)
+    headers = ["order", "hermite_coefficient", "variance", "cumulative_noise_fraction"]
+    rows = [[k, c, v, frac] for k, c, v, frac in zip(
+        table.orders, table.coefficients, table.variances, table.noise_fraction)]
+    if args.format == "json":
+        out.write(_json({**dict(pairs), "orders": [dict(zip(headers, r)) for r in rows]})
+                  + "\n")
+    elif args.format == "csv":
+        out.write(_csv(headers, rows) + "\n")
+    else:
+        out.write(_record("table", pairs,
+                          title=f"linear model coefficients at beta = {_fmt(args.beta)}")
+                  + "\n\n")
+        out.write("Hermite expansion exp(beta*x - beta^2/2) = sum_k c_k He_k(x), "
+                  "c_k = beta^k/k!; order k carries variance c_k^2 k! = beta^(2k)/k!;\n"
+                  "orders >= 2 make up the noise alpha2 (last column: share of alpha2 held "
+                  "by orders 2..k)\n")
+        out.write(_table(headers, rows) + "\n")
+    return EXIT_OK
+
+
+def _law_grid(law, args):
+    """The points at which ``law`` prints its density and CDF."""
+    import numpy as np
+
+    if args.at is not None:
+        return np.asarray(args.at, dtype=float)
+    lower, upper = law.support()
+    return np.linspace(lower, upper, args.points)
+
+
+def _cmd_law(args, out):
+    import numpy as np
+
+    fa = _library()
+    coefficients = fa.linear_coefficients(args.beta)
+    singular = fa.attention_law(args.beta, args.gamma)
+    squared = singular.squared()
+    law = squared if args.squared else singular
+    variable = "lambda = s^2" if args.squared else "s"
+    x = _law_grid(law, args)
+    columns = {"x": x, "pdf": law.pdf(x), "cdf": law.cdf(x)}
+    mp = None
+    if args.compare_mp:
+        mp = fa.marchenko_pastur(coefficients.theta1, 1.0)
+        lam = x if args.squared else x * x
+        # Change of variables lambda = s^2 for the singular-value view:
+        # density of s is 2 s p(s^2), CDF of s is F(s^2).
+        mp_pdf = mp.pdf(lam) if args.squared else 2.0 * x * mp.pdf(lam)
+        columns["mp_pdf"] = mp_pdf
+        columns["mp_cdf"] = mp.cdf(lam)
+    norm = fa.operator_norm(args.beta, args.gamma)
+    summary = {
+        "beta": args.beta,
+        "gamma": args.gamma,
+        "variable": "lambda" if args.squared else "s",
+        "theta1": coefficients.theta1,
+        "theta2": coefficients.theta2,
+        "alpha": coefficients.alpha,
+        "support": list(law.support()),
+        "intervals": [list(iv) for iv in law.intervals()],
+        "atom": law.atom,
+        "mean": law.mean(),
+        "var": law.var(),
+        "moments_squared": {str(k): squared.moment(k) for k in LAW_MOMENT_ORDERS},
+        "operator_norm": norm.norm,
+        "squared_edge": norm.squared_edge,
+        "mp_norm": norm.mp_norm,
+        "mp_squared_edge": norm.mp_squared_edge,
+    }
+    headers = list(columns)
+    rows = np.column_stack([np.asarray(columns[h], dtype=float) for h in headers])
+    if args.format == "csv":
+        out.write(_csv(headers, rows.tolist()) + "\n")
+        return EXIT_OK
+    if args.format == "json":
+        out.write(_json({**summary, "table": {h: columns[h] for h in headers}}) + "\n")
+        return EXIT_OK
+
+    lines = [
+        f"Limiting law of the singular values s of sqrt(n)*(A - 11^T/n), "
+        f"beta = {_fmt(args.beta)}, gamma = d_qk/n = {_fmt(args.gamma)}",
+        "(Hayase, Collins & Karakida 2026: the law of the linear model "
+        "(beta*S + alpha*W)/sqrt(n))",
+        "",
+        f"coefficients   theta1 = {_fmt(coefficients.theta1)}   "
+        f"theta2 = {_fmt(coefficients.theta2)}   alpha = {_fmt(coefficients.alpha)}",
+        f"support of {variable}   [{_fmt(summary['support'][0])}, "
+        f"{_fmt(summary['support'][1])}]"
+        + (f"   in {len(summary['intervals'])} intervals: "
+           + ", ".join(f"[{_fmt(a)}, {_fmt(b)}]" for a, b in summary["intervals"])
+           if len(summary["intervals"]) > 1 else ""),
+        f"atom at 0      {_fmt(law.atom)}",
+        f"operator norm  {_fmt(norm.norm)}   (Marchenko-Pastur, same variance: "
+        f"{_fmt(norm.mp_norm)}; ratio {_fmt(norm.norm / norm.mp_norm, 6)})",
+        f"squared edge   {_fmt(norm.squared_edge)}   (Marchenko-Pastur: 4*theta1 = "
+        f"{_fmt(norm.mp_squared_edge)})",
+        f"mean, var of {variable}   {_fmt(summary['mean'])}, {_fmt(summary['var'])}",
+        "moments of s^2 " + "   ".join(
+            f"m{k} = {_fmt(v)}" for k, v in summary["moments_squared"].items()),
+        "",
+    ]
+    out.write("\n".join(lines) + "\n")
+    out.write(_table(headers, rows.tolist()) + "\n")
+    return EXIT_OK
+
+
+def _cmd_edge(args, out):
+    fa = _library()
+    result = fa.operator_norm(args.beta, args.gamma)
+    pairs = [("beta", result.beta), ("gamma", result.gamma),
+             ("norm", result.norm), ("squared_edge", result.squared_edge),
+             ("mp_norm", result.mp_norm), ("mp_squared_edge", result.mp_squared_edge),
+             ("norm_over_mp_norm", result.norm / result.mp_norm)]
+    out.write(_record(
+        args.format, pairs,
+        title="operator norm of the linear model = upper edge of the singular-value law",
+        notes=("norm: upper edge of s (sqrt(n)*A_perp); squared_edge: of s^2; "
+               "mp_*: Marchenko-Pastur law with the same variance theta1",))
+              + "\n")
+    return EXIT_OK
+
+
+def _cmd_threshold(args, out):
+    import numpy as np
+
+    fa = _library()
+    results = [fa.linearization_threshold(n, args.gamma) for n in args.n]
+    headers = ["n", "gamma", "beta", "norm", "sqrt_n"]
+    rows = [[r.n, r.gamma, r.beta, r.norm, float(np.sqrt(r.n))] for r in results]
+    if args.format == "json":
+        out.write(_json([dict(zip(headers, row)) for row in rows]) + "\n")
+    elif args.format == "csv":
+        out.write(_csv(headers, rows) + "\n")
+    else:
+        out.write("linearization threshold: the beta at which the bulk edge of sqrt(n)*A "
+                  "reaches the common mode sqrt(n)\n")
+        out.write(_table(headers, rows) + "\n")
+    return EXIT_OK
+
+
+@contextlib.contextmanager
+def _executor(jobs):
+    """A process pool for ``jobs > 1``, else ``None`` (draws run in-process)."""
+    if jobs <= 1:
+        yield None
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield pool
+
+
+def _cmd_validate(args, out):
+    fa = _library()
+    models = tuple(args.models) if args.models else fa.CHAIN_MODELS
+    with _executor(args.jobs) as executor:
+        report = fa.validate(args.beta, args.gamma, args.n, args.draws, models=models,
+                             rng=args.seed, executor=executor,
+                             progress=False if args.no_progress else None)
+    if args.json is not None:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            handle.write(report.to_json())
+            handle.write("\n")
+    out.write(report.to_markdown() if args.markdown else report.to_text())
+    out.write("\n")
+    if args.json is not None:
+        out.write(f"wrote {args.json}\n")
+    return EXIT_OK
+
+
+def _figure_sizes(args):
+    """Monte Carlo sizes given on the command line (unset ones keep the defaults)."""
+    sizes = {}
+    for name in ("n", "draws", "seed", "jobs"):
+        value = getattr(args, name, None)
+        if value is not None:
+            sizes[name] = value
+    return sizes
+
+
+def _cmd_plot(args, out):
+    from . import plotting
+
+    path = plotting.save_figure(args.figure, args.out, **_figure_sizes(args))
+    out.write(f"wrote {path}\n")
+    return EXIT_OK
+
+
+def _cmd_reproduce(args, out):
+    from . import plotting
+
+    for path in plotting.reproduce(args.out, only=args.only, **_figure_sizes(args)):
+        out.write(f"wrote {path}\n")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# parser
+
+
+def _add_beta(parser, kind=float):
+    parser.add_argument("--beta", type=kind, required=True, metavar="B",
+                        help="inverse temperature beta > 0 of the softmax (dimensionless)")
+
+
+def _add_gamma(parser):
+    parser.add_argument("--gamma", type=float, default=1.0, metavar="G",
+                        help="width ratio gamma = d_qk / n > 0")
+
+
+def _add_format(parser):
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="output format: aligned text, or machine-readable csv / json")
+
+
+def _add_mc_sizes(parser, defaults_note):
+    parser.add_argument("--n", type=_positive_int, default=None, metavar="N",
+                        help=f"Monte Carlo matrix size n (tokens) [{defaults_note}]")
+    parser.add_argument("--draws", type=_positive_int, default=None, metavar="D",
+                        help=f"independent draws per model [{defaults_note}]")
+    parser.add_argument("--seed", type=_nonnegative_int, default=None, metavar="S",
+                        help=f"random seed for reproducible draws [{defaults_note}]")
+    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="J",
+                        help="worker processes for the draws [1]")
+
+
+def build_parser():
+    """The ``freeattn`` argument parser (exposed for tests and documentation)."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=_HelpFormatter,
+        description=(
+            "Free-probability predictions for the spectrum of random softmax attention.\n\n"
+            "The singular values s of sqrt(n)*(A - 11^T/n), A = softmax(beta*Q K^T/sqrt(d_qk)),\n"
+            "follow as n, d_qk -> oo with gamma = d_qk/n fixed the law of the linear model\n"
+            "(beta*S + alpha*W)/sqrt(n) (Hayase, Collins & Karakida, AISTATS 2026)."),
+        epilog="Exit codes: 0 success, 1 numerical failure, 2 bad usage.  "
+               "Run 'freeattn COMMAND --help' for each command.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name, help_text, description):
+        return sub.add_parser(name, help=help_text, description=description,
+                              formatter_class=_HelpFormatter)
+
+    p = command("coeffs", "coefficients theta1, theta2, alpha of the linear model",
+                "Coefficients of the Gaussian-equivalent linear model "
+                "Y_lin = (beta*S + alpha*W)/sqrt(n):\n"
+                "theta1 = exp(beta^2) - 1, theta2 = beta^2, alpha^2 = theta1 - theta2.")
+    _add_beta(p, kind=_real_text)
+    p.add_argument("--exact", action="store_true",
+                   help="exact sympy expressions (beta read as a rational number)")
+    p.add_argument("--order", type=_nonnegative_int, default=None, metavar="K",
+                   help="also list the Hermite coefficients and the variance of orders 0..K")
+    _add_format(p)
+    p.set_defaults(handler=_cmd_coeffs)
+
+    p = command("law", "density, CDF, edges and moments of the limiting law",
+                "The limiting law of the singular values s of sqrt(n)*(A - 11^T/n)\n"
+                "(or of lambda = s^2 with --squared): support, atom, operator norm,\n"
+                "moments, and a table of density and CDF.")
+    _add_beta(p)
+    _add_gamma(p)
+    grid = p.add_mutually_exclusive_group()
+    grid.add_argument("--points", type=_positive_int, default=DEFAULT_LAW_POINTS, metavar="N",
+                      help="table on N evenly spaced points from the lower to the upper edge")
+    grid.add_argument("--at", type=_float_list, default=None, metavar="X1,X2,...",
+                      help="table at these points instead (same variable as the table: "
+                           "s, or lambda with --squared)")
+    p.add_argument("--squared", action="store_true",
+                   help="the law of lambda = s^2 (eigenvalues of n*A_perp A_perp^T)")
+    p.add_argument("--compare-mp", action="store_true",
+                   help="add the Marchenko-Pastur law with the same variance theta1")
+    _add_format(p)
+    p.set_defaults(handler=_cmd_law)
+
+    p = command("edge", "operator norm: the upper edge of the law",
+                "The operator norm of sqrt(n)*A_perp in the limit (upper edge of the\n"
+                "singular-value law, from the edge equation), beside the Marchenko-Pastur\n"
+                "edge 2*sqrt(theta1) that i.i.d. entries of the same variance would give.")
+    _add_beta(p)
+    _add_gamma(p)
+    _add_format(p)
+    p.set_defaults(handler=_cmd_edge)
+
+    p = command("threshold", "linearization threshold beta*(n)",
+                "The beta at which the bulk edge of sqrt(n)*A reaches the common mode\n"
+                "sqrt(n): beyond it the Gaussian-equivalent picture at size n no longer\n"
+                "separates the bulk from the rank-one part.")
+    p.add_argument("--n", type=_int_list, required=True, metavar="N1,N2,...",
+                   help="context length(s) n (tokens), comma-separated")
+    _add_gamma(p)
+    _add_format(p)
+    p.set_defaults(handler=_cmd_threshold)
+
+    p = command("validate", "Monte Carlo check of the law along the proof chain",
+                "Sample the models of the proof chain at finite n, compare their pooled\n"
+                "squared singular values with the limiting law and with Marchenko-Pastur\n"
+                "(Kolmogorov and Wasserstein-1 distances, moments, edge).")
+    _add_beta(p)
+    _add_gamma(p)
+    p.add_argument("--n", type=_positive_int, default=1000, metavar="N",
+                   help="matrix size n (tokens); d_qk = round(gamma*n)")
+    p.add_argument("--draws", type=_positive_int, default=10, metavar="D",
+                   help="independent draws per model")
+    p.add_argument("--seed", type=_nonnegative_int, default=None, metavar="S",
+                   help="random seed (default: fresh entropy, printed in the report)")
+    p.add_argument("--jobs", type=_positive_int, default=1, metavar="J",
+                   help="worker processes for the draws")
+    p.add_argument("--models", type=lambda s: s.split(","), default=None,
+                   metavar="M1,M2,...",
+                   help="subset of the chain models (default: all of freeattn.CHAIN_MODELS)")
+    p.add_argument("--json", default=None, metavar="FILE",
+                   help="also write the full report as JSON to FILE")
+    p.add_argument("--markdown", action="store_true", help="print the report as markdown")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(handler=_cmd_validate)
+
+    from .plotting import FIGURES
+
+    figure_list = ", ".join(f"{k} ({v.name})" for k, v in FIGURES.items())
+    p = command("plot", "draw one documentation figure",
+                f"Draw one figure of the documentation gallery.\nFigures: {figure_list}.")
+    p.add_argument("figure", metavar="FIGURE",
+                   help="figure number or name: " + figure_list)
+    p.add_argument("--out", default=None, metavar="PATH",
+                   help="output file (.png, .pdf, .svg) [docs/figures/<name>.png]")
+    _add_mc_sizes(p, "the figure's defaults, as in the gallery")
+    p.set_defaults(handler=_cmd_plot)
+
+    p = command("reproduce", "draw all documentation figures",
+                "Regenerate every figure of the documentation gallery as PNG.\n"
+                "Figures 1 and 4 run Monte Carlo (a few minutes at the default sizes).")
+    p.add_argument("--out", default="docs/figures", metavar="DIR", help="output directory")
+    p.add_argument("--only", type=lambda s: s.split(","), default=None, metavar="F1,F2",
+                   help="only these figures (numbers or names)")
+    _add_mc_sizes(p, "each figure's defaults")
+    p.set_defaults(handler=_cmd_reproduce)
+    return parser
+
+
+def main(argv=None, *, stdout=None):
+    """Run the command line; return the exit code.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+    stdout : file-like, optional
+        Where results are written (default: ``sys.stdout``).
+
+    Returns
+    -------
+    int
+        0 on success, 1 on a numerical failure, 2 on bad usage.
+    """
+    from ._errors import ConvergenceError
+
+    out = sys.stdout if stdout is None else stdout
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    try:
+        return args.handler(args, out)
+    except ConvergenceError as error:
+        print(f"{PROG} {args.command}: numerical failure: {error}", file=sys.stderr)
+        return EXIT_NUMERICAL
+    except (ValueError, TypeError, _UsageError) as error:
+        print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        return 130
+

@@ -1,0 +1,583 @@
+"""Figures of the freeattn documentation (matplotlib).
+
+This is the only freeattn module that uses matplotlib, and it imports it
+inside the functions, so ``import freeattn`` never needs it (install the
+``plot`` extra: ``pip install freeattn[plot]``).  Every figure function takes
+the sizes of what it computes as arguments -- tests draw the same figures with
+tiny matrices -- and returns a :class:`matplotlib.figure.Figure` built without
+``pyplot`` (no global state, no window).
+
+===  ===========  ===========================================================
+No.  name         content
+===  ===========  ===========================================================
+1    chain        histograms of squared singular values of every model of the
+                  proof chain, the predicted density over them, and a quantile
+                  panel (Monte Carlo)
+2    law-vs-mp    the predicted law against Marchenko-Pastur of the same
+                  variance, for several beta, edges marked
+3    edge         operator norm against beta, Marchenko-Pastur edge, common
+                  mode sqrt(n) and the linearization threshold for several n
+4    convergence  Kolmogorov distance to the limit against n (Monte Carlo)
+5    gamma        the law across gamma = d_qk/n at fixed beta
+===  ===========  ===========================================================
+
+``freeattn reproduce`` (or :func:`reproduce`) writes all of them as PNG.
+"""
+
+import pathlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "FIGURES",
+    "figure_chain",
+    "figure_law_vs_mp",
+    "figure_edge",
+    "figure_convergence",
+    "figure_gamma",
+    "save_figure",
+    "reproduce",
+]
+
+#: Default output folder of :func:`reproduce` (relative to the working directory).
+DEFAULT_FIGURE_DIR = "docs/figures"
+
+#: Resolution of the PNGs in docs/figures: legible on a laptop screen and in
+#: a GitHub README without being heavy (about 100-200 kB each).
+PNG_DPI = 130
+
+#: Points on which densities are drawn: smooth at the figure sizes used.
+CURVE_POINTS = 600
+
+#: Histogram bins over the plotted range: about 170 samples per bin at
+#: 10 draws of n = 1000.
+HISTOGRAM_BINS = 60
+
+#: Quantile levels in the quantile panel (the extreme levels are left out:
+#: the pooled sample has no resolution there).
+QUANTILE_LEVELS = np.linspace(0.005, 0.995, 199)
+
+#: The densities at gamma = 1 diverge like lambda**(-1/2) at 0; the y-range of
+#: a density panel is set by the curve on [EDGE_FRACTION*edge, edge].
+EDGE_FRACTION = 0.05
+
+# One colour per chain model (colour-blind safe "tab10" order) so the same
+# model has the same colour in every panel.
+_MODEL_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
+                  "tab:brown")
+_THEORY_STYLE = {"color": "black", "linewidth": 2.0, "zorder": 5}
+_MP_STYLE = {"color": "tab:gray", "linewidth": 1.6, "linestyle": "--", "zorder": 4}
+
+
+def _figure(figsize):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, layout="constrained")
+
+
+def _library():
+    import freeattn
+
+    return freeattn
+
+
+def _curve(law, points=CURVE_POINTS):
+    """Grid over the support of ``law`` and the density on it."""
+    lower, upper = law.support()
+    x = np.linspace(lower, upper, points)
+    return x, law.pdf(x)
+
+
+def _density_ylim(x, *densities, edge):
+    """Upper y-limit that shows the bulk, ignoring the 1/sqrt singularity at 0."""
+    mask = x >= EDGE_FRACTION * edge
+    peak = max(float(np.max(np.where(mask, d, 0.0))) for d in densities)
+    return 1.15 * peak
+
+
+# ---------------------------------------------------------------------------
+# Figure 1
+
+
+def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None):
+    """Pooled squared singular values of each model of the proof chain.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature.
+    n : int
+        Matrix size (tokens); ``d_qk = round(gamma * n)``.
+    gamma : float
+        Width ratio ``d_qk / n``.
+    draws : int
+        Independent draws per model.
+    models : sequence of str, optional
+        Models to sample (default ``freeattn.CHAIN_MODELS``).
+    rng : None, int or numpy.random.Generator
+        Seed or generator; each (model, draw) gets an independent child stream.
+
+    Returns
+    -------
+    dict
+        ``{model: 1-d array of n*draws squared singular values}``.
+    """
+    from scipy.linalg import svdvals
+
+    fa = _library()
+    models = tuple(fa.CHAIN_MODELS if models is None else models)
+    d_qk = max(1, int(round(gamma * n)))
+    streams = np.random.default_rng(rng).spawn(len(models) * draws)
+    samples = {}
+    for i, model in enumerate(models):
+        values = [svdvals(fa.sample_model(model, n, d_qk, beta,
+                                          rng=streams[i * draws + j])) ** 2
+                  for j in range(draws)]
+        samples[model] = np.concatenate(values)
+    return samples
+
+
+def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
+                 samples=None):
+    """Figure 1: the spectrum of every model of the proof chain against the law.
+
+    One histogram per model of ``freeattn.CHAIN_MODELS`` (pooled squared
+    singular values of ``draws`` matrices of size ``n``), with the predicted
+    density of ``attention_law(beta, gamma).squared()`` over it and the
+    Marchenko-Pastur density of the same variance dashed; a last panel plots
+    the empirical quantiles of each model against the predicted ones (on the
+    diagonal if the theory is right) and against Marchenko-Pastur's.
+
+    Parameters
+    ----------
+    beta, n, gamma, draws, models, rng
+        As in :func:`chain_samples`.
+    samples : dict, optional
+        Precomputed output of :func:`chain_samples` (then nothing is sampled).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fa = _library()
+    if samples is None:
+        samples = chain_samples(beta, n, gamma, draws, models=models, rng=rng)
+    law = fa.attention_law(beta, gamma).squared()
+    theta1 = fa.linear_coefficients(beta).theta1
+    mp = fa.marchenko_pastur(theta1, 1.0)
+    edge = law.support()[1]
+    x_max = 1.25 * max(edge, mp.support()[1])
+    x = np.linspace(0.0, x_max, CURVE_POINTS)[1:]
+    pdf, mp_pdf = law.pdf(x), mp.pdf(x)
+    y_max = _density_ylim(x, pdf, mp_pdf, edge=edge)
+
+    fig = _figure((13.5, 7.2))
+    grid = fig.add_gridspec(2, 4, width_ratios=(1, 1, 1, 1.25))
+    names = list(samples)
+    for i, model in enumerate(names):
+        ax = fig.add_subplot(grid[i // 3, i % 3])
+        values = samples[model]
+        ax.hist(values, bins=HISTOGRAM_BINS, range=(0.0, x_max), density=True,
+                color=_MODEL_COLOURS[i % len(_MODEL_COLOURS)], alpha=0.55,
+                label=f"{model} (MC)")
+        ax.plot(x, pdf, label="predicted law", **_THEORY_STYLE)
+        ax.plot(x, mp_pdf, label="Marchenko-Pastur", **_MP_STYLE)
+        ax.axvline(edge, color="black", linewidth=0.8, linestyle=":")
+        ax.set_ylim(0.0, y_max)
+        ax.set_xlim(0.0, x_max)
+        ax.set_title(f"{i + 1}. {model}", fontsize=11)
+        ax.set_xlabel(r"squared singular value $\lambda$")
+        ax.set_ylabel("density")
+        if i == 0:
+            ax.legend(fontsize=8, loc="upper right")
+
+    ax = fig.add_subplot(grid[:, 3])
+    predicted = law.ppf(QUANTILE_LEVELS)
+    for i, model in enumerate(names):
+        ax.plot(predicted, np.quantile(samples[model], QUANTILE_LEVELS),
+                color=_MODEL_COLOURS[i % len(_MODEL_COLOURS)], linewidth=1.4, label=model)
+    if names:
+        ax.plot(mp.ppf(QUANTILE_LEVELS), np.quantile(samples[names[0]], QUANTILE_LEVELS),
+                color="tab:gray", linestyle="--", linewidth=1.4,
+                label=f"{names[0]} vs Marchenko-Pastur")
+    top = float(predicted[-1]) * 1.05
+    ax.plot([0, top], [0, top], color="black", linewidth=0.8, label="y = x")
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("predicted quantile")
+    ax.set_ylabel("empirical quantile")
+    ax.set_title("quantiles", fontsize=11)
+    ax.legend(fontsize=8, loc="upper left")
+    total = sum(len(v) for v in samples.values()) // max(len(samples), 1)
+    fig.suptitle(
+        rf"Squared singular values along the proof chain, $\beta$ = {beta:g}, "
+        rf"n = {n}, $d_{{qk}}$ = {int(round(gamma * n))}, {draws} draws "
+        f"({total} values per model)", fontsize=12)
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Figure 2
+
+
+def figure_law_vs_mp(betas=(0.5, 1.0, 1.5, 2.0), gamma=1.0, *, points=CURVE_POINTS):
+    """Figure 2: the predicted law against Marchenko-Pastur of the same variance.
+
+    For each ``beta`` a panel with the density of the squared singular values
+    (``attention_law(beta, gamma).squared()``) and of
+    ``marchenko_pastur(theta1, 1)``, the two upper edges marked: the true
+    edge lies beyond ``4*theta1``.
+
+    Parameters
+    ----------
+    betas : sequence of float
+        Inverse temperatures, one panel each.
+    gamma : float
+        Width ratio ``d_qk / n``.
+    points : int
+        Points per curve.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fa = _library()
+    betas = list(betas)
+    columns = min(len(betas), 2) or 1
+    rows = -(-len(betas) // columns)
+    fig = _figure((5.2 * columns, 3.6 * rows))
+    for i, beta in enumerate(betas):
+        ax = fig.add_subplot(rows, columns, i + 1)
+        law = fa.attention_law(beta, gamma).squared()
+        norm = fa.operator_norm(beta, gamma)
+        theta1 = fa.linear_coefficients(beta).theta1
+        mp = fa.marchenko_pastur(theta1, 1.0)
+        x_max = 1.12 * max(norm.squared_edge, norm.mp_squared_edge)
+        x = np.linspace(0.0, x_max, points)[1:]
+        pdf, mp_pdf = law.pdf(x), mp.pdf(x)
+        ax.plot(x, pdf, label="predicted law", **_THEORY_STYLE)
+        ax.plot(x, mp_pdf, label=r"Marchenko-Pastur, variance $\theta_1$", **_MP_STYLE)
+        ax.axvline(norm.squared_edge, color="black", linewidth=1.0, linestyle=":",
+                   label=f"edge {norm.squared_edge:.3g}")
+        ax.axvline(norm.mp_squared_edge, color="tab:gray", linewidth=1.0, linestyle="-.",
+                   label=rf"$4\theta_1$ = {norm.mp_squared_edge:.3g}")
+        ax.set_xlim(0.0, x_max)
+        ax.set_ylim(0.0, _density_ylim(x, pdf, mp_pdf, edge=norm.squared_edge))
+        ax.set_title(rf"$\beta$ = {beta:g}  (edge / $4\theta_1$ = "
+                     rf"{norm.squared_edge / norm.mp_squared_edge:.3f})", fontsize=11)
+        ax.set_xlabel(r"squared singular value $\lambda$")
+        ax.set_ylabel("density")
+        ax.legend(fontsize=8, loc="upper right")
+    fig.suptitle(rf"Limiting law of $\lambda = s^2$, $s$ singular values of "
+                 rf"$\sqrt{{n}}\,A_\perp$ ($\gamma$ = {gamma:g}), vs Marchenko-Pastur",
+                 fontsize=12)
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Figure 3
+
+
+def figure_edge(betas=None, ns=(10**3, 10**4, 10**5, 10**6), gamma=1.0):
+    """Figure 3: the operator norm against ``beta`` and the linearization threshold.
+
+    The upper edge of the singular-value law (``operator_norm(beta).norm``),
+    the Marchenko-Pastur edge ``2*sqrt(theta1)``, and for each ``n`` the
+    common mode ``sqrt(n)`` with the threshold ``linearization_threshold(n)``
+    where the bulk edge reaches it.
+
+    Parameters
+    ----------
+    betas : array_like, optional
+        Grid of inverse temperatures (default 120 points on [0.05, 4]).
+    ns : sequence of int
+        Context lengths whose common mode is drawn.
+    gamma : float
+        Width ratio ``d_qk / n``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fa = _library()
+    betas = np.linspace(0.05, 4.0, 120) if betas is None else np.asarray(betas, float)
+    results = [fa.operator_norm(float(b), gamma) for b in betas]
+    norms = np.array([r.norm for r in results])
+    mp_norms = np.array([r.mp_norm for r in results])
+    fig = _figure((7.5, 5.0))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.semilogy(betas, norms, label=r"bulk edge (operator norm of $\sqrt{n}A_\perp$)",
+                **_THEORY_STYLE)
+    ax.semilogy(betas, mp_norms, label=r"Marchenko-Pastur edge $2\sqrt{\theta_1}$",
+                **_MP_STYLE)
+    for i, n in enumerate(ns):
+        colour = _MODEL_COLOURS[i % len(_MODEL_COLOURS)]
+        threshold = fa.linearization_threshold(n, gamma)
+        ax.axhline(np.sqrt(n), color=colour, linewidth=1.0, linestyle="-.")
+        ax.plot([threshold.beta], [threshold.norm], "o", color=colour, markersize=7,
+                label=rf"n = {n:.0e}: $\sqrt{{n}}$ reached at $\beta$ = {threshold.beta:.2f}")
+        ax.axvline(threshold.beta, color=colour, linewidth=0.6, linestyle=":")
+    ax.set_xlim(float(betas[0]), float(betas[-1]))
+    ax.set_xlabel(r"inverse temperature $\beta$")
+    ax.set_ylabel(r"singular value of $\sqrt{n}\,A$ (log scale)")
+    ax.set_title(rf"Bulk edge vs common mode $\sqrt{{n}}$ ($\gamma$ = {gamma:g})",
+                 fontsize=12)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(True, which="major", alpha=0.3)
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# Figure 4
+
+
+def figure_convergence(betas=(0.5, 1.0, 1.5), ns=(250, 500, 1000, 2000), draws=4, gamma=1.0,
+                       *, models=("attention", "linear"), rng=None, executor=None,
+                       reports=None):
+    """Figure 4: finite-size convergence to the limiting law.
+
+    Kolmogorov distance between the pooled empirical squared singular values
+    and the limiting CDF, against ``n``, for each ``beta`` (from
+    ``freeattn.convergence``), with the distance to Marchenko-Pastur for
+    contrast.
+
+    Parameters
+    ----------
+    betas : sequence of float
+        Inverse temperatures, one colour each.
+    ns : sequence of int
+        Matrix sizes.
+    draws : int
+        Draws per size and model.
+    gamma : float
+        Width ratio ``d_qk / n``.
+    models : sequence of str
+        Chain models shown (solid: first, dashed: second, ...).
+    rng : None, int or numpy.random.Generator
+        Seed; each beta gets an independent child stream.
+    executor : concurrent.futures.Executor, optional
+        Runs the draws in parallel.
+    reports : dict, optional
+        Precomputed ``{beta: freeattn.convergence(...) report}``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fa = _library()
+    if reports is None:
+        streams = np.random.default_rng(rng).spawn(len(betas))
+        reports = {beta: fa.convergence(beta, gamma, ns=tuple(ns), draws=draws,
+                                        models=tuple(models), rng=stream,
+                                        executor=executor)
+                   for beta, stream in zip(betas, streams)}
+    fig = _figure((7.5, 5.0))
+    ax = fig.add_subplot(1, 1, 1)
+    styles = ("-", "--", "-.", ":")
+    for i, (beta, report) in enumerate(reports.items()):
+        colour = _MODEL_COLOURS[i % len(_MODEL_COLOURS)]
+        for j, model in enumerate(models):
+            sizes, ks, ks_mp = _convergence_series(report, model)
+            ax.loglog(sizes, ks, styles[j % len(styles)], marker="o", color=colour,
+                      label=rf"$\beta$ = {beta:g}, {model}")
+            if j == 0:
+                ax.loglog(sizes, ks_mp, ":", marker="x", color=colour, alpha=0.6,
+                          label=rf"$\beta$ = {beta:g}, {model} vs Marchenko-Pastur")
+    ax.set_xlabel("matrix size n (tokens)")
+    ax.set_ylabel("Kolmogorov distance to the limiting law")
+    ax.set_title(rf"Finite-size convergence ($\gamma$ = {gamma:g}, {draws} draws per point)",
+                 fontsize=12)
+    ax.legend(fontsize=7, loc="lower left", ncol=2)
+    ax.grid(True, which="both", alpha=0.3)
+    return fig
+
+
+def _convergence_series(report, model):
+    """Sizes, KS distances to the law and to Marchenko-Pastur for one model."""
+    sizes, ks, ks_mp = [], [], []
+    for n, validation in zip(report.ns, report.reports):
+        result = validation.results[model]
+        sizes.append(n)
+        ks.append(result.ks)
+        ks_mp.append(result.ks_mp)
+    return np.array(sizes), np.array(ks), np.array(ks_mp)
+
+
+# ---------------------------------------------------------------------------
+# Figure 5
+
+
+def figure_gamma(beta=1.0, gammas=(0.25, 0.5, 1.0, 2.0, 4.0), *, points=CURVE_POINTS):
+    """Figure 5: the law of the squared singular values across ``gamma = d_qk/n``.
+
+    Density (left) and CDF (right) of ``attention_law(beta, gamma).squared()``
+    for each ``gamma``, with the Marchenko-Pastur law of the same variance
+    (which does not depend on ``gamma``) for reference.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature.
+    gammas : sequence of float
+        Width ratios, one curve each.
+    points : int
+        Points per curve.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    fa = _library()
+    theta1 = fa.linear_coefficients(beta).theta1
+    mp = fa.marchenko_pastur(theta1, 1.0)
+    laws = [fa.attention_law(beta, g).squared() for g in gammas]
+    x_max = 1.08 * max([law.support()[1] for law in laws] + [mp.support()[1]])
+    x = np.linspace(0.0, x_max, points)[1:]
+    fig = _figure((11.5, 4.6))
+    ax_pdf = fig.add_subplot(1, 2, 1)
+    ax_cdf = fig.add_subplot(1, 2, 2)
+    peaks = []
+    for i, (g, law) in enumerate(zip(gammas, laws)):
+        colour = _MODEL_COLOURS[i % len(_MODEL_COLOURS)]
+        pdf = law.pdf(x)
+        peaks.append(_density_ylim(x, pdf, edge=law.support()[1]))
+        label = rf"$\gamma$ = {g:g}" + (f" (atom {law.atom:.2f} at 0)" if law.atom > 0 else "")
+        ax_pdf.plot(x, pdf, color=colour, linewidth=1.8, label=label)
+        ax_cdf.plot(x, law.cdf(x), color=colour, linewidth=1.8, label=label)
+    ax_pdf.plot(x, mp.pdf(x), label="Marchenko-Pastur", **_MP_STYLE)
+    ax_cdf.plot(x, mp.cdf(x), label="Marchenko-Pastur", **_MP_STYLE)
+    ax_pdf.set_ylim(0.0, max(peaks))
+    for ax, what in ((ax_pdf, "density"), (ax_cdf, "CDF")):
+        ax.set_xlim(0.0, x_max)
+        ax.set_xlabel(r"squared singular value $\lambda$")
+        ax.set_ylabel(what)
+        ax.legend(fontsize=8, loc="upper right" if what == "density" else "lower right")
+    fig.suptitle(rf"Law of $\lambda = s^2$ across $\gamma = d_{{qk}}/n$ at $\beta$ = {beta:g}",
+                 fontsize=12)
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# registry, saving
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One gallery figure: its number, name, file and how to draw it."""
+
+    number: int
+    name: str
+    function: object
+    caption: str
+    monte_carlo: bool = False
+    defaults: dict = field(default_factory=dict)
+
+    @property
+    def filename(self):
+        return f"fig{self.number}_{self.name.replace('-', '_')}.png"
+
+
+#: The gallery, in order; keys are the figure numbers as strings.
+FIGURES = {
+    "1": FigureSpec(1, "chain", figure_chain,
+                    "Squared singular values of the six models of the proof chain "
+                    "(n = d_qk = 1000, beta = 1, 10 draws) against the predicted law",
+                    monte_carlo=True, defaults={"n": 1000, "draws": 10, "seed": 2026}),
+    "2": FigureSpec(2, "law-vs-mp", figure_law_vs_mp,
+                    "The predicted law against Marchenko-Pastur of the same variance"),
+    "3": FigureSpec(3, "edge", figure_edge,
+                    "Operator norm against beta; common mode sqrt(n) and the "
+                    "linearization threshold"),
+    "4": FigureSpec(4, "convergence", figure_convergence,
+                    "Finite-size convergence of the Kolmogorov distance",
+                    monte_carlo=True, defaults={"draws": 4, "seed": 2026}),
+    "5": FigureSpec(5, "gamma", figure_gamma, "The law across gamma = d_qk/n at beta = 1"),
+}
+
+
+def _spec(figure):
+    key = str(figure).strip().lower()
+    if key in FIGURES:
+        return FIGURES[key]
+    for spec in FIGURES.values():
+        if key in (spec.name, spec.name.replace("-", "_")):
+            return spec
+    known = ", ".join(f"{k} ({v.name})" for k, v in FIGURES.items())
+    raise ValueError(f"figure must be one of {known}; got {figure!r}")
+
+
+def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
+    """Draw one gallery figure with its default (or the given) sizes.
+
+    Parameters
+    ----------
+    figure : int or str
+        Number (1-5) or name (``chain``, ``law-vs-mp``, ``edge``,
+        ``convergence``, ``gamma``).
+    n, draws, seed, jobs : int, optional
+        Monte Carlo sizes, seed and worker processes for figures 1 and 4
+        (``n`` is the matrix size of figure 1; ignored by figures 2, 3, 5).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    spec = _spec(figure)
+    if not spec.monte_carlo:
+        return spec.function()
+    options = dict(spec.defaults)
+    options.update({k: v for k, v in {"n": n, "draws": draws, "seed": seed}.items()
+                    if v is not None})
+    rng = options.pop("seed", None)
+    if spec.name == "chain":
+        return spec.function(n=options.get("n", 1000), draws=options["draws"], rng=rng)
+    from concurrent.futures import ProcessPoolExecutor
+
+    kwargs = {"draws": options["draws"], "rng": rng}
+    if "n" in options:
+        kwargs["ns"] = tuple(sorted({max(options["n"] // 4, 2), max(options["n"] // 2, 2),
+                                     options["n"]}))
+    if jobs is not None and jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            return spec.function(executor=pool, **kwargs)
+    return spec.function(**kwargs)
+
+
+def save_figure(figure, out=None, **sizes):
+    """Draw one gallery figure and write it to ``out``.
+
+    Parameters
+    ----------
+    figure : int or str
+        Number or name of the figure (see :data:`FIGURES`).
+    out : str or path-like, optional
+        Output file; the format follows its suffix (default
+        ``docs/figures/<file name of the figure>``).
+    **sizes
+        ``n``, ``draws``, ``seed``, ``jobs`` as in :func:`make_figure`.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+    """
+    spec = _spec(figure)
+    path = pathlib.Path(out) if out is not None else pathlib.Path(DEFAULT_FIGURE_DIR) / spec.filename
+    fig = make_figure(spec.number, **sizes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=PNG_DPI)
+    return path
+
+
+def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, **sizes):
+    """Write every gallery figure (or those in ``only``) as PNG into ``out``.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written, in figure order.
+    """
+    specs = [_spec(f) for f in only] if only else list(FIGURES.values())
+    folder = pathlib.Path(out)
+    return [save_figure(spec.number, folder / spec.filename, **sizes) for spec in specs]
