@@ -1,15 +1,19 @@
-"""Coefficients of the Gaussian-equivalent linear model (numeric core).
+"""Coefficients of the Gaussian-equivalent linear model, and the key-conditional moments.
 
-See theory/02_coefficients.md.  The symbolic derivation (sympy) and the mpmath
-path are added alongside; this module holds the float64 evaluation that the
-solvers use.
+Float64 (vectorized), mpmath (``dps=``) and sympy (``exact=True``, derived in
+:mod:`freeattn._symbolic`) evaluation of ``theta1``, ``theta2``, ``alpha``
+(theory/02_coefficients.md), and the conditional mean and covariance of a
+feature row given the keys together with their Gaussian-equivalent
+replacement (theory/03_centering.md, theory/04_covariance.md).
 """
 
+import fractions
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_real_array, check_beta
+from ._checks import MAX_FLOAT_BETA, as_real_array, check_beta, check_int
 from ._tolerances import MAX_FLOAT_EXP_ARG
 
 __all__ = [
@@ -68,8 +72,27 @@ class LinearCoefficients:
     alpha: object
 
 
+#: Guard digits added to the working precision of the mpmath path.
+_MP_GUARD_DIGITS = 10
+
+
+def _check_float_beta(beta):
+    """``beta`` for the float64 path: real, finite, ``0 < beta <= 26.64``.
+
+    Beyond 26.64, ``exp(beta**2)`` overflows float64; the message points to
+    the mpmath (``dps=``) and sympy (``exact=True``) paths.
+    """
+    b = check_beta(beta, upper=None)
+    if (b > MAX_FLOAT_BETA).any():
+        raise ValueError(
+            f"beta must be in (0, {MAX_FLOAT_BETA:.4f}] for float64 evaluation "
+            f"(exp(beta**2) overflows beyond), got {beta!r}; for larger beta use "
+            f"linear_coefficients(beta, dps=30) (mpmath) or exact=True (sympy)")
+    return b
+
+
 def _float_coefficients(beta):
-    b = check_beta(beta)
+    b = _check_float_beta(beta)
     x = b * b
     theta1 = np.expm1(x)
     theta2 = x
@@ -81,28 +104,134 @@ def _float_coefficients(beta):
     return LinearCoefficients(b, theta1, theta2, alpha2, alpha)
 
 
-def linear_coefficients(beta, *, exact=False):
+def _check_mp_inputs(beta, dps):
+    """Check ``beta`` (a real scalar) and ``dps`` for the mpmath path.
+
+    Returns
+    -------
+    tuple
+        ``(dps, beta)`` with ``beta`` an ``mpmath.mpf`` converted at
+        ``dps + _MP_GUARD_DIGITS`` digits.
+    """
+    import mpmath
+    import sympy
+
+    dps = check_int(dps, "dps", minimum=1)
+    if isinstance(beta, (str, bytes, bool, np.bool_)) or not (
+            isinstance(beta, (numbers.Real, np.floating, np.integer, mpmath.mpf))
+            or (isinstance(beta, sympy.Basic) and beta.is_number)):
+        raise TypeError(f"beta must be a real scalar for the mpmath path (dps=...), "
+                        f"allowed range (0, oo); got {type(beta).__name__} {beta!r}")
+    with mpmath.workdps(dps + _MP_GUARD_DIGITS):
+        if isinstance(beta, fractions.Fraction):
+            value = mpmath.mpf(beta.numerator) / beta.denominator
+        elif isinstance(beta, sympy.Basic):
+            if beta.is_extended_real is False:
+                raise TypeError(f"beta must be real, got {beta!r}")
+            value = mpmath.mpf(sympy.Float(beta, mpmath.mp.dps))
+        else:
+            value = mpmath.mpf(beta)
+    if not mpmath.isfinite(value) or value <= 0:
+        raise ValueError(f"beta must be finite and > 0 (allowed range (0, oo)), got {beta!r}")
+    return dps, value
+
+
+def _mp_coefficients(beta, dps):
+    """``theta1``, ``theta2``, ``alpha2``, ``alpha`` as mpmath numbers at ``dps`` digits.
+
+    ``expm1(x) - x`` (``x = beta**2``) cancels ``log10(2/x)`` digits for
+    small ``x``; the working precision is raised by that many digits plus
+    :data:`_MP_GUARD_DIGITS`, then the results are rounded to ``dps`` digits.
+    """
+    import mpmath
+
+    dps, b = _check_mp_inputs(beta, dps)
+    with mpmath.workdps(dps + _MP_GUARD_DIGITS):
+        lost = max(0, int(mpmath.ceil(mpmath.log10(2 / (b * b)))))
+    with mpmath.workdps(dps + _MP_GUARD_DIGITS + lost):
+        x = b * b
+        theta1 = mpmath.expm1(x)
+        alpha2 = theta1 - x
+        alpha = mpmath.sqrt(alpha2)
+    with mpmath.workdps(dps):
+        return LinearCoefficients(+b, +theta1, +x, +alpha2, +alpha)
+
+
+def _exact_coefficients(beta):
+    import sympy
+
+    from ._symbolic import BETA, as_sympy_beta, derive_linear_coefficients
+
+    b = as_sympy_beta(beta)
+    derived = derive_linear_coefficients()
+    theta1, theta2, alpha2 = (derived[name].subs(BETA, b)
+                              for name in ("theta1", "theta2", "alpha2"))
+    return LinearCoefficients(b, theta1, theta2, alpha2, sympy.sqrt(alpha2))
+
+
+def linear_coefficients(beta, *, exact=False, dps=None):
     """Coefficients ``theta1``, ``theta2``, ``alpha`` of the linear model.
+
+    The linear model ``Y_lin = (beta*S + alpha*W)/sqrt(n)`` has the same
+    limiting singular-value law as ``sqrt(n) * A_perp`` (Hayase, Collins &
+    Karakida, AISTATS 2026), with
+
+    - ``theta1 = E[f(chi)^2] = exp(beta**2) - 1``, theory eq. (2.4);
+    - ``theta2 = E[f'(chi)]^2 = beta**2``, theory eq. (2.5);
+    - ``alpha2 = theta1 - theta2 = exp(beta**2) - 1 - beta**2``, theory eq. (2.6).
 
     Parameters
     ----------
-    beta : float or array_like
-        Inverse temperature, ``0 < beta <= 26.64`` in float64.
+    beta : float, array_like, or sympy expression
+        Inverse temperature ``> 0``.  Float path: ``0 < beta <= 26.64``
+        (``exp(beta**2)`` must be a finite float64), vectorized over arrays.
+        ``exact=True``: a sympy symbol or number, an ``int``, a
+        :class:`fractions.Fraction`, or a float (taken at its exact binary
+        value).  ``dps``: a real scalar, any size.
     exact : bool, optional
-        Return sympy expressions instead of floats.
+        Return sympy expressions, derived symbolically (:mod:`._symbolic`).
+    dps : int, optional
+        Evaluate with mpmath at ``dps`` significant decimal digits (returns
+        ``mpmath.mpf``; no upper limit on ``beta``).  Cannot be combined with
+        ``exact``.
 
     Returns
     -------
     LinearCoefficients
+        Floats (0-d input), arrays (array input), sympy expressions or mpmath
+        numbers.
+
+    Raises
+    ------
+    TypeError
+        If ``beta`` is a string, bool, complex or not numeric.
+    ValueError
+        If ``beta <= 0``, NaN or infinite, or above 26.64 on the float path;
+        if both ``exact`` and ``dps`` are given.
+
+    Notes
+    -----
+    The float path computes ``theta1`` with ``expm1`` and ``alpha2`` with
+    the series ``sum_{k>=2} x**k/k!`` (``x = beta**2 < 1``), so both keep full
+    relative accuracy for small ``beta``.
 
     Examples
     --------
     >>> c = linear_coefficients(1.0)
     >>> round(c.theta1, 12), c.theta2
     (1.718281828459, 1.0)
+    >>> linear_coefficients(0.5, exact=True).alpha2
+    -5/4 + exp(1/4)
+    >>> import mpmath
+    >>> mpmath.nstr(linear_coefficients(30, dps=20).theta1, 20)
+    '8.1940126239905154893e+390'
     """
+    if exact and dps is not None:
+        raise ValueError("give either exact=True or dps=..., not both")
     if exact:
-        raise NotImplementedError("exact=True is provided by the symbolic module")
+        return _exact_coefficients(beta)
+    if dps is not None:
+        return _mp_coefficients(beta, dps)
     return _float_coefficients(beta)
 
 
@@ -122,7 +251,7 @@ def _check_gram_beta(gram, beta):
     if (np.diagonal(rho, axis1=-2, axis2=-1) < 0).any():
         raise ValueError("gram must have a non-negative diagonal "
                          "(rho_jj = |k_j|^2 / d_qk >= 0)")
-    b = check_beta(beta)
+    b = _check_float_beta(beta)
     if b.ndim != 0:
         raise ValueError(f"beta must be a scalar here, got shape {b.shape}")
     return rho, float(b)
