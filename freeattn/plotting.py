@@ -7,19 +7,19 @@ the sizes of what it computes as arguments -- tests draw the same figures with
 tiny matrices -- and returns a :class:`matplotlib.figure.Figure` built without
 ``pyplot`` (no global state, no window).
 
-===  ===========  ===========================================================
-No.  name         content
-===  ===========  ===========================================================
-1    chain        histograms of squared singular values of every model of the
-                  proof chain, the predicted density over them, and a quantile
-                  panel (Monte Carlo)
-2    law-vs-mp    the predicted law against Marchenko-Pastur of the same
-                  variance, for several beta, edges marked
-3    edge         operator norm against beta, Marchenko-Pastur edge, common
-                  mode sqrt(n) and the linearization threshold for several n
-4    convergence  Kolmogorov distance to the limit against n (Monte Carlo)
-5    gamma        the law across gamma = d_qk/n at fixed beta
-===  ===========  ===========================================================
+The gallery (:data:`FIGURES`, numbers and names accepted by ``freeattn plot``):
+
+1. ``chain`` -- histograms of the squared singular values of every model of
+   the proof chain with the predicted density over them, and a quantile
+   panel (Monte Carlo);
+2. ``law-vs-mp`` -- the predicted law against Marchenko-Pastur of the same
+   variance, for several ``beta``, edges marked;
+3. ``edge`` -- the operator norm against ``beta``, the Marchenko-Pastur edge,
+   the common mode ``sqrt(n)`` and the linearization threshold for several
+   ``n``;
+4. ``convergence`` -- Kolmogorov distance to the limit against ``n``
+   (Monte Carlo);
+5. ``gamma`` -- the law across ``gamma = d_qk/n`` at fixed ``beta``.
 
 ``freeattn reproduce`` (or :func:`reproduce`) writes all of them as PNG.
 """
@@ -31,11 +31,13 @@ import numpy as np
 
 __all__ = [
     "FIGURES",
+    "chain_samples",
     "figure_chain",
     "figure_law_vs_mp",
     "figure_edge",
     "figure_convergence",
     "figure_gamma",
+    "make_figure",
     "save_figure",
     "reproduce",
 ]
@@ -116,26 +118,24 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     models : sequence of str, optional
         Models to sample (default ``freeattn.CHAIN_MODELS``).
     rng : None, int or numpy.random.Generator
-        Seed or generator; each (model, draw) gets an independent child stream.
+        Seed or generator; each draw gets an independent child stream, shared
+        by all models (``freeattn.sample_chain``).
 
     Returns
     -------
     dict
         ``{model: 1-d array of n*draws squared singular values}``.
     """
-    from scipy.linalg import svdvals
-
     fa = _library()
     models = tuple(fa.CHAIN_MODELS if models is None else models)
     d_qk = max(1, int(round(gamma * n)))
-    streams = np.random.default_rng(rng).spawn(len(models) * draws)
-    samples = {}
-    for i, model in enumerate(models):
-        values = [svdvals(fa.sample_model(model, n, d_qk, beta,
-                                          rng=streams[i * draws + j])) ** 2
-                  for j in range(draws)]
-        samples[model] = np.concatenate(values)
-    return samples
+    pooled = {model: [] for model in models}
+    for stream in np.random.default_rng(rng).spawn(draws):
+        # One shared draw of queries and keys for all models (as in the proof).
+        for model, matrix in fa.sample_chain(n, d_qk, beta, models=models,
+                                             rng=stream).items():
+            pooled[model].append(fa.squared_singular_values(matrix))
+    return {model: np.concatenate(values) for model, values in pooled.items()}
 
 
 def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
