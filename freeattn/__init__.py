@@ -7,7 +7,21 @@ freeattn computes that law exactly and checks it against simulation.
 """
 
 from ._errors import ConvergenceError
-from ._coefficients import LinearCoefficients, linear_coefficients
+from ._coefficients import (
+    LinearCoefficients,
+    conditional_covariance,
+    conditional_mean,
+    gaussian_equivalent_covariance,
+    linear_coefficients,
+)
+from ._hermite import (
+    HermiteTable,
+    alpha2_fraction,
+    hermite_coefficients,
+    hermite_table,
+    order_variances,
+    truncated_alpha2,
+)
 
 __version__ = "0.1.0"
 
@@ -15,5 +29,14 @@ __all__ = [
     "ConvergenceError",
     "LinearCoefficients",
     "linear_coefficients",
+    "conditional_mean",
+    "conditional_covariance",
+    "gaussian_equivalent_covariance",
+    "HermiteTable",
+    "hermite_coefficients",
+    "order_variances",
+    "truncated_alpha2",
+    "alpha2_fraction",
+    "hermite_table",
     "__version__",
 ]
