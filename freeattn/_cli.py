@@ -16,6 +16,7 @@ print one line on stderr, never a traceback.
 import argparse
 import contextlib
 import csv
+import fractions
 import io
 import json
 import math
@@ -84,12 +85,16 @@ _nonnegative_int = _int_at_least(0)
 
 
 def _real_text(text):
-    """A real number, kept as the text typed (``--exact`` reads 0.1 as 1/10)."""
+    """A real number such as 0.1 or 1/10, kept as typed (``--exact`` reads 0.1 as 1/10)."""
     try:
-        float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a real number, got {text!r}") from None
-    return text
+        fractions.Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        try:
+            float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a real number such as 0.5 or 1/2, got {text!r}") from None
+    return text.strip()
 
 
 def _number_list(kind, example):
@@ -197,22 +202,38 @@ def _cmd_coeffs(args, out):
     if args.exact:
         import sympy
 
-        beta = sympy.nsimplify(args.beta, rational=True)
+        beta = sympy.Rational(args.beta)
         exact = fa.linear_coefficients(beta, exact=True)
-        pairs = [(name, getattr(exact, name)) for name in
+        pairs = [(name, sympy.sstr(getattr(exact, name))) for name in
                  ("beta", "theta1", "theta2", "alpha2", "alpha")]
-        if args.format == "table":
+        rows = []
+        if args.order is not None:
+            rows = [[k, sympy.sstr(c), sympy.sstr(v)] for k, (c, v) in enumerate(zip(
+                fa.hermite_coefficients(beta, args.order, exact=True),
+                fa.order_variances(beta, args.order, exact=True)))]
+        headers = ["order", "coefficient", "variance"]
+        if args.format == "json":
+            record = dict(pairs)
+            if rows:
+                record["orders"] = [dict(zip(headers, r)) for r in rows]
+            out.write(_json(record) + "\n")
+        elif args.format == "csv":
+            out.write(_csv(headers, rows) if rows else
+                      _csv([k for k, _ in pairs], [[v for _, v in pairs]]))
+            out.write("\n")
+        else:
             width = max(len(k) for k, _ in pairs)
             lines = [f"exact coefficients of the linear model at beta = {beta}"]
-            lines += [f"{k.ljust(width)}  {sympy.sstr(v)}" for k, v in pairs]
+            lines += [f"{k.ljust(width)}  {v}" for k, v in pairs]
+            if rows:
+                lines += ["", _table(headers, rows)]
             out.write("\n".join(lines) + "\n")
-        elif args.format == "json":
-            out.write(_json({k: sympy.sstr(v) for k, v in pairs}) + "\n")
-        else:
-            out.write(_csv([k for k, _ in pairs], [[sympy.sstr(v) for _, v in pairs]]) + "\n")
         return EXIT_OK
 
-    beta = float(args.beta)
+    try:
+        beta = float(fractions.Fraction(args.beta))
+    except (ValueError, OverflowError):
+        beta = float(args.beta)              # nan, inf: the library rejects them by name
     coefficients = fa.linear_coefficients(beta)
     pairs = _coefficient_pairs(coefficients)
     if args.order is None:
@@ -224,10 +245,11 @@ def _cmd_coeffs(args, out):
                   + "\n")
         return EXIT_OK
 
-    table = fa.hermite_table(args.beta, args.order)
-    headers = ["order", "hermite_coefficient", "variance", "cumulative_noise_fraction"]
-    rows = [[k, c, v, frac] for k, c, v, frac in zip(
-        table.orders, table.coefficients, table.variances, table.noise_fraction)]
+    table = fa.hermite_table(beta, args.order)
+    headers = ["order", "coefficient", "variance", "cumulative_noise", "noise_fraction"]
+    rows = [[int(k), c, v, cum, frac] for k, c, v, cum, frac in zip(
+        table.orders, table.coefficients, table.variances, table.cumulative_alpha2,
+        table.noise_fraction)]
     if args.format == "json":
         out.write(_json({**dict(pairs), "orders": [dict(zip(headers, r)) for r in rows]})
                   + "\n")
@@ -235,12 +257,11 @@ def _cmd_coeffs(args, out):
         out.write(_csv(headers, rows) + "\n")
     else:
         out.write(_record("table", pairs,
-                          title=f"linear model coefficients at beta = {_fmt(args.beta)}")
+                          title=f"linear model coefficients at beta = {_fmt(beta)}")
                   + "\n\n")
         out.write("Hermite expansion exp(beta*x - beta^2/2) = sum_k c_k He_k(x), "
-                  "c_k = beta^k/k!; order k carries variance c_k^2 k! = beta^(2k)/k!;\n"
-                  "orders >= 2 make up the noise alpha2 (last column: share of alpha2 held "
-                  "by orders 2..k)\n")
+                  "c_k = beta^k/k!;\norder k carries the variance beta^(2k)/k!; "
+                  "orders 2..k hold cumulative_noise, a share noise_fraction of alpha2\n")
         out.write(_table(headers, rows) + "\n")
     return EXIT_OK
 

@@ -64,11 +64,43 @@ def test_coeffs_json_and_csv_parse_to_full_precision(capsys):
     assert float(rows[0]["alpha2"]) == expected.alpha2
 
 
+def test_coeffs_order_table_matches_hermite_table(capsys):
+    code, out, _ = run(capsys, "coeffs", "--beta", "1", "--order", "4", "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    table = freeattn.hermite_table(1.0, 4)
+    assert [int(r["order"]) for r in rows] == list(range(5))
+    assert [float(r["variance"]) for r in rows] == table.variances.tolist()
+    # Closed form: order 2 carries beta**4/2 of alpha2 = e - 2 at beta = 1
+    # (SPEC section 2), so its share is 0.5/(e - 2).
+    assert float(rows[2]["noise_fraction"]) == pytest.approx(0.5 / (np.e - 2), rel=1e-15)
+
+
+def test_coeffs_exact_reads_decimals_as_rationals(capsys):
+    code, out, _ = run(capsys, "coeffs", "--beta", "0.1", "--exact", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    # Exact closed forms at beta = 1/10 (SPEC section 2).
+    assert data["beta"] == "1/10"
+    assert data["theta2"] == "1/100"
+    assert data["alpha2"] == "-101/100 + exp(1/100)"
+
+
+def test_coeffs_exact_order_lists_rational_coefficients(capsys):
+    code, out, _ = run(capsys, "coeffs", "--beta", "1/2", "--exact", "--order", "3")
+    assert code == 0
+    # c_k = beta**k/k! and v_k = beta**(2k)/k! at beta = 1/2 (SPEC section 2).
+    last = out.strip().splitlines()[-1].split()
+    assert last == ["3", "1/48", "1/384"]
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["coeffs", "--beta", "-1"], "beta"),           # library ValueError, names the argument
     (["coeffs", "--beta", "nan"], "beta"),
     (["coeffs", "--beta", "30"], "beta"),           # exp(900) overflows float64
     (["coeffs", "--beta", "abc"], "--beta"),        # argparse type error
+    (["coeffs", "--beta", "1e400"], "beta"),         # parses to inf, rejected by name
+    (["coeffs", "--beta", "1", "--order", "-1"], "--order"),
     (["coeffs"], "--beta"),                          # missing required option
     (["coeffs", "--beta", "1", "--format", "xml"], "--format"),
     (["nosuchcommand"], "invalid choice"),
