@@ -1,0 +1,174 @@
+"""Speed of the limiting law: pdf and cdf on 10^4 points, and the edge (operator norm).
+
+Run ``python benchmarks/bench_law.py`` (``--quick`` for a seconds-long smoke run).
+
+For each ``(beta, gamma)`` it times, with :mod:`timeit` (min and median of repeats):
+
+- ``pdf``: ``freeattn.attention_law(beta, gamma).squared().pdf(x)`` on 10^4 points
+  spanning the support ``[lower, upper]`` of the squared law (target <= 20 ms);
+- ``cdf``: the same with ``.cdf(x)`` (target <= 100 ms);
+- ``edge``: ``freeattn.operator_norm(beta, gamma)`` (target <= 2 ms).
+
+Each is timed twice.  *Cold*: every call builds a new law for a ``beta`` perturbed by
+a relative ``k * 1e-12`` (k the call number), so no cache inside freeattn can answer
+and the time includes building the law.  *Warm*: the same law object is asked again
+(the time a user sees when evaluating one law repeatedly).  The targets are checked
+on the cold median, the conservative number.
+
+Baselines, measured in the same run and reported as ratios:
+
+- ``eigvalsh(200)``: ``numpy.linalg.eigvalsh`` of one fixed 200 x 200 symmetric
+  matrix -- a LAPACK call of fixed, well-known cost (a few ms, the same order as
+  the targets), so the ratios are comparable across machines;
+- ``MP closed form``: the Marchenko-Pastur density
+  ``sqrt((b-x)(x-a))/(2 pi c v x)`` in numpy on the same 10^4 points -- the floor
+  a law given in closed form would cost.
+
+Only freeattn's public API is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import pathlib
+import sys
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import _common  # noqa: E402
+
+CASES = ((0.5, 1.0), (1.0, 1.0), (1.0, 0.25), (2.0, 4.0), (1.0, 0.05))
+QUICK_CASES = ((1.0, 1.0),)
+POINTS = 10_000
+QUICK_POINTS = 200
+TARGET_MS = {"pdf": 20.0, "cdf": 100.0, "edge": 2.0}
+# Relative perturbation of beta between cold calls: far below any accuracy the law
+# is asked for, enough to make every call a new parameter.
+COLD_BETA_STEP = 1e-12
+BASELINE_EIGVALSH_SIZE = 200
+DEFAULT_JSON = "bench_law.json"
+
+
+def baselines(points, repeat, quick):
+    """Time the two baselines; return ``{name: timing}``."""
+    rng = np.random.default_rng(20261129)
+    g = rng.standard_normal((BASELINE_EIGVALSH_SIZE, BASELINE_EIGVALSH_SIZE))
+    sym = (g + g.T) / 2.0
+    ratio, variance = 0.5, 1.0
+    a = variance * (1 - math.sqrt(ratio)) ** 2
+    b = variance * (1 + math.sqrt(ratio)) ** 2
+    x = np.linspace(a, b, points)
+
+    def mp_closed_form():
+        inside = (x > a) & (x < b)
+        out = np.zeros_like(x)
+        xi = x[inside]
+        out[inside] = np.sqrt((b - xi) * (xi - a)) / (2 * np.pi * ratio * variance * xi)
+        return out
+
+    return {
+        f"eigvalsh({BASELINE_EIGVALSH_SIZE})": _common.time_call(
+            lambda: np.linalg.eigvalsh(sym), repeat=repeat, quick=quick),
+        "MP closed form": _common.time_call(mp_closed_form, repeat=repeat, quick=quick),
+    }
+
+
+def _cold_caller(beta, gamma, make):
+    """A zero-argument callable that builds a fresh law/edge at a new beta each call."""
+    import freeattn
+
+    counter = [0]
+
+    def call():
+        counter[0] += 1
+        b = beta * (1.0 + COLD_BETA_STEP * counter[0])
+        return make(freeattn, b, gamma)
+
+    return call
+
+
+def measure_case(beta, gamma, points, repeat, quick):
+    """Rows (one per task) for one ``(beta, gamma)``."""
+    import freeattn
+
+    law = freeattn.attention_law(beta, gamma).squared()
+    lower, upper = law.support()
+    x = np.linspace(lower, upper, points)
+    tasks = {
+        "pdf": (lambda fa, b, g: fa.attention_law(b, g).squared().pdf(x), lambda: law.pdf(x)),
+        "cdf": (lambda fa, b, g: fa.attention_law(b, g).squared().cdf(x), lambda: law.cdf(x)),
+        "edge": (lambda fa, b, g: fa.operator_norm(b, g), lambda: freeattn.operator_norm(beta, gamma)),
+    }
+    rows = []
+    for task, (cold_make, warm) in tasks.items():
+        row = {"task": task, "beta": beta, "gamma": gamma,
+               "points": points if task != "edge" else None, "target_ms": TARGET_MS[task]}
+        try:
+            row["cold"] = _common.time_call(_cold_caller(beta, gamma, cold_make),
+                                            repeat=repeat, quick=quick)
+            row["warm"] = _common.time_call(warm, repeat=repeat, quick=quick)
+        except Exception as exc:  # reported in the table, the other cases still run
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+    return rows
+
+
+def add_ratios(rows, base):
+    """Fill in milliseconds, ratios to the baselines and the target verdict."""
+    for row in rows:
+        if "cold" not in row:
+            continue
+        row["cold_min_ms"] = 1e3 * row["cold"]["min"]
+        row["cold_median_ms"] = 1e3 * row["cold"]["median"]
+        row["warm_median_ms"] = 1e3 * row["warm"]["median"]
+        for name, timing in base.items():
+            row[f"ratio_{name}"] = row["cold"]["median"] / timing["median"]
+        row["meets_target"] = "yes" if row["cold_median_ms"] <= row["target_ms"] else "no"
+
+
+def render(result):
+    """The markdown of a run: machine line, baselines, one table."""
+    base = result["baselines"]
+    names = list(base)
+    lines = [_common.machine_line(result["machine"]), ""]
+    lines.append("Baselines (same run): " + "; ".join(
+        f"{name} = {1e3 * t['median']:.3f} ms (median), {1e3 * t['min']:.3f} ms (min)"
+        for name, t in base.items()) + ".")
+    lines.append("")
+    columns = [("task", "task", ""), ("beta", "beta", "g"), ("gamma", "gamma", "g"),
+               ("points", "points", "d"), ("cold_min_ms", "cold min (ms)", ".3f"),
+               ("cold_median_ms", "cold median (ms)", ".3f"),
+               ("warm_median_ms", "warm median (ms)", ".3f")]
+    columns += [(f"ratio_{n}", f"× {n}", ".2f") for n in names]
+    columns += [("target_ms", "target (ms)", "g"), ("meets_target", "≤ target", ""),
+                ("error", "error", "")]
+    lines.append(_common.markdown_table(columns, result["rows"]))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    _common.add_common_arguments(parser, DEFAULT_JSON)
+    args = parser.parse_args(argv)
+    points = QUICK_POINTS if args.quick else POINTS
+    cases = QUICK_CASES if args.quick else CASES
+    base = baselines(points, args.repeat, args.quick)
+    rows = []
+    for beta, gamma in cases:
+        rows.extend(measure_case(beta, gamma, points, args.repeat, args.quick))
+    add_ratios(rows, base)
+    result = {"benchmark": "law", "quick": args.quick, "machine": _common.machine_info(),
+              "points": points, "baselines": base, "rows": rows}
+    result["markdown"] = render(result)
+    print(result["markdown"], flush=True)
+    target = _common.json_target(args, DEFAULT_JSON)
+    if target is not None:
+        print(f"\nJSON written to {_common.write_json(target, result)}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
