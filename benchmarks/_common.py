@@ -145,3 +145,12 @@ def json_target(args, default_json):
         return None
     return RESULTS_DIR / default_json
 
+
+def publish(result, render, args, default_json):
+    """Render ``result`` to markdown (stored under "markdown"), print it, write the JSON."""
+    result["markdown"] = render(result)
+    print(result["markdown"], flush=True)
+    target = json_target(args, default_json)
+    if target is not None:
+        print(f"\nJSON written to {write_json(target, result)}")
+    return result

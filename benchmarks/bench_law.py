@@ -162,12 +162,7 @@ def main(argv=None):
     add_ratios(rows, base)
     result = {"benchmark": "law", "quick": args.quick, "machine": _common.machine_info(),
               "points": points, "baselines": base, "rows": rows}
-    result["markdown"] = render(result)
-    print(result["markdown"], flush=True)
-    target = _common.json_target(args, DEFAULT_JSON)
-    if target is not None:
-        print(f"\nJSON written to {_common.write_json(target, result)}")
-    return result
+    return _common.publish(result, render, args, DEFAULT_JSON)
 
 
 if __name__ == "__main__":

@@ -308,12 +308,7 @@ def main(argv=None):
     add_columns(rows)
     result = {"benchmark": "peers", "quick": args.quick, "machine": _common.machine_info(),
               "points": points, "peers": peers, "skipped_peers": skipped, "rows": rows}
-    result["markdown"] = render(result)
-    print(result["markdown"], flush=True)
-    target = _common.json_target(args, DEFAULT_JSON)
-    if target is not None:
-        print(f"\nJSON written to {_common.write_json(target, result)}")
-    return result
+    return _common.publish(result, render, args, DEFAULT_JSON)
 
 
 if __name__ == "__main__":

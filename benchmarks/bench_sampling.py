@@ -146,12 +146,7 @@ def main(argv=None):
         blocks.append({"n": n, "baselines": base, "rows": rows})
     result = {"benchmark": "sampling", "quick": args.quick, "machine": _common.machine_info(),
               "spectrum": spectrum_name, "beta": BETA, "gamma": GAMMA, "sizes": blocks}
-    result["markdown"] = render(result)
-    print(result["markdown"], flush=True)
-    target = _common.json_target(args, DEFAULT_JSON)
-    if target is not None:
-        print(f"\nJSON written to {_common.write_json(target, result)}")
-    return result
+    return _common.publish(result, render, args, DEFAULT_JSON)
 
 
 if __name__ == "__main__":
