@@ -22,6 +22,16 @@ from ._hermite import (
     order_variances,
     truncated_alpha2,
 )
+from ._laws import (
+    EigenvalueLaw,
+    LinearizationThreshold,
+    OperatorNorm,
+    SingularValueLaw,
+    attention_law,
+    linearization_threshold,
+    marchenko_pastur,
+    operator_norm,
+)
 
 __version__ = "0.1.0"
 
@@ -29,6 +39,14 @@ __all__ = [
     "ConvergenceError",
     "LinearCoefficients",
     "linear_coefficients",
+    "attention_law",
+    "marchenko_pastur",
+    "operator_norm",
+    "linearization_threshold",
+    "EigenvalueLaw",
+    "SingularValueLaw",
+    "OperatorNorm",
+    "LinearizationThreshold",
     "conditional_mean",
     "conditional_covariance",
     "gaussian_equivalent_covariance",

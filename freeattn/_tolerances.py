@@ -38,3 +38,60 @@ def mp_tolerance(dps, guard=5):
     import mpmath
 
     return mpmath.mpf(10) ** (-(int(dps) - int(guard)))
+
+#: Relative step size at which Newton's method on a polynomial stops: a few
+#: ulps, the accuracy a simple root can be polished to in float64.
+NEWTON_RTOL = 4 * FLOAT_EPS
+
+#: Newton iterations allowed when polishing roots (quadratic convergence from
+#: an eigenvalue-quality start needs 2-3; the margin covers near-double roots).
+NEWTON_MAX_ITER = 30
+
+#: Relative residual of the transcendental Silverstein equation (theory eq.
+#: (5.3)) below which a root is accepted as the Stieltjes branch.  Roots of the
+#: other sheet of m_H have residuals of order one; near-double roots at a soft
+#: edge lose about half the digits, hence sqrt(eps)-scale slack.
+BRANCH_RESIDUAL_RTOL = 1e-7
+
+#: Two candidate edges closer than this (relative to the largest) are one edge.
+EDGE_MERGE_RTOL = 1e-12
+
+#: A gap between candidate edges belongs to the support when
+#: density(midpoint) * width exceeds this (a mass far below float resolution
+#: of the CDF is not an interval).
+SUPPORT_DENSITY_FLOOR = 1e-13
+
+#: Chebyshev nodes per support interval to start with; doubled until the last
+#: eighth of the coefficients is below CHEB_TAIL_RTOL of the largest one.
+CHEB_START_NODES = 64
+
+#: Upper limit on the nodes per interval (only reached near a splitting
+#: transition, where two edges almost touch).
+CHEB_MAX_NODES = 16384
+
+#: Coefficient tail (relative to the largest coefficient) at which a Chebyshev
+#: series is converged: a few hundred ulps, the level where sampled values'
+#: rounding noise sets the floor of the DCT.
+CHEB_TAIL_RTOL = 1e-13
+
+#: Trailing coefficients below this (relative) are dropped after convergence.
+CHEB_TRIM_RTOL = 1e-17
+
+#: The fast density path accepts a Newton step from the Chebyshev interpolant
+#: only when it is this small relative to |u|; larger steps mean the
+#: interpolant is off and the point is re-solved from all roots.
+FAST_PATH_MAX_STEP = 1e-8
+
+#: Relative accuracy in beta of the linearization threshold (brentq).
+THRESHOLD_RTOL = 1e-13
+
+#: Relative imaginary offset added to eigenvalue-computed roots before Newton
+#: polishing (see SampleCovarianceLaw.solve_u): large against the ~1e-16
+#: perturbation that can make a near-double complex pair real, small enough
+#: that simple real roots are recovered by the first Newton steps.
+ROOT_NUDGE = 1e-6
+
+#: A coefficient tail that stops shrinking on doubling but is below this is
+#: rounding noise (near-double roots at a soft edge carry ~1e-12 relative
+#: noise into Im u / sin th), not lack of resolution.
+CHEB_NOISE_RTOL = 1e-10

@@ -1,0 +1,690 @@
+"""Public spectral laws: attention, its squares, Marchenko-Pastur, edges.
+
+The law of the squared singular values of ``sqrt(n) * A_perp`` is the
+sample-covariance law of theory eq. (5.1) with ratio ``c = 1`` and population
+``H = alpha**2 + beta**2 * MP_{1/gamma}`` (eq. (5.5)); the engine is
+:class:`freeattn._solver.SampleCovarianceLaw`.  Internally every law is solved
+in units of its variance (``theta1`` for attention, ``variance`` for
+Marchenko-Pastur), which keeps ``beta = 1e-3`` and ``beta = 4`` equally well
+conditioned, and scaled back on output.
+"""
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ._checks import as_real_array, check_beta, check_int, check_positive
+from ._coefficients import linear_coefficients
+from ._solver import (AffineMarchenkoPasturPopulation, IntervalExpansion,
+                      PointMassPopulation, SampleCovarianceLaw)
+from ._tolerances import FAST_PATH_MAX_STEP, THRESHOLD_RTOL
+
+__all__ = [
+    "EigenvalueLaw",
+    "SingularValueLaw",
+    "OperatorNorm",
+    "LinearizationThreshold",
+    "attention_law",
+    "marchenko_pastur",
+    "operator_norm",
+    "linearization_threshold",
+]
+
+#: Accuracy range of the laws in beta (issue 3).  Beyond it exp(beta**2)
+#: still fits in float64 up to beta ~ 26.6, but the law is Marchenko-Pastur
+#: to all printed digits.
+MAX_LAW_BETA = 4.0
+
+#: Range of gamma = d_qk/n served by the laws (issue 3).
+GAMMA_RANGE = (0.02, 50.0)
+
+
+def _check_gamma(gamma):
+    g = as_real_array(gamma, "gamma")
+    if g.ndim != 0:
+        raise TypeError(f"gamma must be a real scalar, got array of shape {g.shape}")
+    g = float(g)
+    if not (GAMMA_RANGE[0] <= g <= GAMMA_RANGE[1]):
+        raise ValueError(f"gamma must be in [{GAMMA_RANGE[0]}, {GAMMA_RANGE[1]}], got {gamma!r}")
+    return g
+
+
+def _check_law_args(beta, gamma):
+    b = check_beta(beta)
+    if b.ndim != 0:
+        raise TypeError(f"beta must be a real scalar, got array of shape {b.shape}")
+    b = float(b)
+    if b > MAX_LAW_BETA:
+        raise ValueError(f"beta must be in (0, {MAX_LAW_BETA}] for the spectral laws "
+                         f"(exp(beta**2) = {np.exp(b * b):.3g}; for larger beta the law is "
+                         f"Marchenko-Pastur to float precision), got {beta!r}")
+    return b, _check_gamma(gamma)
+
+
+class EigenvalueLaw:
+    """Law of the eigenvalues of a sample covariance (here: of ``s**2``).
+
+    Instances come from :func:`attention_law` (``.squared()``) and
+    :func:`marchenko_pastur`; the constructor is private.
+
+    Attributes
+    ----------
+    beta, gamma : float or None
+        Parameters of the attention law (``None`` for Marchenko-Pastur).
+    variance, ratio : float
+        Mean of the law (``theta1`` for attention) and ``c = p/N``.
+    atom : float
+        Mass at 0.
+    """
+
+    def __init__(self, engine, scale, *, beta=None, gamma=None, name="law"):
+        self._engine = engine
+        self._scale = float(scale)
+        self.beta = beta
+        self.gamma = gamma
+        self.variance = float(scale)
+        self.ratio = engine.ratio
+        self.atom = float(engine.atom)
+        self._name = name
+        self._expansions = None
+
+    def __repr__(self):
+        return f"<{self._name}: support {self.support()}>"
+
+    # -- support ----------------------------------------------------------------
+    def intervals(self):
+        """Every interval of the support of the continuous part.
+
+        Returns
+        -------
+        tuple of (float, float)
+            ``(lo, hi)`` pairs, increasing; edges from the critical values of the
+            Silverstein equation (theory eq. (6.1)-(6.4)).
+        """
+        return tuple((lo * self._scale, hi * self._scale) for lo, hi in self._engine.intervals())
+
+    def support(self):
+        """``(lower, upper)``: smallest and largest point of the support.
+
+        The lower end is 0 when there is an atom at 0.
+        """
+        iv = self.intervals()
+        lower = 0.0 if self.atom > 0 else iv[0][0]
+        return (lower, iv[-1][1])
+
+    # -- expansions (cached per law) ----------------------------------------------
+    def _expansion_list(self):
+        if self._expansions is None:
+            self._expansions = [IntervalExpansion(self._engine, lo, hi)
+                                for lo, hi in self._engine.intervals()]
+        return self._expansions
+
+    # -- density ----------------------------------------------------------------
+    def pdf(self, x):
+        """Density of the continuous part (the atom, if any, is excluded).
+
+        Parameters
+        ----------
+        x : array_like
+            Real points.
+
+        Returns
+        -------
+        ndarray or float
+            Same shape as ``x``; 0 outside the support, ``inf`` at a hard edge.
+
+        Notes
+        -----
+        ``f(x) = Im(-1/u(x + i0)) / (pi c)`` with ``u`` the Stieltjes-branch
+        root of the Silverstein equation, theory eqs. (5.3) and (5.6).  The
+        root is started from the cached Chebyshev expansion of eq. (6.7) and
+        polished by Newton's method; a point whose polished root fails the
+        branch test is re-solved from all roots (:func:`select_branch`).
+        """
+        x = as_real_array(x, "x")
+        xs = x.ravel() / self._scale
+        out = np.zeros(xs.shape)
+        ivs = self._engine.intervals()
+        for exp in self._expansion_list():
+            inside = (xs > exp.lo) & (xs < exp.hi)
+            if not inside.any():
+                continue
+            xi = xs[inside]
+            if exp.converged:
+                u = self._polish(xi, exp.u(xi))
+            else:
+                u = self._engine.solve_u(xi.astype(complex))
+            out[inside] = u.imag / (u.real ** 2 + u.imag ** 2) / (np.pi * self.ratio)
+        if ivs and ivs[0][0] == 0.0:
+            out[xs == 0.0] = np.inf
+        out = out / self._scale
+        return out.reshape(x.shape) if x.ndim else float(out[0])
+
+    def _polish(self, x, u):
+        """One Newton step on the polynomial form; fall back to a full solve."""
+        coeffs = self._engine.population.silverstein_polynomial(x.astype(complex), self.ratio)
+        from ._solver import poly_eval
+
+        p, dp = poly_eval(coeffs, u)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = p / dp
+        small = np.isfinite(step) & (np.abs(step) <= FAST_PATH_MAX_STEP * np.abs(u))
+        # Near an edge the root is almost double; keep the interpolant there.
+        near_edge = u.imag < FAST_PATH_MAX_STEP ** 0.5 * np.abs(u)
+        u = np.where(small & ~near_edge, u - step, u)
+        bad = ~small & ~near_edge
+        if bad.any():
+            u[bad] = self._engine.solve_u(x[bad].astype(complex))
+        return u
+
+    # -- Stieltjes transform ------------------------------------------------------
+    def stieltjes(self, z):
+        """Cauchy-Stieltjes transform ``G(z) = int dnu(x)/(z - x)``.
+
+        Parameters
+        ----------
+        z : array_like
+            Complex points with ``Im z >= 0``; a real ``z`` means ``z + i0``.
+
+        Returns
+        -------
+        ndarray or complex
+            Same shape as ``z``.  ``G(z) ~ 1/z`` at infinity, ``Im G < 0`` for
+            ``Im z > 0``.
+
+        Raises
+        ------
+        ValueError
+            If ``Im z < 0`` or ``z`` is NaN.
+        """
+        zarr = np.asarray(z)
+        if zarr.dtype.kind not in "biufc" or zarr.dtype.kind == "b":
+            raise TypeError(f"z must be a complex number or array, got {z!r}")
+        zarr = zarr.astype(complex)
+        if np.isnan(zarr).any():
+            raise ValueError(f"z must not be NaN, got {z!r}")
+        if (zarr.imag < 0).any():
+            raise ValueError("z must lie in the closed upper half-plane (Im z >= 0), "
+                             f"got {z!r}")
+        zs = zarr.ravel() / self._scale
+        g = np.empty(zs.shape, dtype=complex)
+        zero = zs == 0
+        if zero.any():
+            if self.atom > 0 or self.intervals()[0][0] == 0.0:
+                raise ValueError("z = 0 is a singular point of this law's Stieltjes transform")
+        if (~zero).any():
+            g[~zero] = -self._engine.stieltjes(zs[~zero])
+        g = g / self._scale
+        return g.reshape(zarr.shape) if zarr.ndim else complex(g[0])
+
+    # -- moments ----------------------------------------------------------------
+    def moment(self, k):
+        """Moment ``E[x**k]`` from the free-cumulant series (theory eq. (5.8)-(5.10)).
+
+        Parameters
+        ----------
+        k : int
+            Order, ``k >= 0``.
+
+        Returns
+        -------
+        float
+        """
+        k = check_int(k, "k", minimum=0)
+        return float(self._engine.moments(k)[k]) * self._scale ** k
+
+    def mean(self):
+        """First moment (``theta1`` for the attention law, eq. (5.11))."""
+        return self.moment(1)
+
+    def var(self):
+        """Variance ``m2 - m1**2`` (eq. (5.12))."""
+        m = self._engine.moments(2)
+        return float(m[2] - m[1] ** 2) * self._scale ** 2
+
+    # -- CDF and quantiles ----------------------------------------------------------
+    def cdf(self, x):
+        """Cumulative distribution function (atom included).
+
+        Parameters
+        ----------
+        x : array_like
+
+        Returns
+        -------
+        ndarray or float
+            Same shape as ``x``, non-decreasing, in ``[0, 1]``.
+
+        Notes
+        -----
+        Per support interval, ``F(th) = g_0 th + sum_k g_k sin(k th)/k``
+        (theory eq. (6.8)), from a cosine series of ``f(x(th)) dx/dth``.
+        """
+        x = as_real_array(x, "x")
+        xs = x.ravel() / self._scale
+        out = np.where(xs >= 0, self.atom, 0.0)
+        below = self.atom
+        for exp in self._expansion_list():
+            th = exp.theta_of_x(np.clip(xs, exp.lo, exp.hi))
+            part = np.clip(exp.cdf_theta(th), 0.0, exp.mass)
+            out = out + np.where(xs >= exp.hi, exp.mass, np.where(xs > exp.lo, part, 0.0))
+            below += exp.mass
+        out = np.clip(out / below, 0.0, 1.0)
+        return out.reshape(x.shape) if x.ndim else float(out[0])
+
+    def ppf(self, q):
+        """Quantile function, the inverse of :meth:`cdf`.
+
+        Parameters
+        ----------
+        q : array_like
+            Probabilities in ``[0, 1]``.
+
+        Returns
+        -------
+        ndarray or float
+            Smallest ``x`` with ``cdf(x) >= q``.
+        """
+        q = as_real_array(q, "q")
+        if ((q < 0) | (q > 1)).any():
+            raise ValueError(f"q must be in [0, 1], got {q!r}")
+        qs = q.ravel()
+        exps = self._expansion_list()
+        total = self.atom + sum(e.mass for e in exps)
+        out = np.zeros(qs.shape)
+        acc = self.atom / total
+        for j, exp in enumerate(exps):
+            m = exp.mass / total
+            last = j == len(exps) - 1
+            sel = (qs > acc) & ((qs <= acc + m) | last)
+            if sel.any():
+                target = np.clip((qs[sel] - acc) * total, 0.0, exp.mass)
+                th = _invert_cdf_theta(exp, target)
+                out[sel] = exp.lo + (exp.hi - exp.lo) * np.sin(th / 2) ** 2
+            acc += m
+        if exps:
+            first = exps[0]
+            out[qs <= self.atom / total] = 0.0 if self.atom > 0 else first.lo
+        out = out * self._scale
+        return out.reshape(q.shape) if q.ndim else float(out[0])
+
+    def squared(self):
+        """Return ``self`` (an eigenvalue law is already the squared law)."""
+        return self
+
+
+def _invert_cdf_theta(exp, target):
+    """Solve ``F(th) = target`` on ``[0, pi]`` by safeguarded Newton steps."""
+    grid = np.linspace(0.0, np.pi, 4 * exp.g_coef.size + 8)
+    fgrid = np.maximum.accumulate(exp.cdf_theta(grid))
+    idx = np.clip(np.searchsorted(fgrid, target), 1, grid.size - 1)
+    lo, hi = grid[idx - 1], grid[idx]
+    flo, fhi = fgrid[idx - 1], fgrid[idx]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        th = np.where(fhi > flo, lo + (target - flo) / (fhi - flo) * (hi - lo), lo)
+    for _ in range(60):
+        f = exp.cdf_theta(th) - target
+        g = exp.g_theta(th)
+        lo = np.where(f < 0, th, lo)
+        hi = np.where(f >= 0, th, hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = th - f / g
+        bisect = 0.5 * (lo + hi)
+        ok = np.isfinite(newton) & (newton > lo) & (newton < hi)
+        new = np.where(ok, newton, bisect)
+        if np.all(np.abs(new - th) <= 4 * np.finfo(float).eps * np.pi):
+            th = new
+            break
+        th = new
+    return th
+
+
+class SingularValueLaw:
+    """Law of the singular values ``s`` of ``sqrt(n) * A_perp`` (``s >= 0``).
+
+    Built on the law of ``s**2`` (:meth:`squared`): ``pdf(s) = 2 s f(s**2)``,
+    ``cdf(s) = F(s**2)``, ``ppf(q) = sqrt(F^{-1}(q))``.
+    """
+
+    def __init__(self, squared_law):
+        self._sq = squared_law
+        self.beta = squared_law.beta
+        self.gamma = squared_law.gamma
+        self.atom = squared_law.atom
+
+    def __repr__(self):
+        return f"<singular-value law beta={self.beta}, gamma={self.gamma}: support {self.support()}>"
+
+    def squared(self):
+        """The law of ``s**2`` (an :class:`EigenvalueLaw`)."""
+        return self._sq
+
+    def intervals(self):
+        """Support intervals: square roots of those of the squared law."""
+        return tuple((float(np.sqrt(lo)), float(np.sqrt(hi))) for lo, hi in self._sq.intervals())
+
+    def support(self):
+        """``(lower, upper)``."""
+        lo, hi = self._sq.support()
+        return (float(np.sqrt(lo)), float(np.sqrt(hi)))
+
+    def pdf(self, s):
+        """Density of ``s``: ``2 s f(s**2)``; finite at ``s = 0`` (theory eq. (6.6)).
+
+        Parameters
+        ----------
+        s : array_like
+
+        Returns
+        -------
+        ndarray or float
+        """
+        s = as_real_array(s, "s")
+        flat = s.ravel()
+        out = np.zeros(flat.shape)
+        pos = flat > 0
+        if pos.any():
+            out[pos] = 2.0 * flat[pos] * np.asarray(self._sq.pdf(flat[pos] ** 2))
+        zero = flat == 0
+        if zero.any() and self._sq._engine.intervals()[0][0] == 0.0:
+            coef = self._sq._engine.population.hard_edge_coefficient()
+            out[zero] = 2.0 * coef / np.sqrt(self._sq._scale)
+        return out.reshape(s.shape) if s.ndim else float(out[0])
+
+    def cdf(self, s):
+        """CDF of ``s``: ``F(s**2)`` for ``s >= 0``, 0 below."""
+        s = as_real_array(s, "s")
+        out = np.where(s >= 0, self._sq.cdf(np.where(s >= 0, s, 0.0) ** 2), 0.0)
+        return out if s.ndim else float(out)
+
+    def ppf(self, q):
+        """Quantiles of ``s``: ``sqrt`` of the squared law's quantiles."""
+        return np.sqrt(self._sq.ppf(q))
+
+    def moment(self, k):
+        """``E[s**k]``; even ``k`` exact from eq. (5.8), odd ``k`` by eq. (6.9)."""
+        k = check_int(k, "k", minimum=0)
+        if k % 2 == 0:
+            return self._sq.moment(k // 2)
+        return _half_moment(self._sq, k)
+
+    def mean(self):
+        """``E[s]``."""
+        return self.moment(1)
+
+    def var(self):
+        """``E[s**2] - E[s]**2``."""
+        return self.moment(2) - self.moment(1) ** 2
+
+    def stieltjes(self, z):
+        """``G(z) = int dnu_s(s)/(z - s)`` for ``Im z > 0`` or real ``z`` off the support.
+
+        Computed by Gauss-Legendre quadrature of the cached expansions in the
+        angle variable of eq. (6.7); accurate to about 1e-12 when ``z`` is
+        at least a few percent of the support width away from the support.
+        """
+        zarr = np.asarray(z)
+        if zarr.dtype.kind not in "iufc":
+            raise TypeError(f"z must be a complex number or array, got {z!r}")
+        zarr = zarr.astype(complex)
+        if np.isnan(zarr).any():
+            raise ValueError(f"z must not be NaN, got {z!r}")
+        if (zarr.imag < 0).any():
+            raise ValueError(f"z must lie in the upper half-plane (Im z >= 0), got {z!r}")
+        zs = zarr.ravel()
+        on_axis = zs.imag == 0
+        for lo, hi in self.intervals():
+            if np.any(on_axis & (zs.real >= lo) & (zs.real <= hi)):
+                raise ValueError("real z inside the support is not supported for the "
+                                 "singular-value law; pass Im z > 0")
+        scale = self._sq._scale
+        total = np.zeros(zs.shape, dtype=complex)
+        for exp in self._sq._expansion_list():
+            nodes, weights = np.polynomial.legendre.leggauss(max(2 * exp.g_coef.size, 64))
+            th = (nodes + 1) * np.pi / 2
+            w = weights * np.pi / 2 * exp.g_theta(th)
+            s = np.sqrt(scale * (exp.lo + (exp.hi - exp.lo) * np.sin(th / 2) ** 2))
+            total += (w[None, :] / (zs[:, None] - s[None, :])).sum(axis=1)
+        if self.atom > 0:
+            total += self.atom / zs
+        return total.reshape(zarr.shape) if zarr.ndim else complex(total[0])
+
+
+def _half_moment(sq, k):
+    """``E[x**(k/2)]`` for odd ``k`` from the cosine series (theory eq. (6.9))."""
+    total = 0.0
+    for exp in sq._expansion_list():
+        if exp.lo > 0:
+            n = 4 * exp.g_coef.size + 16
+            th = np.pi * (np.arange(n) + 0.5) / n
+            x = exp.lo + (exp.hi - exp.lo) * np.sin(th / 2) ** 2
+            total += np.pi / n * np.sum(x ** (k / 2) * exp.g_theta(th))
+        else:
+            # x = hi sin^2(th/2): x**(k/2) = hi**(k/2) sin^k(th/2), sin^k expanded
+            # in sin((k - 2r) th/2); int_0^pi sin(mu th) cos(j th) dth
+            # = (1/(mu + j) + 1/(mu - j))/2 for half-integer mu.
+            j = np.arange(exp.g_coef.size)
+            acc = 0.0
+            half = (k - 1) // 2
+            from math import comb
+            for r in range(half + 1):
+                mu = (k - 2 * r) / 2
+                coef = (-1) ** (half - r) * comb(k, r) / 2 ** (k - 1)
+                integrals = 0.5 * (1 / (mu + j) + 1 / (mu - j))
+                acc += coef * np.sum(exp.g_coef * integrals)
+            total += exp.hi ** (k / 2) * acc
+    return float(total * sq._scale ** (k / 2))
+
+
+# --------------------------------------------------------------------------- #
+# Constructors
+# --------------------------------------------------------------------------- #
+
+@lru_cache(maxsize=64)
+def _attention_squared(beta, gamma):
+    c = linear_coefficients(beta)
+    pop = AffineMarchenkoPasturPopulation(shift=c.alpha2 / c.theta1,
+                                          scale=c.theta2 / c.theta1, ratio=1.0 / gamma)
+    return EigenvalueLaw(SampleCovarianceLaw(pop, 1.0), c.theta1, beta=beta, gamma=gamma,
+                         name=f"squared singular-value law beta={beta}, gamma={gamma}")
+
+
+def attention_law(beta, gamma=1.0):
+    """Limiting law of the singular values of ``sqrt(n) * A_perp``.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature, ``0 < beta <= 4``.
+    gamma : float, optional
+        ``d_qk / n``, in ``[0.02, 50]``.
+
+    Returns
+    -------
+    SingularValueLaw
+        ``.squared()`` is the law of ``s**2``: the sample-covariance law with
+        ratio 1 and population ``alpha**2 + beta**2 * MP_{1/gamma}`` (theory
+        eqs. (5.1), (5.5)).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-real or out-of-range ``beta`` or ``gamma``.
+
+    Examples
+    --------
+    >>> law = attention_law(1.0)
+    >>> sq = law.squared()
+    >>> round(sq.mean(), 10), round(sq.moment(2), 10)   # theta1, 2 theta1^2 + 1
+    (1.7182818285, 6.904984884)
+    >>> [round(v, 6) for v in sq.support()]
+    [0.0, 9.009543]
+    >>> round(float(sq.cdf(sq.support()[1])), 12)
+    1.0
+    """
+    b, g = _check_law_args(beta, gamma)
+    return SingularValueLaw(_attention_squared(b, g))
+
+
+@lru_cache(maxsize=64)
+def _marchenko_pastur(variance, ratio):
+    return EigenvalueLaw(SampleCovarianceLaw(PointMassPopulation(1.0), ratio), variance,
+                         name=f"Marchenko-Pastur variance={variance}, ratio={ratio}")
+
+
+def marchenko_pastur(variance, ratio=1.0):
+    """Marchenko-Pastur law of the eigenvalues of ``X X^T / N``.
+
+    Parameters
+    ----------
+    variance : float
+        Entry variance ``> 0``.
+    ratio : float, optional
+        ``c = p/N > 0``; an atom ``1 - 1/c`` sits at 0 when ``c > 1``.
+
+    Returns
+    -------
+    EigenvalueLaw
+        Support ``variance * (1 -+ sqrt(c))**2`` (theory eq. (5.4)).
+
+    Examples
+    --------
+    >>> mp = marchenko_pastur(2.0)
+    >>> mp.support()
+    (0.0, 8.0)
+    >>> round(float(mp.pdf(2.0)), 12)      # sqrt((8 - x) x)/(2 pi v x) at x = 2
+    0.137832223855
+    """
+    v = check_positive(variance, "variance")
+    if v.ndim:
+        raise TypeError("variance must be a real scalar")
+    c = check_positive(ratio, "ratio")
+    if c.ndim:
+        raise TypeError("ratio must be a real scalar")
+    return _marchenko_pastur(float(v), float(c))
+
+
+@dataclass(frozen=True)
+class OperatorNorm:
+    """Upper edge of the attention law beside the Marchenko-Pastur edge.
+
+    Attributes
+    ----------
+    beta, gamma : float
+    squared_edge : float
+        Upper edge of the law of ``s**2`` (theory eq. (6.5)).
+    norm : float
+        ``sqrt(squared_edge)``: limit of the operator norm of ``sqrt(n) A_perp``.
+    mp_squared_edge : float
+        ``4 theta1``, the same-variance Marchenko-Pastur edge.
+    mp_norm : float
+        ``2 sqrt(theta1)``.
+    """
+
+    beta: float
+    gamma: float
+    squared_edge: float
+    norm: float
+    mp_squared_edge: float
+    mp_norm: float
+
+
+def _normalized_upper_edge(beta, gamma):
+    c = linear_coefficients(beta)
+    pop = AffineMarchenkoPasturPopulation(shift=c.alpha2 / c.theta1,
+                                          scale=c.theta2 / c.theta1, ratio=1.0 / gamma)
+    return float(pop.critical_values(1.0)[-1]), c.theta1
+
+
+def operator_norm(beta, gamma=1.0):
+    """Operator norm of the linear model: the upper edge of the support.
+
+    Computed from the edge equation (theory eqs. (6.2)-(6.3)), not from the
+    density.
+
+    Parameters
+    ----------
+    beta : float
+        ``0 < beta <= 4``.
+    gamma : float, optional
+        ``d_qk / n`` in ``[0.02, 50]``.
+
+    Returns
+    -------
+    OperatorNorm
+
+    Examples
+    --------
+    >>> r = operator_norm(1.0)
+    >>> round(r.squared_edge, 6), round(r.mp_squared_edge, 6)
+    (9.009543, 6.873127)
+    """
+    b, g = _check_law_args(beta, gamma)
+    edge, theta1 = _normalized_upper_edge(b, g)
+    sq = edge * theta1
+    return OperatorNorm(beta=b, gamma=g, squared_edge=sq, norm=float(np.sqrt(sq)),
+                        mp_squared_edge=4 * theta1, mp_norm=float(2 * np.sqrt(theta1)))
+
+
+@dataclass(frozen=True)
+class LinearizationThreshold:
+    """``beta`` at which the bulk edge of ``sqrt(n) A`` reaches ``sqrt(n)``.
+
+    Attributes
+    ----------
+    n : int
+    gamma : float
+    beta : float
+        Solution of ``squared_edge(beta) = n`` (theory eq. (6.10)).
+    norm : float
+        ``sqrt(n)``, the common-mode singular value (= the bulk norm there).
+    """
+
+    n: int
+    gamma: float
+    beta: float
+    norm: float
+
+
+def linearization_threshold(n, gamma=1.0):
+    """Inverse temperature where the bulk edge meets the common mode ``sqrt(n)``.
+
+    Parameters
+    ----------
+    n : int
+        Context length, ``n >= 2``.
+    gamma : float, optional
+        ``d_qk / n`` in ``[0.02, 50]``.
+
+    Returns
+    -------
+    LinearizationThreshold
+
+    Raises
+    ------
+    ValueError
+        If the threshold lies beyond ``beta = 4``.
+
+    Examples
+    --------
+    >>> t = linearization_threshold(1000)
+    >>> round(t.beta, 6)
+    2.350522
+    """
+    from scipy.optimize import brentq
+
+    n = check_int(n, "n", minimum=2)
+    g = _check_gamma(gamma)
+
+    def gap(b):
+        edge, theta1 = _normalized_upper_edge(b, g)
+        return np.log(edge * theta1) - np.log(n)
+
+    lo, hi = 1e-3, MAX_LAW_BETA
+    if gap(lo) > 0:
+        raise ValueError(f"n = {n} is too small: the edge exceeds n already at beta = {lo}")
+    if gap(hi) < 0:
+        raise ValueError(f"n = {n} is too large: the threshold lies beyond beta = {MAX_LAW_BETA}")
+    beta = brentq(gap, lo, hi, xtol=THRESHOLD_RTOL, rtol=THRESHOLD_RTOL)
+    return LinearizationThreshold(n=n, gamma=g, beta=float(beta), norm=float(np.sqrt(n)))

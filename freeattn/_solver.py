@@ -1,0 +1,732 @@
+"""Sample-covariance laws from the Silverstein fixed-point equation.
+
+The engine behind every law in freeattn.  A *population* is a probability
+law ``H`` on ``[0, oo)`` that knows its Stieltjes transform (on the correct
+branch) and, when it is algebraic, the polynomial form of the Silverstein
+equation.  :class:`SampleCovarianceLaw` combines a population with an aspect
+ratio ``c = p/N`` into the limiting eigenvalue law of
+``T^{1/2} X X^T T^{1/2} / N`` (theory eq. (5.1)-(5.3)).
+
+Conventions (theory/05_fixed_point.md):
+
+* ``m(z) = int dnu(x)/(x - z)`` and the companion transform ``mbar(z)``, both
+  in the upper half-plane for ``Im z > 0``;
+* ``u = -1/mbar``, which solves ``z = u(1-c) - c u^2 m_H(u)`` (eq. (5.3));
+* for algebraic populations that equation is a polynomial ``P(u; z) = 0``
+  (eq. (5.6) for the attention population).  The right root is chosen by
+  :func:`select_branch`, which re-checks each candidate against the
+  transcendental equation with the *true* ``m_H`` (eq. (5.7)).
+
+Nothing in this module prints or does I/O.
+"""
+
+from dataclasses import dataclass
+from math import comb
+
+import numpy as np
+
+from ._errors import ConvergenceError
+from ._tolerances import (BRANCH_RESIDUAL_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, CHEB_START_NODES,
+                          CHEB_TAIL_RTOL, CHEB_TRIM_RTOL, EDGE_MERGE_RTOL, NEWTON_MAX_ITER,
+                          NEWTON_RTOL, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
+
+__all__ = [
+    "PointMassPopulation",
+    "AffineMarchenkoPasturPopulation",
+    "SampleCovarianceLaw",
+    "select_branch",
+    "poly_eval",
+    "poly_roots",
+    "free_cumulants_to_moments",
+    "IntervalExpansion",
+]
+
+
+def poly_eval(coeffs, x):
+    """Evaluate polynomials (highest degree first) and their derivative.
+
+    Parameters
+    ----------
+    coeffs : sequence of ndarray
+        ``coeffs[0] * x**d + ... + coeffs[d]``, each entry broadcastable to ``x``.
+    x : ndarray
+        Points.
+
+    Returns
+    -------
+    value, derivative : ndarray
+    """
+    p = np.zeros_like(x) + coeffs[0]
+    dp = np.zeros_like(p)
+    for c in coeffs[1:]:
+        dp = dp * x + p
+        p = p * x + c
+    return p, dp
+
+
+def poly_roots(coeffs):
+    """All roots of a batch of polynomials (companion-matrix eigenvalues).
+
+    Parameters
+    ----------
+    coeffs : sequence of ndarray
+        Coefficients, highest first, each of shape ``(N,)``; the leading one must
+        not vanish.
+
+    Returns
+    -------
+    ndarray, shape (d, N)
+        Complex roots.
+    """
+    lead = np.asarray(coeffs[0], dtype=complex)
+    rest = [np.asarray(c, dtype=complex) / lead for c in coeffs[1:]]
+    d = len(rest)
+    n = np.broadcast(*rest).shape[0] if rest[0].ndim else 1
+    comp = np.zeros((n, d, d), dtype=complex)
+    for j, c in enumerate(rest):
+        comp[:, 0, j] = -c
+    for j in range(1, d):
+        comp[:, j, j - 1] = 1.0
+    return np.linalg.eigvals(comp).T
+
+
+def free_cumulants_to_moments(kappa):
+    """Moments ``m_0..m_K`` from free cumulants ``kappa_1..kappa_K``.
+
+    Uses ``m_n = sum_s kappa_s sum_{i_1+..+i_s = n-s} m_{i_1}...m_{i_s}``
+    (the free moment-cumulant relation, theory eq. (5.9)).  Works for floats,
+    fractions and sympy expressions.
+
+    Parameters
+    ----------
+    kappa : sequence
+        ``kappa[0]`` is ``kappa_1``.
+
+    Returns
+    -------
+    list
+        ``[m_0, m_1, ..., m_K]`` with ``m_0 = 1``.
+    """
+    kmax = len(kappa)
+    m = [1] + [0] * kmax
+    # conv[s][j] = coefficient of x**j in (sum_i m_i x**i)**s, built as m fills.
+    for n in range(1, kmax + 1):
+        total = 0
+        for s in range(1, n + 1):
+            total = total + kappa[s - 1] * _power_coefficient(m, s, n - s)
+        m[n] = total
+    return m
+
+
+def _power_coefficient(m, s, j):
+    """Coefficient of ``x**j`` in ``(sum_{i<=j} m_i x**i)**s``."""
+    poly = [1] + [0] * j
+    base = m[: j + 1]
+    for _ in range(s):
+        new = [0] * (j + 1)
+        for a, pa in enumerate(poly):
+            if pa == 0:
+                continue
+            for b in range(j + 1 - a):
+                new[a + b] = new[a + b] + pa * base[b]
+        poly = new
+    return poly[j]
+
+
+# --------------------------------------------------------------------------- #
+# Populations
+# --------------------------------------------------------------------------- #
+
+@dataclass(frozen=True)
+class PointMassPopulation:
+    """Population law ``H = delta_v`` (all population eigenvalues equal ``v``).
+
+    With it, :class:`SampleCovarianceLaw` is the Marchenko-Pastur law of
+    variance ``v`` (theory eq. (5.4)).
+    """
+
+    value: float
+
+    def stieltjes(self, u):
+        """``m_H(u) = 1/(v - u)``."""
+        return 1.0 / (self.value - u)
+
+    def silverstein_polynomial(self, z, c):
+        """Coefficients in ``u`` of eq. (5.3) cleared of denominators.
+
+        ``u**2 - ((1-c) v + z) u + z v = 0``.
+        """
+        v = self.value
+        return [np.ones_like(z), -((1.0 - c) * v + z), z * v]
+
+    def moments(self, kmax):
+        """``[v**0, ..., v**kmax]``."""
+        return [self.value ** k for k in range(kmax + 1)]
+
+    def critical_values(self, c):
+        """Critical values of ``x(u)`` on the real line: ``v (1 +- sqrt c)**2``."""
+        r = np.sqrt(c)
+        return np.array([self.value * (1 - r) ** 2, self.value * (1 + r) ** 2])
+
+    def hard_edge_coefficient(self):
+        """``lim_{x->0} sqrt(x) * density(x)`` for ``c = 1`` (eq. (6.6))."""
+        return 1.0 / (np.pi * np.sqrt(self.value))
+
+
+@dataclass(frozen=True)
+class AffineMarchenkoPasturPopulation:
+    """Population law ``H = shift + scale * MP_ratio`` (theory eq. (5.5)).
+
+    ``MP_ratio`` is the Marchenko-Pastur law with unit variance and ratio
+    ``lam`` (the law of ``K K^T/d`` with ``lam = n/d``); it has an atom of mass
+    ``1 - 1/lam`` at 0 when ``lam > 1``.
+
+    Parameters
+    ----------
+    shift, scale : float
+        ``a >= 0`` and ``b > 0``.
+    ratio : float
+        ``lam > 0``.
+    """
+
+    shift: float
+    scale: float
+    ratio: float
+
+    def mp_stieltjes(self, w):
+        """Stieltjes transform of ``MP_ratio`` on its true branch (eq. (5.5)).
+
+        ``M(w) = 2 / (-(w + lam - 1) - sqrt(w - e_-) sqrt(w - e_+))`` with
+        principal square roots, which behaves as ``-1/w`` at infinity and has
+        its cut exactly on ``[e_-, e_+]``; real ``w`` on the cut is read as
+        ``w + i0``.
+        """
+        lam = self.ratio
+        w = np.asarray(w, dtype=complex)
+        lo, hi = (1 - np.sqrt(lam)) ** 2, (1 + np.sqrt(lam)) ** 2
+        sq = _sqrt_upper(w - lo) * _sqrt_upper(w - hi)
+        den = -(w + lam - 1) - sq
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 2.0 / den
+
+    def stieltjes(self, u):
+        """``m_H(u) = M((u - a)/b) / b``."""
+        return self.mp_stieltjes((u - self.shift) / self.scale) / self.scale
+
+    def silverstein_polynomial(self, z, c):
+        """Coefficients in ``u`` of the Silverstein equation (theory eq. (5.6)).
+
+        ``lam b (u-a) R**2 + (u - a + b(lam-1)) R c u**2 + c**2 u**4 = 0`` with
+        ``R = u (1-c) - z``; a quartic in ``u``.
+        """
+        a, b, lam = self.shift, self.scale, self.ratio
+        one = np.ones_like(z)
+        r_poly = [(1.0 - c) * one, -z]                      # R(u)
+        r2 = _pmul(r_poly, r_poly)
+        term1 = _pscale(_pmul([lam * b * one, -lam * a * b * one], r2), 1.0)
+        term2 = _pmul(_pmul([c * one, c * (b * (lam - 1) - a) * one], r_poly),
+                      [one, 0 * one, 0 * one])
+        term3 = [c * c * one, 0 * one, 0 * one, 0 * one, 0 * one]
+        return _padd(_padd(term1, term2), term3)
+
+    def moments(self, kmax):
+        """Moments of ``H``: binomial expansion of Narayana moments (eq. (5.10))."""
+        a, b, lam = self.shift, self.scale, self.ratio
+        mp = [1.0] + [sum(lam ** r * comb(j, r) * comb(j - 1, r) / (r + 1)
+                          for r in range(j)) for j in range(1, kmax + 1)]
+        return [sum(comb(k, j) * a ** (k - j) * b ** j * mp[j] for j in range(k + 1))
+                for k in range(kmax + 1)]
+
+    def critical_values(self, c):
+        """Critical values ``x(t)`` with ``dx/dt = 0`` on valid real ``t`` (eq. (6.2)).
+
+        The parameter is ``t = M(w)``; ``w(t) = -((lam-1) t + 1)/(t (lam t + 1))``,
+        ``u = a + b w``, ``x = u (1-c) - c u**2 t / b``.  The critical points
+        are the real roots of a polynomial (eq. (6.3)); each is kept only when
+        ``t`` is the true-branch value ``M(w(t))``.
+        """
+        a, b, lam = self.shift, self.scale, self.ratio
+        p = np.polynomial.polynomial
+        d = np.array([0.0, 1.0, lam])                         # t (lam t + 1)
+        nu = p.polysub(a * d, b * np.array([1.0, lam - 1.0]))         # u = nu / d
+        tpoly = np.array([0.0, 1.0])
+        num = p.polysub((1 - c) * b * p.polymul(nu, d), c * p.polymul(tpoly, p.polymul(nu, nu)))
+        den = b * p.polymul(d, d)                             # x = num / den
+        crit = p.polysub(p.polymul(p.polyder(num), den), p.polymul(num, p.polyder(den)))
+        crit = np.trim_zeros(crit, "b")
+        roots = np.roots(crit[::-1])
+        out = []
+        for t in roots:
+            if abs(t.imag) > 1e-8 * max(1.0, abs(t)):
+                continue
+            t = _newton_real_root(crit, t.real)
+            dt = p.polyval(t, d)
+            if dt == 0 or p.polyval(t, nu) == 0:
+                continue
+            w = -((lam - 1) * t + 1) / dt
+            t_true = self.mp_stieltjes(np.array(w)).real
+            if not np.isfinite(t_true) or abs(t_true - t) > BRANCH_RESIDUAL_RTOL * max(1.0, abs(t)):
+                continue
+            out.append(p.polyval(t, num) / p.polyval(t, den))
+        return np.array(sorted(out))
+
+    def hard_edge_coefficient(self):
+        """``lim_{x->0} sqrt(x) * density(x)`` for ``c = 1`` (theory eq. (6.6)).
+
+        Near 0, ``u ~ kappa sqrt(x)`` with ``kappa**4 - (b(lam-1) - a) kappa**2
+        - lam a b = 0``, and ``kappa**2 < 0``; the limit is
+        ``1/(pi |kappa|)``.
+        """
+        a, b, lam = self.shift, self.scale, self.ratio
+        s = b * (lam - 1) - a
+        disc = np.hypot(s, 2 * np.sqrt(lam * a * b))
+        # Negative root of kappa**4 - s kappa**2 - lam a b = 0, without cancellation.
+        k2 = (s - disc) / 2 if s <= 0 else -2 * lam * a * b / (s + disc)
+        return 1.0 / (np.pi * np.sqrt(-k2))
+
+
+def _sqrt_upper(w):
+    """Principal square root with the cut's upper lip used for real negative ``w``."""
+    w = np.asarray(w, dtype=complex)
+    # Replace a signed zero imaginary part by +0 so that sqrt(-r) = +i sqrt(r).
+    return np.sqrt(np.where(w.imag == 0, w.real + 0j, w))
+
+
+def _pmul(p, q):
+    """Product of two polynomials given as coefficient lists, highest first."""
+    out = [0] * (len(p) + len(q) - 1)
+    for i, pi in enumerate(p):
+        for j, qj in enumerate(q):
+            out[i + j] = out[i + j] + pi * qj
+    return out
+
+
+def _padd(p, q):
+    if len(p) < len(q):
+        p, q = q, p
+    q = [0] * (len(p) - len(q)) + list(q)
+    return [a + b for a, b in zip(p, q)]
+
+
+def _pscale(p, s):
+    return [s * a for a in p]
+
+
+def _newton_real_root(coeffs_low_first, t):
+    """Polish a real root of a polynomial (coefficients lowest first)."""
+    p = np.polynomial.polynomial
+    der = p.polyder(coeffs_low_first)
+    for _ in range(NEWTON_MAX_ITER):
+        f, df = p.polyval(t, coeffs_low_first), p.polyval(t, der)
+        if df == 0:
+            break
+        step = f / df
+        t = t - step
+        if abs(step) <= NEWTON_RTOL * max(abs(t), 1e-300):
+            break
+    return t
+
+
+# --------------------------------------------------------------------------- #
+# Branch selection
+# --------------------------------------------------------------------------- #
+
+def silverstein_residual(u, z, population, c):
+    """``u (1-c) - c u**2 m_H(u) - z`` with the true ``m_H`` (theory eq. (5.3))."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return u * (1.0 - c) - c * u * u * population.stieltjes(u) - z
+
+
+def select_branch(candidates, z, population, c):
+    """Pick, for each ``z``, the root ``u`` that is the Stieltjes branch.
+
+    Criterion (theory eq. (5.7)): ``Im u >= 0`` (``mbar = -1/u`` in the closed
+    upper half-plane) and ``u`` solves the transcendental Silverstein equation
+    with the true-branch ``m_H``.  Roots of the polynomial form that belong to
+    the other sheet of ``m_H`` fail the second test.  Real roots on decreasing
+    branches of ``x(u)`` pass it inside the support, so among admissible roots
+    the one with the largest ``Im u / |u|`` wins; real ``z`` outside the
+    support leaves only real admissible roots.
+
+    Parameters
+    ----------
+    candidates : ndarray, shape (d, N)
+        Roots of the polynomial form.
+    z : ndarray, shape (N,)
+    population : population object
+    c : float
+
+    Returns
+    -------
+    u : ndarray, shape (N,)
+    residual : ndarray, shape (N,)
+        Relative residual of the chosen root.
+    """
+    scale = np.abs(candidates) + np.abs(z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = np.abs(silverstein_residual(candidates, z[None, :], population, c)) / scale
+    res = np.where(np.isfinite(res), res, np.inf)
+    bad_half = candidates.imag < -BRANCH_RESIDUAL_RTOL * np.abs(candidates)
+    res = np.where(bad_half, np.inf, res)
+    # Real roots on a decreasing branch of x(u) also solve the real equation
+    # inside the support (Silverstein & Choi 1995); the Stieltjes branch is the
+    # admissible root deepest in the upper half-plane.
+    admissible = res < BRANCH_RESIDUAL_RTOL
+    score = np.where(admissible, candidates.imag / np.abs(candidates + 1e-300), -np.inf)
+    idx = np.where(admissible.any(axis=0), np.argmax(score, axis=0), np.argmin(res, axis=0))
+    cols = np.arange(candidates.shape[1])
+    return candidates[idx, cols], res[idx, cols]
+
+
+# --------------------------------------------------------------------------- #
+# The law
+# --------------------------------------------------------------------------- #
+
+class SampleCovarianceLaw:
+    """Limiting eigenvalue law of a sample covariance matrix (theory eq. (5.1)).
+
+    Parameters
+    ----------
+    population : PointMassPopulation or AffineMarchenkoPasturPopulation
+        The population law ``H``.  Any object with ``stieltjes(u)``,
+        ``silverstein_polynomial(z, c)``, ``moments(k)`` and
+        ``critical_values(c)`` plugs in.
+    ratio : float
+        ``c = p/N``.
+
+    Notes
+    -----
+    For ``Im z > 0`` (or real ``z``, read as ``z + i0``) the companion
+    transform is ``mbar = -1/u`` with ``u`` the selected root of the
+    polynomial form, polished by Newton's method on that polynomial; the law's
+    own transform is ``m = (mbar + (1-c)/z)/c`` (eq. (5.2)).
+    """
+
+    def __init__(self, population, ratio):
+        self.population = population
+        self.ratio = float(ratio)
+        self._intervals = None
+
+    # -- spectral variable u -------------------------------------------------
+    def solve_u(self, z, guess=None):
+        """Solve eq. (5.3) for ``u`` at each ``z`` (1-d complex array).
+
+        Parameters
+        ----------
+        z : ndarray
+            Points with ``Im z >= 0`` (real points mean ``z + i0``).
+        guess : ndarray, optional
+            Starting values for Newton; points whose polished value fails the
+            branch test fall back to all roots plus :func:`select_branch`.
+
+        Returns
+        -------
+        ndarray
+            ``u``, same shape as ``z``.
+
+        Raises
+        ------
+        ConvergenceError
+            If no admissible root reaches the residual tolerance.
+        """
+        z = np.asarray(z, dtype=complex).ravel()
+        c = self.ratio
+        coeffs = self.population.silverstein_polynomial(z, c)
+        u = np.empty_like(z)
+        todo = np.ones(z.shape, dtype=bool)
+        if guess is not None:
+            ug = _newton_poly(coeffs, np.asarray(guess, dtype=complex).ravel())
+            res = np.abs(silverstein_residual(ug, z, self.population, c)) / (np.abs(ug) + np.abs(z))
+            ok = np.isfinite(res) & (res < BRANCH_RESIDUAL_RTOL) & (ug.imag >= 0)
+            u[ok] = ug[ok]
+            todo = ~ok
+        if todo.any():
+            zz = z[todo]
+            sub = [np.broadcast_to(cf, z.shape)[todo] for cf in coeffs]
+            roots = poly_roots(sub)
+            # A real start keeps Newton on the real axis, where a near-double
+            # pair u0 +- i eps at a soft edge would be polished to a wrong real
+            # root; a small imaginary nudge lets it reach the complex root.
+            roots = _newton_poly(sub, roots + 1j * ROOT_NUDGE * np.abs(roots))
+            best, res = select_branch(roots, zz, self.population, c)
+            if not np.all(res < BRANCH_RESIDUAL_RTOL):
+                k = int(np.argmax(res))
+                raise ConvergenceError(
+                    f"Silverstein equation not solved at z={zz[k]!r}: best relative residual "
+                    f"{res[k]:.3e} > tolerance {BRANCH_RESIDUAL_RTOL:.1e} "
+                    f"(after {NEWTON_MAX_ITER} Newton steps)",
+                    point=zz[k], residual=float(res[k]), tolerance=BRANCH_RESIDUAL_RTOL,
+                    iterations=NEWTON_MAX_ITER)
+            u[todo] = best
+        return u
+
+    def companion_stieltjes(self, z):
+        """``mbar(z) = -1/u(z)``."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -1.0 / self.solve_u(z)
+
+    def stieltjes(self, z):
+        """``m(z) = int dnu(x)/(x - z)`` for ``Im z >= 0`` (1-d array)."""
+        z = np.asarray(z, dtype=complex).ravel()
+        mbar = self.companion_stieltjes(z)
+        c = self.ratio
+        if c == 1.0:
+            return mbar
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (mbar + (1.0 - c) / z) / c
+
+    # -- density and support -------------------------------------------------
+    def density(self, x, guess=None):
+        """Density ``Im m(x + i0)/pi`` at real ``x > 0`` (1-d array)."""
+        x = np.asarray(x, dtype=float).ravel()
+        u = self.solve_u(x.astype(complex), guess=guess)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mbar_im = u.imag / (u.real ** 2 + u.imag ** 2)
+        return np.maximum(mbar_im, 0.0) / (np.pi * self.ratio)
+
+    @property
+    def atom(self):
+        """Mass at 0: ``max(0, 1 - 1/c)`` (population without atom at 0)."""
+        return max(0.0, 1.0 - 1.0 / self.ratio)
+
+    def intervals(self):
+        """Support intervals from the critical values (theory eq. (6.1)-(6.4)).
+
+        Candidate edges are the valid critical values (and 0 when ``c = 1``,
+        the hard edge); each gap between consecutive candidates is kept when the
+        density at its midpoint is positive.
+        """
+        if self._intervals is not None:
+            return self._intervals
+        crit = list(self.population.critical_values(self.ratio))
+        if self.ratio == 1.0:
+            crit.append(0.0)
+        top = max(crit) if crit else 0.0
+        # Critical values at round-off distance from 0 are the hard edge itself.
+        crit = np.array(sorted({0.0 if abs(x) <= EDGE_MERGE_RTOL * top else x
+                                for x in crit if x >= -EDGE_MERGE_RTOL * top}))
+        if crit.size < 2:
+            raise ConvergenceError(f"found only {crit.size} candidate edges: {crit!r}",
+                                   point=crit)
+        mids = 0.5 * (crit[:-1] + crit[1:])
+        widths = crit[1:] - crit[:-1]
+        keep = widths > EDGE_MERGE_RTOL * crit[-1]
+        dens = np.zeros_like(mids)
+        if keep.any():
+            dens[keep] = self.density(mids[keep])
+        inside = keep & (dens * widths > SUPPORT_DENSITY_FLOOR)
+        out = []
+        for lo, hi, ins in zip(crit[:-1], crit[1:], inside):
+            if not ins:
+                continue
+            if out and abs(out[-1][1] - lo) <= EDGE_MERGE_RTOL * crit[-1]:
+                out[-1] = (out[-1][0], float(hi))
+            else:
+                out.append((float(lo), float(hi)))
+        self._intervals = tuple(out)
+        return self._intervals
+
+    # -- moments ---------------------------------------------------------------
+    def moments(self, kmax):
+        """Moments ``m_0..m_kmax`` of the law (free cumulants ``c**(k-1) m_k(H)``, eq. (5.8))."""
+        h = self.population.moments(kmax)
+        c = self.ratio
+        kappa = [c ** (k - 1) * h[k] for k in range(1, kmax + 1)]
+        return free_cumulants_to_moments(kappa)
+
+    # -- high precision --------------------------------------------------------
+    def stieltjes_mp(self, z, dps=40):
+        """``m(z)`` at one point with mpmath, by continuation in ``Im z``.
+
+        Solves the transcendental equation (5.3) with ``mpmath.findroot``,
+        starting far from the axis (``u ~ z``) and bringing ``Im z`` down
+        geometrically to the requested point; the final residual is checked
+        against :func:`freeattn._tolerances.mp_tolerance`.
+
+        Parameters
+        ----------
+        z : complex
+            ``Im z >= 0``; a real ``z`` is replaced by ``z + i 10**-(dps//2)``.
+        dps : int
+            Working precision in decimal digits.
+
+        Returns
+        -------
+        mpmath.mpc
+        """
+        import mpmath
+
+        with mpmath.workdps(dps):
+            z = mpmath.mpc(z)
+            target_im = z.imag if z.imag > 0 else mpmath.mpf(10) ** (-(dps // 2))
+            c = mpmath.mpf(self.ratio)
+            mh = _mp_population_stieltjes(self.population)
+
+            def f(u, zz):
+                return u * (1 - c) - c * u * u * mh(u) - zz
+
+            eta = max(mpmath.mpf(1), abs(z.real))
+            u = mpmath.mpc(z.real, eta) if c == 1 else mpmath.mpc(z.real, eta)
+            u = mpmath.findroot(lambda v: f(v, mpmath.mpc(z.real, eta)), u)
+            while eta > target_im:
+                eta = max(eta / 4, target_im)
+                u = mpmath.findroot(lambda v: f(v, mpmath.mpc(z.real, eta)), u)
+            res = abs(f(u, mpmath.mpc(z.real, target_im)))
+            if res > mp_tolerance(dps) * (abs(u) + abs(z)):
+                raise ConvergenceError(f"mpmath Silverstein solve at z={z}: residual {res}",
+                                       point=z, residual=float(res))
+            mbar = -1 / u
+            return (mbar + (1 - c) / mpmath.mpc(z.real, target_im)) / c
+
+
+def _mp_population_stieltjes(population):
+    """mpmath version of a population's true-branch Stieltjes transform."""
+    import mpmath
+
+    if isinstance(population, PointMassPopulation):
+        v = mpmath.mpf(population.value)
+        return lambda u: 1 / (v - u)
+    a = mpmath.mpf(population.shift)
+    b = mpmath.mpf(population.scale)
+    lam = mpmath.mpf(population.ratio)
+    lo, hi = (1 - mpmath.sqrt(lam)) ** 2, (1 + mpmath.sqrt(lam)) ** 2
+
+    def mh(u):
+        w = (u - a) / b
+        sq = mpmath.sqrt(w - lo) * mpmath.sqrt(w - hi)
+        return 2 / (-(w + lam - 1) - sq) / b
+
+    return mh
+
+
+def _newton_poly(coeffs, u):
+    """Polish roots ``u`` (any shape broadcastable against coeffs) by Newton."""
+    u = np.array(u, dtype=complex)
+    for _ in range(NEWTON_MAX_ITER):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            p, dp = poly_eval(coeffs, u)
+            step = np.where(dp != 0, p / dp, 0)
+        step = np.where(np.isfinite(step), step, 0)
+        u = u - step
+        if np.all(np.abs(step) <= NEWTON_RTOL * np.abs(u)):
+            break
+    return u
+
+
+# --------------------------------------------------------------------------- #
+# Spectral (Chebyshev / cosine) representation on each support interval
+# --------------------------------------------------------------------------- #
+
+class IntervalExpansion:
+    """Chebyshev representation of ``u(x + i0)`` and of the CDF on one interval.
+
+    With ``x = lo + (hi - lo)(1 - cos th)/2`` and ``y = cos th`` (theory eq.
+    (6.7)), ``Re u`` is an even and ``Im u`` an odd analytic ``2 pi``-periodic
+    function of ``th``, both at square-root edges and at the hard edge 0, where
+    ``u ~ kappa sqrt(x)``.  Hence ``Re u`` and ``Im u / sin th`` are Chebyshev
+    series in ``y``, and so is the CDF integrand ``g(th) = f(x(th)) dx/dth``
+    as a cosine series in ``th``: ``F(th) = g_0 th + sum_k g_k sin(k th)/k``
+    (eq. (6.8)).  All coefficients come from samples at Chebyshev nodes of the
+    first kind (a DCT-II); the number of nodes doubles until the tails are
+    below :data:`freeattn._tolerances.CHEB_TAIL_RTOL` (or sit on a rounding
+    plateau below ``CHEB_NOISE_RTOL``).
+
+    Parameters
+    ----------
+    law : SampleCovarianceLaw
+    lo, hi : float
+        Interval edges.
+    """
+
+    def __init__(self, law, lo, hi):
+        from scipy.fft import dct
+
+        self.lo, self.hi = float(lo), float(hi)
+        width = self.hi - self.lo
+        n = CHEB_START_NODES
+        guess_fn = None
+        while True:
+            th = np.pi * (np.arange(n) + 0.5) / n
+            y = np.cos(th)
+            x = self.lo + width * (1.0 - y) / 2.0
+            guess = guess_fn(y) if guess_fn is not None else None
+            u = law.solve_u(x.astype(complex), guess=guess)
+            sin_th = np.sin(th)
+            re_c = dct(u.real, type=2) / n
+            re_c[0] /= 2
+            v_c = dct(u.imag / sin_th, type=2) / n
+            v_c[0] /= 2
+            g = width / 2 * sin_th * u.imag / (np.pi * law.ratio * (u.real ** 2 + u.imag ** 2))
+            g_c = dct(g, type=2) / n
+            g_c[0] /= 2
+            tail = slice(-max(n // 8, 4), None)
+            tails = np.array([np.max(np.abs(cf[tail])) / np.max(np.abs(cf))
+                              for cf in (re_c, v_c, g_c)])
+            ok = bool(np.all(tails <= CHEB_TAIL_RTOL))
+            # Rounding noise of near-double roots at soft edges sets a floor:
+            # accept a tail that is small and no longer shrinks on doubling.
+            if not ok and guess_fn is not None:
+                ok = bool(np.all((tails <= CHEB_NOISE_RTOL) & (tails > prev_tails / 4)))
+            prev_tails = tails
+            if ok or n >= CHEB_MAX_NODES:
+                break
+            re_prev, v_prev = re_c, v_c
+            guess_fn = (lambda yy, r=re_prev, v=v_prev:
+                        np.polynomial.chebyshev.chebval(yy, r)
+                        + 1j * np.sqrt(1 - yy * yy) * np.polynomial.chebyshev.chebval(yy, v))
+            n *= 2
+        #: False when the tails did not reach CHEB_TAIL_RTOL within
+        #: CHEB_MAX_NODES; callers then solve point by point.
+        self.converged = bool(ok)
+        self.nodes = n
+        self.re_coef = _trim(re_c)
+        self.v_coef = _trim(v_c)
+        self.g_coef = _trim(g_c)
+        self.mass = float(np.pi * g_c[0])
+        self.ratio = law.ratio
+        # sin series of the CDF: F(th) = g0 th + sin(th) sum_k (g_k/k) U_{k-1}(cos th)
+        k = np.arange(1, self.g_coef.size)
+        self._u_coef = self.g_coef[1:] / k
+
+    def y_of_x(self, x):
+        """``y = cos th = 1 - 2 (x - lo)/(hi - lo)``."""
+        return 1.0 - 2.0 * (x - self.lo) / (self.hi - self.lo)
+
+    def u(self, x):
+        """Interpolated ``u(x + i0)`` for ``lo <= x <= hi``."""
+        y = self.y_of_x(x)
+        s = 2.0 * np.sqrt(np.maximum((x - self.lo) * (self.hi - x), 0.0)) / (self.hi - self.lo)
+        cheb = np.polynomial.chebyshev.chebval
+        return cheb(y, self.re_coef) + 1j * s * cheb(y, self.v_coef)
+
+    def cdf_theta(self, th):
+        """Mass of ``[lo, x(th)]``, eq. (6.8)."""
+        y = np.cos(th)
+        return self.g_coef[0] * th + np.sin(th) * _clenshaw_u(y, self._u_coef)
+
+    def g_theta(self, th):
+        """CDF integrand ``g(th) = f(x(th)) dx/dth``."""
+        return np.polynomial.chebyshev.chebval(np.cos(th), self.g_coef)
+
+    def theta_of_x(self, x):
+        """``th = arccos(y)`` computed without cancellation near both ends."""
+        w = self.hi - self.lo
+        return 2.0 * np.arctan2(np.sqrt(np.maximum(x - self.lo, 0.0)),
+                                np.sqrt(np.maximum(self.hi - x, 0.0))) if w > 0 else 0 * x
+
+
+def _trim(coef):
+    """Drop trailing coefficients below the last significant one."""
+    big = np.max(np.abs(coef))
+    keep = np.nonzero(np.abs(coef) > CHEB_TRIM_RTOL * big)[0]
+    last = keep[-1] + 1 if keep.size else 1
+    return coef[: max(last, 1)].copy()
+
+
+def _clenshaw_u(y, coef):
+    """``sum_k coef[k] U_k(y)`` by Clenshaw's recurrence."""
+    b1 = np.zeros_like(y)
+    b2 = np.zeros_like(y)
+    for c in coef[::-1]:
+        b1, b2 = c + 2.0 * y * b1 - b2, b1
+    return b1
