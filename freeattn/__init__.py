@@ -32,6 +32,22 @@ from ._laws import (
     marchenko_pastur,
     operator_norm,
 )
+from ._sampling import (
+    CHAIN_MODELS,
+    sample_attention,
+    sample_chain,
+    sample_model,
+    squared_singular_values,
+)
+from ._validation import (
+    ConvergenceReport,
+    DrawError,
+    ModelResult,
+    RateFit,
+    ValidationReport,
+    convergence,
+    validate,
+)
 
 __version__ = "0.1.0"
 
@@ -56,5 +72,17 @@ __all__ = [
     "truncated_alpha2",
     "alpha2_fraction",
     "hermite_table",
+    "CHAIN_MODELS",
+    "sample_attention",
+    "sample_chain",
+    "sample_model",
+    "squared_singular_values",
+    "validate",
+    "convergence",
+    "ValidationReport",
+    "ModelResult",
+    "ConvergenceReport",
+    "RateFit",
+    "DrawError",
     "__version__",
 ]
