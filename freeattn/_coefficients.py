@@ -47,6 +47,26 @@ def _exp_minus_1_minus_x(x):
     return out.reshape(x.shape)
 
 
+# Veltkamp's splitting constant 2**27 + 1: splits a float64 into two halves
+# whose products are exact (Dekker's error-free product).
+_SPLITTER = 134217729.0
+
+
+def _square_with_error(b):
+    """``b*b`` as an unevaluated sum ``hi + lo`` with ``hi = fl(b*b)`` (Dekker).
+
+    ``exp(beta**2)`` amplifies the rounding error of ``beta**2`` by
+    ``beta**2`` (up to 710); carrying ``lo`` as a first-order correction keeps
+    ``theta1`` and ``alpha2`` accurate to a few ulp at every ``beta``.
+    """
+    hi = b * b
+    c = _SPLITTER * b
+    b_hi = c - (c - b)
+    b_lo = b - b_hi
+    lo = ((b_hi * b_hi - hi) + 2.0 * b_hi * b_lo) + b_lo * b_lo
+    return hi, lo
+
+
 @dataclass(frozen=True)
 class LinearCoefficients:
     """Coefficients of the linear model ``Y_lin = (beta*S + alpha*W)/sqrt(n)``.
@@ -82,6 +102,9 @@ def _check_float_beta(beta):
     Beyond 26.64, ``exp(beta**2)`` overflows float64; the message points to
     the mpmath (``dps=``) and sympy (``exact=True``) paths.
     """
+    if beta is None:
+        raise TypeError("beta must be a real number or array of real numbers "
+                        "(allowed range (0, 26.64] in float64), got None")
     b = check_beta(beta, upper=None)
     if (b > MAX_FLOAT_BETA).any():
         raise ValueError(
@@ -93,10 +116,10 @@ def _check_float_beta(beta):
 
 def _float_coefficients(beta):
     b = _check_float_beta(beta)
-    x = b * b
-    theta1 = np.expm1(x)
+    x, x_lo = _square_with_error(b)
+    theta1 = np.expm1(x) + np.exp(x) * x_lo
     theta2 = x
-    alpha2 = _exp_minus_1_minus_x(x)
+    alpha2 = _exp_minus_1_minus_x(x) + np.expm1(x) * x_lo
     alpha = np.sqrt(alpha2)
     if b.ndim == 0:
         return LinearCoefficients(float(b), float(theta1), float(theta2),
@@ -367,7 +390,7 @@ def gaussian_equivalent_covariance(gram, beta):
     """Gaussian-equivalent covariance ``Sigma_G = theta2 rho + (theta1 - theta2) I``.
 
     The first-order Taylor replacement of ``Sigma_f`` at ``rho_jj = 1``,
-    ``rho_jk = O(d_qk**-1/2)`` (theory eqs. (4.4)-(4.5))::
+    ``rho_jk = O(d_qk**-1/2)`` (theory eqs. (4.4) and (4.5))::
 
         Sigma_G = beta**2 * rho + (exp(beta**2) - 1 - beta**2) * I.
 

@@ -1,7 +1,7 @@
 """Tests of the conditional moments of a feature row given the keys.
 
 Covers ``conditional_mean`` (theory eq. (3.5)), ``conditional_covariance``
-(theory eq. (4.2)) and ``gaussian_equivalent_covariance`` (theory eq. (4.5)).
+(theory eq. (4.2)) and ``gaussian_equivalent_covariance`` (theory eq. (4.4)).
 """
 
 import numpy as np
@@ -40,7 +40,7 @@ def test_shapes_and_stacks():
 
 
 def test_gaussian_equivalent_is_theta2_rho_plus_alpha2():
-    """eq. (4.5): Sigma_G = theta2 rho + (theta1 - theta2) I."""
+    """eq. (4.4): Sigma_G = theta2 rho + (theta1 - theta2) I."""
     rng = np.random.default_rng(2)
     rho = _gram(6, 12, rng)
     c = linear_coefficients(1.3)
