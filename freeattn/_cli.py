@@ -14,7 +14,6 @@ print one line on stderr, never a traceback.
 """
 
 import argparse
-import contextlib
 import csv
 import fractions
 import io
@@ -287,15 +286,12 @@ def _cmd_law(args, out):
     variable = "lambda = s^2" if args.squared else "s"
     x = _law_grid(law, args)
     columns = {"x": x, "pdf": law.pdf(x), "cdf": law.cdf(x)}
-    mp = None
     if args.compare_mp:
         mp = fa.marchenko_pastur(coefficients.theta1, 1.0)
-        lam = x if args.squared else x * x
-        # Change of variables lambda = s^2 for the singular-value view:
-        # density of s is 2 s p(s^2), CDF of s is F(s^2).
-        mp_pdf = mp.pdf(lam) if args.squared else 2.0 * x * mp.pdf(lam)
-        columns["mp_pdf"] = mp_pdf
-        columns["mp_cdf"] = mp.cdf(lam)
+        if not args.squared:
+            mp = fa.SingularValueLaw(mp)     # the law of s = sqrt(lambda)
+        columns["mp_pdf"] = mp.pdf(x)
+        columns["mp_cdf"] = mp.cdf(x)
     norm = fa.operator_norm(args.beta, args.gamma)
     summary = {
         "beta": args.beta,
@@ -324,27 +320,32 @@ def _cmd_law(args, out):
         out.write(_json({**summary, "table": {h: columns[h] for h in headers}}) + "\n")
         return EXIT_OK
 
+    intervals = summary["intervals"]
+    facts = [
+        ("theta1, theta2, alpha", ", ".join(_fmt(v) for v in (
+            coefficients.theta1, coefficients.theta2, coefficients.alpha))),
+        (f"support of {variable}", f"[{_fmt(summary['support'][0])}, "
+                                   f"{_fmt(summary['support'][1])}]"),
+        ("atom at 0", _fmt(law.atom)),
+        ("operator norm", f"{_fmt(norm.norm)}   (Marchenko-Pastur, same variance: "
+                          f"{_fmt(norm.mp_norm)}; ratio {_fmt(norm.norm / norm.mp_norm)})"),
+        ("squared edge", f"{_fmt(norm.squared_edge)}   (Marchenko-Pastur 4*theta1: "
+                         f"{_fmt(norm.mp_squared_edge)})"),
+        (f"mean, variance of {variable}", f"{_fmt(summary['mean'])}, {_fmt(summary['var'])}"),
+        ("moments m1..m4 of s^2", ", ".join(
+            _fmt(v) for v in summary["moments_squared"].values())),
+    ]
+    if len(intervals) > 1:
+        facts.insert(2, ("support intervals", ", ".join(
+            f"[{_fmt(a)}, {_fmt(b)}]" for a, b in intervals)))
+    width = max(len(k) for k, _ in facts)
     lines = [
-        f"Limiting law of the singular values s of sqrt(n)*(A - 11^T/n), "
-        f"beta = {_fmt(args.beta)}, gamma = d_qk/n = {_fmt(args.gamma)}",
-        "(Hayase, Collins & Karakida 2026: the law of the linear model "
-        "(beta*S + alpha*W)/sqrt(n))",
+        "Limiting law of the singular values s of sqrt(n)*(A - 11^T/n)",
+        f"beta = {_fmt(args.beta)}, gamma = d_qk/n = {_fmt(args.gamma)}: the law of the "
+        "linear model (beta*S + alpha*W)/sqrt(n)",
+        "(Hayase, Collins & Karakida, AISTATS 2026)",
         "",
-        f"coefficients   theta1 = {_fmt(coefficients.theta1)}   "
-        f"theta2 = {_fmt(coefficients.theta2)}   alpha = {_fmt(coefficients.alpha)}",
-        f"support of {variable}   [{_fmt(summary['support'][0])}, "
-        f"{_fmt(summary['support'][1])}]"
-        + (f"   in {len(summary['intervals'])} intervals: "
-           + ", ".join(f"[{_fmt(a)}, {_fmt(b)}]" for a, b in summary["intervals"])
-           if len(summary["intervals"]) > 1 else ""),
-        f"atom at 0      {_fmt(law.atom)}",
-        f"operator norm  {_fmt(norm.norm)}   (Marchenko-Pastur, same variance: "
-        f"{_fmt(norm.mp_norm)}; ratio {_fmt(norm.norm / norm.mp_norm, 6)})",
-        f"squared edge   {_fmt(norm.squared_edge)}   (Marchenko-Pastur: 4*theta1 = "
-        f"{_fmt(norm.mp_squared_edge)})",
-        f"mean, var of {variable}   {_fmt(summary['mean'])}, {_fmt(summary['var'])}",
-        "moments of s^2 " + "   ".join(
-            f"m{k} = {_fmt(v)}" for k, v in summary["moments_squared"].items()),
+        *(f"{k.ljust(width)}  {v}" for k, v in facts),
         "",
     ]
     out.write("\n".join(lines) + "\n")
@@ -386,25 +387,13 @@ def _cmd_threshold(args, out):
     return EXIT_OK
 
 
-@contextlib.contextmanager
-def _executor(jobs):
-    """A process pool for ``jobs > 1``, else ``None`` (draws run in-process)."""
-    if jobs <= 1:
-        yield None
-        return
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield pool
-
-
 def _cmd_validate(args, out):
     fa = _library()
     models = tuple(args.models) if args.models else fa.CHAIN_MODELS
-    with _executor(args.jobs) as executor:
-        report = fa.validate(args.beta, args.gamma, args.n, args.draws, models=models,
-                             rng=args.seed, executor=executor,
-                             progress=False if args.no_progress else None)
+    # An int executor is a local process pool with that many workers.
+    report = fa.validate(args.beta, args.gamma, args.n, args.draws, models=models,
+                         rng=args.seed, executor=args.jobs if args.jobs > 1 else None,
+                         progress=False if args.no_progress else None)
     if args.json is not None:
         with open(args.json, "w", encoding="utf-8") as handle:
             handle.write(report.to_json())
@@ -603,6 +592,7 @@ def main(argv=None, *, stdout=None):
     int
         0 on success, 1 on a numerical failure, 2 on bad usage.
     """
+    from . import DrawError
     from ._errors import ConvergenceError
 
     out = sys.stdout if stdout is None else stdout
@@ -613,7 +603,7 @@ def main(argv=None, *, stdout=None):
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     try:
         return args.handler(args, out)
-    except ConvergenceError as error:
+    except (ConvergenceError, DrawError) as error:
         print(f"{PROG} {args.command}: numerical failure: {error}", file=sys.stderr)
         return EXIT_NUMERICAL
     except (ValueError, TypeError, _UsageError) as error:

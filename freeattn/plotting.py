@@ -186,6 +186,12 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
         ax.axvline(edge, color="black", linewidth=0.8, linestyle=":")
         ax.set_ylim(0.0, y_max)
         ax.set_xlim(0.0, x_max)
+        outside = int(np.count_nonzero(values > x_max))
+        if outside:
+            # Outliers beyond the bulk are not hidden silently: say how many.
+            ax.text(0.97, 0.55, f"{outside} value{'s' if outside > 1 else ''} > {x_max:.3g}\n"
+                    f"(max {values.max():.3g})", transform=ax.transAxes, ha="right",
+                    fontsize=8)
         ax.set_title(f"{i + 1}. {model}", fontsize=11)
         ax.set_xlabel(r"squared singular value $\lambda$")
         ax.set_ylabel("density")
@@ -279,6 +285,12 @@ def figure_law_vs_mp(betas=(0.5, 1.0, 1.5, 2.0), gamma=1.0, *, points=CURVE_POIN
 # Figure 3
 
 
+def _power_of_ten(n):
+    """``n`` as mathtext: ``$10^{4}$`` for powers of ten, else the integer."""
+    exponent = int(round(np.log10(n)))
+    return rf"$10^{{{exponent}}}$" if 10 ** exponent == n else f"{n}"
+
+
 def figure_edge(betas=None, ns=(10**3, 10**4, 10**5, 10**6), gamma=1.0):
     """Figure 3: the operator norm against ``beta`` and the linearization threshold.
 
@@ -316,7 +328,8 @@ def figure_edge(betas=None, ns=(10**3, 10**4, 10**5, 10**6), gamma=1.0):
         threshold = fa.linearization_threshold(n, gamma)
         ax.axhline(np.sqrt(n), color=colour, linewidth=1.0, linestyle="-.")
         ax.plot([threshold.beta], [threshold.norm], "o", color=colour, markersize=7,
-                label=rf"n = {n:.0e}: $\sqrt{{n}}$ reached at $\beta$ = {threshold.beta:.2f}")
+                label=rf"n = {_power_of_ten(n)}: $\sqrt{{n}}$ reached at "
+                      rf"$\beta$ = {threshold.beta:.2f}")
         ax.axvline(threshold.beta, color=colour, linewidth=0.6, linestyle=":")
     ax.set_xlim(float(betas[0]), float(betas[-1]))
     ax.set_xlabel(r"inverse temperature $\beta$")
@@ -356,8 +369,9 @@ def figure_convergence(betas=(0.5, 1.0, 1.5), ns=(250, 500, 1000, 2000), draws=4
         Chain models shown (solid: first, dashed: second, ...).
     rng : None, int or numpy.random.Generator
         Seed; each beta gets an independent child stream.
-    executor : concurrent.futures.Executor, optional
-        Runs the draws in parallel.
+    executor : None, int or concurrent.futures.Executor, optional
+        Runs the draws in parallel (as in ``freeattn.validate``: an int is a
+        local process pool with that many workers).
     reports : dict, optional
         Precomputed ``{beta: freeattn.convergence(...) report}``.
 
@@ -448,6 +462,7 @@ def figure_gamma(beta=1.0, gammas=(0.25, 0.5, 1.0, 2.0, 4.0), *, points=CURVE_PO
     ax_pdf.plot(x, mp.pdf(x), label="Marchenko-Pastur", **_MP_STYLE)
     ax_cdf.plot(x, mp.cdf(x), label="Marchenko-Pastur", **_MP_STYLE)
     ax_pdf.set_ylim(0.0, max(peaks))
+    ax_cdf.set_ylim(0.0, 1.02)
     for ax, what in ((ax_pdf, "density"), (ax_cdf, "CDF")):
         ax.set_xlim(0.0, x_max)
         ax.set_xlabel(r"squared singular value $\lambda$")
@@ -532,16 +547,12 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     rng = options.pop("seed", None)
     if spec.name == "chain":
         return spec.function(n=options.get("n", 1000), draws=options["draws"], rng=rng)
-    from concurrent.futures import ProcessPoolExecutor
-
     kwargs = {"draws": options["draws"], "rng": rng}
     if "n" in options:
         kwargs["ns"] = tuple(sorted({max(options["n"] // 4, 2), max(options["n"] // 2, 2),
                                      options["n"]}))
-    if jobs is not None and jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            return spec.function(executor=pool, **kwargs)
-    return spec.function(**kwargs)
+    # An int executor is a local process pool with that many workers.
+    return spec.function(executor=jobs if jobs is not None and jobs > 1 else None, **kwargs)
 
 
 def save_figure(figure, out=None, **sizes):

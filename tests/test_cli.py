@@ -138,3 +138,100 @@ def test_python_dash_m_help_runs():
     assert result.returncode == 0
     for command in ("coeffs", "law", "edge", "threshold", "validate", "plot", "reproduce"):
         assert command in result.stdout
+
+
+# ---------------------------------------------------------------------------
+# law, edge, threshold
+
+
+def test_law_default_summary_matches_library(capsys):
+    """`freeattn law --beta 1` (the README's main job): edges, moments, a table."""
+    code, out, err = run(capsys, "law", "--beta", "1")
+    assert code == 0 and err == ""
+    law = freeattn.attention_law(1.0)
+    norm = freeattn.operator_norm(1.0)
+    assert f"operator norm          {norm.norm:.8g}" in out
+    assert f"squared edge           {norm.squared_edge:.8g}" in out
+    # Known moments of the squared law (SPEC section 2): m1 = e - 1 and
+    # m2 = 2*theta1**2 + beta**4/gamma, printed to 8 significant digits.
+    theta1 = np.e - 1
+    assert f"{theta1:.8g}, {2 * theta1**2 + 1:.8g}" in out
+    table = out.strip().splitlines()[-DEFAULT_LAW_POINTS:]
+    values = np.array([[float(v) for v in line.split()] for line in table])
+    grid = np.linspace(*law.support(), DEFAULT_LAW_POINTS)
+    np.testing.assert_allclose(values[:, 0], grid, rtol=TABLE_RTOL)
+    np.testing.assert_allclose(values[:, 1], law.pdf(grid), rtol=TABLE_RTOL, atol=1e-300)
+    np.testing.assert_allclose(values[:, 2], law.cdf(grid), rtol=TABLE_RTOL, atol=1e-300)
+    assert values[0, 2] == 0 and values[-1, 2] == 1
+
+
+def test_law_csv_at_points_with_mp_is_exact(capsys):
+    code, out, _ = run(capsys, "law", "--beta", "0.8", "--gamma", "2", "--squared",
+                       "--at", "0.25,1,2", "--compare-mp", "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    x = np.array([float(r["x"]) for r in rows])
+    np.testing.assert_array_equal(x, [0.25, 1.0, 2.0])
+    law = freeattn.attention_law(0.8, 2.0).squared()
+    mp = freeattn.marchenko_pastur(freeattn.linear_coefficients(0.8).theta1, 1.0)
+    # csv carries full float64 precision: exact equality with the library.
+    np.testing.assert_array_equal([float(r["pdf"]) for r in rows], law.pdf(x))
+    np.testing.assert_array_equal([float(r["cdf"]) for r in rows], law.cdf(x))
+    np.testing.assert_array_equal([float(r["mp_pdf"]) for r in rows], mp.pdf(x))
+    np.testing.assert_array_equal([float(r["mp_cdf"]) for r in rows], mp.cdf(x))
+
+
+def test_law_json_singular_values_with_mp_change_of_variables(capsys):
+    code, out, _ = run(capsys, "law", "--beta", "1", "--points", "5", "--compare-mp",
+                       "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    law = freeattn.attention_law(1.0)
+    assert data["variable"] == "s" and data["atom"] == law.atom
+    assert data["support"] == list(law.support())
+    assert data["moments_squared"]["1"] == pytest.approx(np.e - 1, rel=1e-12)
+    s = np.array(data["table"]["x"])
+    np.testing.assert_array_equal(data["table"]["pdf"], law.pdf(s))
+    # MP for s = sqrt(lambda): density 2 s p(s^2), CDF F(s^2) (change of
+    # variables; checked away from s = 0, where 2 s p(s^2) has a finite limit).
+    mp = freeattn.marchenko_pastur(np.e - 1, 1.0)
+    np.testing.assert_allclose(data["table"]["mp_pdf"][1:], 2 * s[1:] * mp.pdf(s[1:] ** 2),
+                               rtol=1e-12)
+    np.testing.assert_allclose(data["table"]["mp_cdf"], mp.cdf(s * s), rtol=1e-12)
+
+
+def test_edge_json_matches_operator_norm(capsys):
+    code, out, _ = run(capsys, "edge", "--beta", "1.5", "--gamma", "0.5", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    norm = freeattn.operator_norm(1.5, 0.5)
+    assert data["norm"] == norm.norm and data["squared_edge"] == norm.squared_edge
+    # MP edge 4*theta1 (SPEC section 2) and the true edge beyond it.
+    assert data["mp_squared_edge"] == pytest.approx(4 * np.expm1(2.25), rel=1e-15)
+    assert data["norm_over_mp_norm"] > 1
+
+
+def test_threshold_table_and_csv(capsys):
+    code, out, _ = run(capsys, "threshold", "--n", "1000,100000", "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    for row, n in zip(rows, (1000, 100000)):
+        t = freeattn.linearization_threshold(n)
+        assert int(row["n"]) == n and float(row["beta"]) == t.beta
+        # Definition: the bulk edge norm equals the common mode sqrt(n) there.
+        assert float(row["norm"]) == pytest.approx(np.sqrt(n), rel=1e-9)
+    code, out, _ = run(capsys, "threshold", "--n", "1000")
+    assert code == 0 and f"{freeattn.linearization_threshold(1000).beta:.8g}" in out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["law", "--beta", "1", "--gamma", "0"], "gamma"),
+    (["law", "--beta", "1", "--points", "3", "--at", "1,2"], "not allowed with"),
+    (["law", "--beta", "1", "--at", "1,x"], "--at"),
+    (["edge", "--beta", "0"], "beta"),
+    (["threshold", "--n", "1"], "n"),
+])
+def test_law_edge_threshold_bad_usage(capsys, argv, fragment):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and fragment in err
+    assert "Traceback" not in err and out == ""

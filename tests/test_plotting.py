@@ -1,0 +1,144 @@
+"""freeattn.plotting (issue 5): each figure at tiny sizes, drawn under Agg.
+
+The curves a figure draws are compared with the library functions they come
+from (exact equality of the plotted data: the figure must show the theory, not
+an approximation of it); labels, legends and the number of panels are checked
+so that a figure cannot silently lose its axes labels or a panel.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn import plotting
+
+
+def _labelled(ax):
+    return bool(ax.get_xlabel()) and bool(ax.get_ylabel())
+
+
+def _line(ax, label):
+    matches = [line for line in ax.get_lines() if line.get_label() == label]
+    assert matches, f"no line labelled {label!r}: {[l.get_label() for l in ax.get_lines()]}"
+    return matches[0]
+
+
+def test_importing_freeattn_does_not_import_matplotlib():
+    code = ("import sys, freeattn, freeattn.plotting, freeattn._cli; "
+            "print('matplotlib' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_law_vs_mp_draws_the_theory_and_both_edges():
+    betas = (0.5, 1.5)
+    fig = plotting.figure_law_vs_mp(betas, points=60)
+    assert len(fig.axes) == 2
+    for ax, beta in zip(fig.axes, betas):
+        assert _labelled(ax)
+        law = freeattn.attention_law(beta).squared()
+        theory = _line(ax, "predicted law")
+        x, y = theory.get_data()
+        np.testing.assert_array_equal(y, law.pdf(x))
+        mp = freeattn.marchenko_pastur(freeattn.linear_coefficients(beta).theta1)
+        x, y = _line(ax, r"Marchenko-Pastur, variance $\theta_1$").get_data()
+        np.testing.assert_array_equal(y, mp.pdf(x))
+        # The vertical edge markers sit at the operator norm's squared edges.
+        norm = freeattn.operator_norm(beta)
+        verticals = {float(line.get_xdata()[0]) for line in ax.get_lines()
+                     if len(set(line.get_xdata())) == 1}
+        assert norm.squared_edge in verticals and norm.mp_squared_edge in verticals
+        assert norm.squared_edge > norm.mp_squared_edge     # SPEC section 2
+        assert ax.get_legend() is not None
+
+
+def test_edge_figure_matches_operator_norm_and_threshold():
+    betas = np.linspace(0.5, 3.0, 6)
+    ns = (10**3, 10**5)
+    fig = plotting.figure_edge(betas, ns=ns)
+    (ax,) = fig.axes
+    assert _labelled(ax) and ax.get_yscale() == "log"
+    x, y = ax.get_lines()[0].get_data()
+    np.testing.assert_array_equal(x, betas)
+    np.testing.assert_array_equal(y, [freeattn.operator_norm(b).norm for b in betas])
+    dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert len(dots) == len(ns)
+    for dot, n in zip(dots, ns):
+        threshold = freeattn.linearization_threshold(n)
+        assert dot.get_xdata()[0] == threshold.beta
+        # The threshold is where the bulk edge reaches the common mode sqrt(n).
+        assert threshold.norm == pytest.approx(np.sqrt(n), rel=1e-9)
+
+
+def test_gamma_figure_has_density_and_cdf_per_gamma():
+    gammas = (0.5, 2.0)
+    fig = plotting.figure_gamma(1.0, gammas, points=50)
+    ax_pdf, ax_cdf = fig.axes
+    assert _labelled(ax_pdf) and _labelled(ax_cdf)
+    for i, gamma in enumerate(gammas):
+        law = freeattn.attention_law(1.0, gamma).squared()
+        x, y = ax_cdf.get_lines()[i].get_data()
+        np.testing.assert_array_equal(y, law.cdf(x))
+        x, y = ax_pdf.get_lines()[i].get_data()
+        np.testing.assert_array_equal(y, law.pdf(x))
+
+
+def test_chain_figure_histograms_and_quantile_panel():
+    n, draws = 30, 2
+    samples = plotting.chain_samples(1.0, n, draws=draws, rng=0)
+    assert tuple(samples) == freeattn.CHAIN_MODELS
+    assert all(v.shape == (n * draws,) for v in samples.values())
+    fig = plotting.figure_chain(1.0, n, draws=draws, samples=samples)
+    histograms, quantiles = fig.axes[:-1], fig.axes[-1]
+    assert len(histograms) == len(freeattn.CHAIN_MODELS)
+    law = freeattn.attention_law(1.0).squared()
+    for ax, model in zip(histograms, freeattn.CHAIN_MODELS):
+        assert _labelled(ax) and model in ax.get_title()
+        assert len(ax.patches) == plotting.HISTOGRAM_BINS
+        x, y = _line(ax, "predicted law").get_data()
+        np.testing.assert_array_equal(y, law.pdf(x))
+        # The theory curve is drawn above the histogram.
+        assert _line(ax, "predicted law").get_zorder() > ax.patches[0].get_zorder()
+    assert _labelled(quantiles)
+    x, y = _line(quantiles, freeattn.CHAIN_MODELS[0]).get_data()
+    np.testing.assert_array_equal(x, law.ppf(plotting.QUANTILE_LEVELS))
+    np.testing.assert_array_equal(
+        y, np.quantile(samples[freeattn.CHAIN_MODELS[0]], plotting.QUANTILE_LEVELS))
+
+
+def test_chain_samples_are_reproducible_from_the_seed():
+    a = plotting.chain_samples(1.0, 12, draws=2, models=("attention", "linear"), rng=5)
+    b = plotting.chain_samples(1.0, 12, draws=2, models=("attention", "linear"), rng=5)
+    np.testing.assert_array_equal(a["attention"], b["attention"])
+    np.testing.assert_array_equal(a["linear"], b["linear"])
+
+
+@pytest.mark.slow
+def test_convergence_figure_one_curve_per_beta_and_model():
+    fig = plotting.figure_convergence(betas=(0.5, 1.0), ns=(20, 40), draws=1,
+                                      models=("attention",), rng=0)
+    (ax,) = fig.axes
+    assert _labelled(ax)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert len(labels) == 4          # 2 betas x (theory, Marchenko-Pastur)
+    for line in ax.get_lines():
+        np.testing.assert_array_equal(line.get_xdata(), [20, 40])
+        assert np.all((line.get_ydata() > 0) & (line.get_ydata() <= 1))
+
+
+def test_figures_are_found_by_number_and_name():
+    assert plotting._spec("2") is plotting._spec("law-vs-mp") is plotting._spec(2)
+    with pytest.raises(ValueError, match="figure must be one of"):
+        plotting._spec("7")
+
+
+def test_save_and_reproduce_write_pngs(tmp_path):
+    paths = plotting.reproduce(tmp_path, only=["5", "law-vs-mp"])
+    assert [p.name for p in paths] == ["fig5_gamma.png", "fig2_law_vs_mp.png"]
+    for path in paths:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
