@@ -16,9 +16,10 @@ import numpy as np
 
 from ._checks import as_real_array, check_beta, check_int, check_positive
 from ._coefficients import linear_coefficients
-from ._solver import (AffineMarchenkoPasturPopulation, IntervalExpansion,
-                      PointMassPopulation, SampleCovarianceLaw)
-from ._tolerances import FAST_PATH_MAX_STEP, THRESHOLD_RTOL
+from ._solver import (AffineMarchenkoPasturPopulation, PointMassPopulation,
+                      SampleCovarianceLaw, build_panels, poly_eval)
+from ._tolerances import (FAST_PATH_MAX_STEP, PPF_MAX_ITER, PPF_STEP_ATOL,
+                          QUADRATURE_EXTRA_NODES, THRESHOLD_RTOL)
 
 __all__ = [
     "EigenvalueLaw",
@@ -87,7 +88,7 @@ class EigenvalueLaw:
         self.ratio = engine.ratio
         self.atom = float(engine.atom)
         self._name = name
-        self._expansions = None
+        self._panel_cache = None
 
     def __repr__(self):
         return f"<{self._name}: support {self.support()}>"
@@ -113,12 +114,30 @@ class EigenvalueLaw:
         lower = 0.0 if self.atom > 0 else iv[0][0]
         return (lower, iv[-1][1])
 
-    # -- expansions (cached per law) ----------------------------------------------
-    def _expansion_list(self):
-        if self._expansions is None:
-            self._expansions = [IntervalExpansion(self._engine, lo, hi)
-                                for lo, hi in self._engine.intervals()]
-        return self._expansions
+    # -- Chebyshev panels (cached per law) -------------------------------------------
+    def _panels(self):
+        """Panels of all support intervals, in order, with the mass below each."""
+        if self._panel_cache is None:
+            panels = []
+            for lo, hi in self._engine.intervals():
+                panels.extend(build_panels(self._engine, lo, hi))
+            masses = np.array([p.mass for p in panels])
+            below = self.atom + np.concatenate([[0.0], np.cumsum(masses)[:-1]])
+            starts = np.array([p.lo for p in panels])
+            self._panel_cache = (panels, below, starts, self.atom + masses.sum())
+        return self._panel_cache
+
+    def _locate(self, xs):
+        """Index of the panel holding each normalized point, -1 outside the support."""
+        panels, _, starts, _ = self._panels()
+        idx = np.searchsorted(starts, xs, side="right") - 1
+        ends = np.array([p.hi for p in panels])
+        inside = (idx >= 0) & (xs <= ends[np.clip(idx, 0, None)])
+        return np.where(inside, idx, -1)
+
+    def total_mass(self):
+        """Atom plus the integrals of all panels: 1 up to the expansion error."""
+        return float(self._panels()[3])
 
     # -- density ----------------------------------------------------------------
     def pdf(self, x):
@@ -138,34 +157,32 @@ class EigenvalueLaw:
         -----
         ``f(x) = Im(-1/u(x + i0)) / (pi c)`` with ``u`` the Stieltjes-branch
         root of the Silverstein equation, theory eqs. (5.3) and (5.6).  The
-        root is started from the cached Chebyshev expansion of eq. (6.7) and
+        root is started from the cached Chebyshev panels of eq. (6.7) and
         polished by Newton's method; a point whose polished root fails the
         branch test is re-solved from all roots (:func:`select_branch`).
         """
         x = as_real_array(x, "x")
         xs = x.ravel() / self._scale
         out = np.zeros(xs.shape)
-        ivs = self._engine.intervals()
-        for exp in self._expansion_list():
-            inside = (xs > exp.lo) & (xs < exp.hi)
-            if not inside.any():
-                continue
-            xi = xs[inside]
-            if exp.converged:
-                u = self._polish(xi, exp.u(xi))
-            else:
-                u = self._engine.solve_u(xi.astype(complex))
-            out[inside] = u.imag / (u.real ** 2 + u.imag ** 2) / (np.pi * self.ratio)
-        if ivs and ivs[0][0] == 0.0:
+        panels = self._panels()[0]
+        idx = self._locate(xs)
+        hard = self._engine.intervals()[0][0] == 0.0
+        if hard:
+            idx[xs == 0.0] = -1                   # the hard edge itself: +inf below
+        for j in np.unique(idx[idx >= 0]):
+            sel = idx == j
+            xi = xs[sel]
+            u = self._polish(xi, panels[j].u(xi))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[sel] = u.imag / (u.real ** 2 + u.imag ** 2) / (np.pi * self.ratio)
+        if hard:
             out[xs == 0.0] = np.inf
-        out = out / self._scale
+        out = np.nan_to_num(out, nan=0.0, posinf=np.inf) / self._scale
         return out.reshape(x.shape) if x.ndim else float(out[0])
 
     def _polish(self, x, u):
         """One Newton step on the polynomial form; fall back to a full solve."""
         coeffs = self._engine.population.silverstein_polynomial(x.astype(complex), self.ratio)
-        from ._solver import poly_eval
-
         p, dp = poly_eval(coeffs, u)
         with np.errstate(divide="ignore", invalid="ignore"):
             step = p / dp
@@ -258,19 +275,24 @@ class EigenvalueLaw:
 
         Notes
         -----
-        Per support interval, ``F(th) = g_0 th + sum_k g_k sin(k th)/k``
-        (theory eq. (6.8)), from a cosine series of ``f(x(th)) dx/dth``.
+        On each panel the CDF is the exact integral of the Chebyshev series of
+        ``f(x(s)) dx/ds`` (theory eq. (6.8)); panel masses accumulate.
         """
         x = as_real_array(x, "x")
         xs = x.ravel() / self._scale
+        panels, below, starts, total = self._panels()
+        ends = np.array([p.hi for p in panels])
+        # Mass of everything to the left of x, whole panels first.
         out = np.where(xs >= 0, self.atom, 0.0)
-        below = self.atom
-        for exp in self._expansion_list():
-            th = exp.theta_of_x(np.clip(xs, exp.lo, exp.hi))
-            part = np.clip(exp.cdf_theta(th), 0.0, exp.mass)
-            out = out + np.where(xs >= exp.hi, exp.mass, np.where(xs > exp.lo, part, 0.0))
-            below += exp.mass
-        out = np.clip(out / below, 0.0, 1.0)
+        k = np.searchsorted(ends, xs, side="right")          # panels entirely below
+        full = np.concatenate([[self.atom], self.atom + np.cumsum([p.mass for p in panels])])
+        out = np.where(xs >= 0, full[k], out)
+        idx = self._locate(xs)
+        for j in np.unique(idx[idx >= 0]):
+            sel = (idx == j) & (xs < ends[j])
+            p = panels[j]
+            out[sel] = below[j] + np.clip(p.cdf_of_s(p.s_of_x(xs[sel])), 0.0, p.mass)
+        out = np.clip(out / total, 0.0, 1.0)
         return out.reshape(x.shape) if x.ndim else float(out[0])
 
     def ppf(self, q):
@@ -290,22 +312,16 @@ class EigenvalueLaw:
         if ((q < 0) | (q > 1)).any():
             raise ValueError(f"q must be in [0, 1], got {q!r}")
         qs = q.ravel()
-        exps = self._expansion_list()
-        total = self.atom + sum(e.mass for e in exps)
-        out = np.zeros(qs.shape)
-        acc = self.atom / total
-        for j, exp in enumerate(exps):
-            m = exp.mass / total
-            last = j == len(exps) - 1
-            sel = (qs > acc) & ((qs <= acc + m) | last)
-            if sel.any():
-                target = np.clip((qs[sel] - acc) * total, 0.0, exp.mass)
-                th = _invert_cdf_theta(exp, target)
-                out[sel] = exp.lo + (exp.hi - exp.lo) * np.sin(th / 2) ** 2
-            acc += m
-        if exps:
-            first = exps[0]
-            out[qs <= self.atom / total] = 0.0 if self.atom > 0 else first.lo
+        panels, below, _, total = self._panels()
+        target = qs * total
+        j = np.clip(np.searchsorted(below, target, side="left") - 1, 0, len(panels) - 1)
+        out = np.empty(qs.shape)
+        for jj in np.unique(j):
+            sel = j == jj
+            p = panels[jj]
+            t = np.clip(target[sel] - below[jj], 0.0, p.mass)
+            out[sel] = p.x_of_s(_invert_panel_cdf(p, t))
+        out[target <= self.atom] = 0.0 if self.atom > 0 else panels[0].lo
         out = out * self._scale
         return out.reshape(q.shape) if q.ndim else float(out[0])
 
@@ -314,30 +330,29 @@ class EigenvalueLaw:
         return self
 
 
-def _invert_cdf_theta(exp, target):
-    """Solve ``F(th) = target`` on ``[0, pi]`` by safeguarded Newton steps."""
-    grid = np.linspace(0.0, np.pi, 4 * exp.g_coef.size + 8)
-    fgrid = np.maximum.accumulate(exp.cdf_theta(grid))
+def _invert_panel_cdf(panel, target):
+    """Solve ``cdf_of_s(s) = target`` on the panel by safeguarded Newton steps."""
+    a, b = panel.s_range
+    grid = np.linspace(a, b, 2 * panel.cdf_coef.size + 9)
+    fgrid = np.maximum.accumulate(panel.cdf_of_s(grid))
     idx = np.clip(np.searchsorted(fgrid, target), 1, grid.size - 1)
     lo, hi = grid[idx - 1], grid[idx]
     flo, fhi = fgrid[idx - 1], fgrid[idx]
     with np.errstate(divide="ignore", invalid="ignore"):
-        th = np.where(fhi > flo, lo + (target - flo) / (fhi - flo) * (hi - lo), lo)
-    for _ in range(60):
-        f = exp.cdf_theta(th) - target
-        g = exp.g_theta(th)
-        lo = np.where(f < 0, th, lo)
-        hi = np.where(f >= 0, th, hi)
+        s = np.where(fhi > flo, lo + (target - flo) / (fhi - flo) * (hi - lo), lo)
+    for _ in range(PPF_MAX_ITER):
+        f = panel.cdf_of_s(s) - target
+        lo = np.where(f < 0, s, lo)
+        hi = np.where(f >= 0, s, hi)
         with np.errstate(divide="ignore", invalid="ignore"):
-            newton = th - f / g
-        bisect = 0.5 * (lo + hi)
+            newton = s - f / panel.g_of_s(s)
         ok = np.isfinite(newton) & (newton > lo) & (newton < hi)
-        new = np.where(ok, newton, bisect)
-        if np.all(np.abs(new - th) <= 4 * np.finfo(float).eps * np.pi):
-            th = new
+        new = np.where(ok, newton, 0.5 * (lo + hi))
+        done = np.all(np.abs(new - s) <= PPF_STEP_ATOL)
+        s = new
+        if done:
             break
-        th = new
-    return th
+    return s
 
 
 class SingularValueLaw:
@@ -420,9 +435,9 @@ class SingularValueLaw:
     def stieltjes(self, z):
         """``G(z) = int dnu_s(s)/(z - s)`` for ``Im z > 0`` or real ``z`` off the support.
 
-        Computed by Gauss-Legendre quadrature of the cached expansions in the
-        angle variable of eq. (6.7); accurate to about 1e-12 when ``z`` is
-        at least a few percent of the support width away from the support.
+        Computed by Gauss-Legendre quadrature on the cached Chebyshev panels
+        (eq. (6.7)); accurate to about 1e-12 when ``z`` is at least a few
+        percent of the support width away from the support.
         """
         zarr = np.asarray(z)
         if zarr.dtype.kind not in "iufc":
@@ -440,40 +455,32 @@ class SingularValueLaw:
                                  "singular-value law; pass Im z > 0")
         scale = self._sq._scale
         total = np.zeros(zs.shape, dtype=complex)
-        for exp in self._sq._expansion_list():
-            nodes, weights = np.polynomial.legendre.leggauss(max(2 * exp.g_coef.size, 64))
-            th = (nodes + 1) * np.pi / 2
-            w = weights * np.pi / 2 * exp.g_theta(th)
-            s = np.sqrt(scale * (exp.lo + (exp.hi - exp.lo) * np.sin(th / 2) ** 2))
-            total += (w[None, :] / (zs[:, None] - s[None, :])).sum(axis=1)
+        for x, w in _panel_quadrature(self._sq, extra=0):
+            sv = np.sqrt(scale * x)
+            total += (w[None, :] / (zs[:, None] - sv[None, :])).sum(axis=1)
         if self.atom > 0:
             total += self.atom / zs
         return total.reshape(zarr.shape) if zarr.ndim else complex(total[0])
 
 
+def _panel_quadrature(sq, extra):
+    """Gauss-Legendre nodes ``x`` (normalized) and weights ``f(x) dx`` per panel.
+
+    On each panel the integrand ``g(s)`` is a polynomial in ``s``, and so is
+    ``g(s) * x(s)**(k/2)`` for a hard-edge ``left`` panel (``x = w s**2``);
+    ``extra`` adds nodes for such polynomial factors (theory eq. (6.9)).
+    """
+    for p in sq._panels()[0]:
+        n = p.g_coef.size + extra + QUADRATURE_EXTRA_NODES
+        t, wt = np.polynomial.legendre.leggauss(n)
+        a, b = p.s_range
+        sv = a + (b - a) * (t + 1) / 2
+        yield p.x_of_s(sv), wt * (b - a) / 2 * p.g_of_s(sv)
+
+
 def _half_moment(sq, k):
-    """``E[x**(k/2)]`` for odd ``k`` from the cosine series (theory eq. (6.9))."""
-    total = 0.0
-    for exp in sq._expansion_list():
-        if exp.lo > 0:
-            n = 4 * exp.g_coef.size + 16
-            th = np.pi * (np.arange(n) + 0.5) / n
-            x = exp.lo + (exp.hi - exp.lo) * np.sin(th / 2) ** 2
-            total += np.pi / n * np.sum(x ** (k / 2) * exp.g_theta(th))
-        else:
-            # x = hi sin^2(th/2): x**(k/2) = hi**(k/2) sin^k(th/2), sin^k expanded
-            # in sin((k - 2r) th/2); int_0^pi sin(mu th) cos(j th) dth
-            # = (1/(mu + j) + 1/(mu - j))/2 for half-integer mu.
-            j = np.arange(exp.g_coef.size)
-            acc = 0.0
-            half = (k - 1) // 2
-            from math import comb
-            for r in range(half + 1):
-                mu = (k - 2 * r) / 2
-                coef = (-1) ** (half - r) * comb(k, r) / 2 ** (k - 1)
-                integrals = 0.5 * (1 / (mu + j) + 1 / (mu - j))
-                acc += coef * np.sum(exp.g_coef * integrals)
-            total += exp.hi ** (k / 2) * acc
+    """``E[x**(k/2)]`` for odd ``k`` by Gauss-Legendre on the panels (eq. (6.9))."""
+    total = sum(np.sum(x ** (k / 2) * w) for x, w in _panel_quadrature(sq, extra=k))
     return float(total * sq._scale ** (k / 2))
 
 

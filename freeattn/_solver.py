@@ -28,7 +28,7 @@ import numpy as np
 from ._errors import ConvergenceError
 from ._tolerances import (BRANCH_RESIDUAL_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, CHEB_START_NODES,
                           CHEB_TAIL_RTOL, CHEB_TRIM_RTOL, EDGE_MERGE_RTOL, NEWTON_MAX_ITER,
-                          NEWTON_RTOL, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
+                          NEWTON_RTOL, PANEL_MAX_DEPTH, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
 
 __all__ = [
     "PointMassPopulation",
@@ -38,7 +38,8 @@ __all__ = [
     "poly_eval",
     "poly_roots",
     "free_cumulants_to_moments",
-    "IntervalExpansion",
+    "Panel",
+    "build_panels",
 ]
 
 
@@ -614,119 +615,179 @@ def _newton_poly(coeffs, u):
 
 
 # --------------------------------------------------------------------------- #
-# Spectral (Chebyshev / cosine) representation on each support interval
+# Chebyshev panels on the support
 # --------------------------------------------------------------------------- #
 
-class IntervalExpansion:
-    """Chebyshev representation of ``u(x + i0)`` and of the CDF on one interval.
+#: Panel kinds: which end carries a square-root (or hard-edge) singularity.
+PANEL_KINDS = ("left", "right", "smooth")
 
-    With ``x = lo + (hi - lo)(1 - cos th)/2`` and ``y = cos th`` (theory eq.
-    (6.7)), ``Re u`` is an even and ``Im u`` an odd analytic ``2 pi``-periodic
-    function of ``th``, both at square-root edges and at the hard edge 0, where
-    ``u ~ kappa sqrt(x)``.  Hence ``Re u`` and ``Im u / sin th`` are Chebyshev
-    series in ``y``, and so is the CDF integrand ``g(th) = f(x(th)) dx/dth``
-    as a cosine series in ``th``: ``F(th) = g_0 th + sum_k g_k sin(k th)/k``
-    (eq. (6.8)).  All coefficients come from samples at Chebyshev nodes of the
-    first kind (a DCT-II); the number of nodes doubles until the tails are
-    below :data:`freeattn._tolerances.CHEB_TAIL_RTOL` (or sit on a rounding
-    plateau below ``CHEB_NOISE_RTOL``).
+
+class Panel:
+    """Chebyshev representation of ``u(x + i0)`` and of the CDF on one panel.
+
+    A support interval is cut into panels (:func:`build_panels`).  On a panel
+    whose left end is an edge (soft, or the hard edge 0) the variable is
+    ``s = sqrt((x - lo)/(hi - lo))``; at a right edge ``s = -sqrt((hi - x)/(hi - lo))``;
+    otherwise ``s`` is linear.  Near an edge ``u`` is a power series in the
+    square root of the distance to it, with ``Re u`` even and ``Im u`` odd
+    (theory eq. (6.7)), so ``U(s) = u`` for ``s`` on the panel and
+    ``conj(u)`` on the mirror image is analytic on ``[-1, 1]``; so is the CDF
+    integrand ``g(s) = f(x(s)) |dx/ds|``.  Both are Chebyshev series in ``s``
+    computed from samples at Chebyshev nodes (a DCT-II); the CDF is the exact
+    integral of the series of ``g`` (eq. (6.8)).
 
     Parameters
     ----------
     law : SampleCovarianceLaw
     lo, hi : float
-        Interval edges.
+    kind : {"left", "right", "smooth"}
+    nodes : int
+        Number of Chebyshev nodes (even).
+    guess : Panel, optional
+        A coarser panel on the same range whose values start Newton's method.
     """
 
-    def __init__(self, law, lo, hi):
+    def __init__(self, law, lo, hi, kind, nodes, guess=None):
         from scipy.fft import dct
 
-        self.lo, self.hi = float(lo), float(hi)
-        width = self.hi - self.lo
-        n = CHEB_START_NODES
-        guess_fn = None
-        while True:
-            th = np.pi * (np.arange(n) + 0.5) / n
-            y = np.cos(th)
-            x = self.lo + width * (1.0 - y) / 2.0
-            guess = guess_fn(y) if guess_fn is not None else None
-            u = law.solve_u(x.astype(complex), guess=guess)
-            sin_th = np.sin(th)
-            re_c = dct(u.real, type=2) / n
-            re_c[0] /= 2
-            v_c = dct(u.imag / sin_th, type=2) / n
-            v_c[0] /= 2
-            g = width / 2 * sin_th * u.imag / (np.pi * law.ratio * (u.real ** 2 + u.imag ** 2))
-            g_c = dct(g, type=2) / n
-            g_c[0] /= 2
-            tail = slice(-max(n // 8, 4), None)
-            tails = np.array([np.max(np.abs(cf[tail])) / np.max(np.abs(cf))
-                              for cf in (re_c, v_c, g_c)])
-            ok = bool(np.all(tails <= CHEB_TAIL_RTOL))
-            # Rounding noise of near-double roots at soft edges sets a floor:
-            # accept a tail that is small and no longer shrinks on doubling.
-            if not ok and guess_fn is not None:
-                ok = bool(np.all((tails <= CHEB_NOISE_RTOL) & (tails > prev_tails / 4)))
-            prev_tails = tails
-            if ok or n >= CHEB_MAX_NODES:
-                break
-            re_prev, v_prev = re_c, v_c
-            guess_fn = (lambda yy, r=re_prev, v=v_prev:
-                        np.polynomial.chebyshev.chebval(yy, r)
-                        + 1j * np.sqrt(1 - yy * yy) * np.polynomial.chebyshev.chebval(yy, v))
-            n *= 2
-        #: False when the tails did not reach CHEB_TAIL_RTOL within
-        #: CHEB_MAX_NODES; callers then solve point by point.
-        self.converged = bool(ok)
-        self.nodes = n
-        self.re_coef = _trim(re_c)
-        self.v_coef = _trim(v_c)
-        self.g_coef = _trim(g_c)
-        self.mass = float(np.pi * g_c[0])
+        self.lo, self.hi, self.kind, self.nodes = float(lo), float(hi), kind, int(nodes)
         self.ratio = law.ratio
-        # sin series of the CDF: F(th) = g0 th + sin(th) sum_k (g_k/k) U_{k-1}(cos th)
-        k = np.arange(1, self.g_coef.size)
-        self._u_coef = self.g_coef[1:] / k
+        n = self.nodes
+        s = np.cos(np.pi * (np.arange(n) + 0.5) / n)        # decreasing, symmetric
+        if kind == "smooth":
+            phys = np.ones(n, dtype=bool)
+        elif kind == "left":
+            phys = s > 0
+        else:
+            phys = s < 0
+        x = self.x_of_s(s[phys])
+        u_phys = law.solve_u(x.astype(complex),
+                             guess=None if guess is None else guess.u_of_s(s[phys]))
+        u = np.empty(n, dtype=complex)
+        u[phys] = u_phys
+        if kind != "smooth":
+            u[~phys] = np.conj(u_phys[::-1])                 # mirror node of -s is n-1-j
+        dens = u.imag / (np.pi * self.ratio * (u.real ** 2 + u.imag ** 2))
+        g = dens * self._dxds_abs_signed(s)
 
-    def y_of_x(self, x):
-        """``y = cos th = 1 - 2 (x - lo)/(hi - lo)``."""
-        return 1.0 - 2.0 * (x - self.lo) / (self.hi - self.lo)
+        def coef(vals):
+            c = dct(vals, type=2) / n
+            c[0] /= 2
+            return c
+
+        self.u_coef = coef(u.real) + 1j * coef(u.imag)
+        self.g_coef = coef(g)
+        tail = slice(-max(n // 8, 4), None)
+        self.tails = np.array([np.max(np.abs(cf[tail])) / np.max(np.abs(cf))
+                               for cf in (self.u_coef, self.g_coef)])
+        cheb = np.polynomial.chebyshev
+        self.s_range = {"left": (0.0, 1.0), "right": (-1.0, 0.0), "smooth": (-1.0, 1.0)}[kind]
+        self.cdf_coef = cheb.chebint(self.g_coef, lbnd=self.s_range[0])
+        self.mass = float(cheb.chebval(self.s_range[1], self.cdf_coef))
+
+    # -- maps -----------------------------------------------------------------------
+    def x_of_s(self, s):
+        """Physical point of the panel variable ``s``."""
+        w = self.hi - self.lo
+        if self.kind == "left":
+            return self.lo + w * s * s
+        if self.kind == "right":
+            return self.hi - w * s * s
+        return self.lo + w * (s + 1.0) / 2.0
+
+    def s_of_x(self, x):
+        """Inverse of :meth:`x_of_s` on the panel (``x`` clipped to it)."""
+        w = self.hi - self.lo
+        x = np.clip(x, self.lo, self.hi)
+        if self.kind == "left":
+            return np.sqrt((x - self.lo) / w)
+        if self.kind == "right":
+            return -np.sqrt((self.hi - x) / w)
+        return 2.0 * (x - self.lo) / w - 1.0
+
+    def _dxds_abs_signed(self, s):
+        """``|dx/ds|`` continued evenly (left/right kinds) across ``s = 0``."""
+        w = self.hi - self.lo
+        if self.kind == "smooth":
+            return np.full_like(s, w / 2.0)
+        return 2.0 * w * np.abs(s) * np.sign(s) * (1 if self.kind == "left" else -1)
+
+    # -- evaluation -------------------------------------------------------------------
+    def u_of_s(self, s):
+        """``U(s)``, the Chebyshev series of ``u``."""
+        return np.polynomial.chebyshev.chebval(s, self.u_coef)
 
     def u(self, x):
-        """Interpolated ``u(x + i0)`` for ``lo <= x <= hi``."""
-        y = self.y_of_x(x)
-        s = 2.0 * np.sqrt(np.maximum((x - self.lo) * (self.hi - x), 0.0)) / (self.hi - self.lo)
-        cheb = np.polynomial.chebyshev.chebval
-        return cheb(y, self.re_coef) + 1j * s * cheb(y, self.v_coef)
+        """Interpolated ``u(x + i0)`` on the panel."""
+        return self.u_of_s(self.s_of_x(x))
 
-    def cdf_theta(self, th):
-        """Mass of ``[lo, x(th)]``, eq. (6.8)."""
-        y = np.cos(th)
-        return self.g_coef[0] * th + np.sin(th) * _clenshaw_u(y, self._u_coef)
+    def g_of_s(self, s):
+        """CDF integrand ``g(s) = f(x(s)) dx/ds``."""
+        return np.polynomial.chebyshev.chebval(s, self.g_coef)
 
-    def g_theta(self, th):
-        """CDF integrand ``g(th) = f(x(th)) dx/dth``."""
-        return np.polynomial.chebyshev.chebval(np.cos(th), self.g_coef)
+    def cdf_of_s(self, s):
+        """Mass of ``[lo, x(s)]``."""
+        return np.polynomial.chebyshev.chebval(s, self.cdf_coef)
 
-    def theta_of_x(self, x):
-        """``th = arccos(y)`` computed without cancellation near both ends."""
-        w = self.hi - self.lo
-        return 2.0 * np.arctan2(np.sqrt(np.maximum(x - self.lo, 0.0)),
-                                np.sqrt(np.maximum(self.hi - x, 0.0))) if w > 0 else 0 * x
+    def converged(self):
+        """Whether the series tails are below ``CHEB_TAIL_RTOL``."""
+        return bool(np.all(self.tails <= CHEB_TAIL_RTOL))
 
 
-def _trim(coef):
-    """Drop trailing coefficients below the last significant one."""
-    big = np.max(np.abs(coef))
-    keep = np.nonzero(np.abs(coef) > CHEB_TRIM_RTOL * big)[0]
-    last = keep[-1] + 1 if keep.size else 1
-    return coef[: max(last, 1)].copy()
+def _fit_panel(law, lo, hi, kind):
+    """Double the nodes until the panel's series converge, or return ``None``."""
+    n, panel = CHEB_START_NODES, None
+    while n <= CHEB_MAX_NODES:
+        new = Panel(law, lo, hi, kind, n, guess=panel)
+        if new.converged():
+            return new
+        # Rounding noise of near-double roots at soft edges sets a floor:
+        # accept a tail that is small and no longer shrinks on doubling.
+        if panel is not None and np.all((new.tails <= CHEB_NOISE_RTOL)
+                                        & (new.tails > panel.tails / 4)):
+            return new
+        panel, n = new, 2 * n
+    return None
 
 
-def _clenshaw_u(y, coef):
-    """``sum_k coef[k] U_k(y)`` by Clenshaw's recurrence."""
-    b1 = np.zeros_like(y)
-    b2 = np.zeros_like(y)
-    for c in coef[::-1]:
-        b1, b2 = c + 2.0 * y * b1 - b2, b1
-    return b1
+def build_panels(law, lo, hi, *, depth=0):
+    """Cut the support interval ``[lo, hi]`` into converged panels.
+
+    Both ends of a support interval are edges; the interval is halved into a
+    ``left`` and a ``right`` panel.  A panel that does not converge with
+    ``CHEB_MAX_NODES`` nodes is split: an edge panel keeps its edge on a
+    quarter of its width (grading towards the edge, where structure on small
+    scales lives: for small ``beta`` the ``x**(-1/2)`` hard edge crosses over
+    to the ``x**(-2/3)`` Fuss-Catalan law on the scale ``(alpha/beta)**3``);
+    a smooth panel is halved.
+
+    Returns
+    -------
+    list of Panel
+
+    Raises
+    ------
+    ConvergenceError
+        If a panel still fails after ``PANEL_MAX_DEPTH`` splits.
+    """
+    mid = 0.5 * (lo + hi)
+    return (_build(law, lo, mid, "left", depth) + _build(law, mid, hi, "right", depth))
+
+
+def _build(law, lo, hi, kind, depth):
+    if depth > PANEL_MAX_DEPTH:
+        raise ConvergenceError(
+            f"Chebyshev panels did not converge on [{lo!r}, {hi!r}] after {depth} splits "
+            f"(tail above {CHEB_TAIL_RTOL:.1e} with {CHEB_MAX_NODES} nodes)",
+            point=(lo, hi), iterations=depth)
+    panel = _fit_panel(law, lo, hi, kind)
+    if panel is not None:
+        return [panel]
+    if kind == "left":
+        cut = lo + (hi - lo) / 4
+        return _build(law, lo, cut, "left", depth + 1) + _build(law, cut, hi, "smooth", depth + 1)
+    if kind == "right":
+        cut = hi - (hi - lo) / 4
+        return _build(law, lo, cut, "smooth", depth + 1) + _build(law, cut, hi, "right", depth + 1)
+    mid = 0.5 * (lo + hi)
+    return _build(law, lo, mid, "smooth", depth + 1) + _build(law, mid, hi, "smooth", depth + 1)

@@ -63,11 +63,15 @@ SUPPORT_DENSITY_FLOOR = 1e-13
 
 #: Chebyshev nodes per support interval to start with; doubled until the last
 #: eighth of the coefficients is below CHEB_TAIL_RTOL of the largest one.
-CHEB_START_NODES = 64
+CHEB_START_NODES = 32
 
-#: Upper limit on the nodes per interval (only reached near a splitting
-#: transition, where two edges almost touch).
-CHEB_MAX_NODES = 16384
+#: Upper limit on the nodes per panel; a panel that needs more is split
+#: (freeattn._solver.build_panels).
+CHEB_MAX_NODES = 256
+
+#: Most successive splits of a panel: 60 quarterings reach 1e-36 of the
+#: interval width, far below any structure of the laws.
+PANEL_MAX_DEPTH = 60
 
 #: Coefficient tail (relative to the largest coefficient) at which a Chebyshev
 #: series is converged: a few hundred ulps, the level where sampled values'
@@ -95,3 +99,16 @@ ROOT_NUDGE = 1e-6
 #: rounding noise (near-double roots at a soft edge carry ~1e-12 relative
 #: noise into Im u / sin th), not lack of resolution.
 CHEB_NOISE_RTOL = 1e-10
+
+#: Safeguarded Newton iterations for quantiles (bisection fallback halves the
+#: bracket, so 80 steps reach any float64 resolution).
+PPF_MAX_ITER = 80
+
+#: Step in the panel variable s (range of length 1 or 2) at which the quantile
+#: iteration stops: a few ulps.
+PPF_STEP_ATOL = 8 * FLOAT_EPS
+
+#: Gauss-Legendre nodes added beyond the degree of a panel's series when
+#: integrating it against a smooth factor (odd moments, Stieltjes transform
+#: of the singular-value law).
+QUADRATURE_EXTRA_NODES = 32
