@@ -82,6 +82,7 @@ def machine_info():
         "scipy": scipy.__version__,
         "blas": blas,
         "openblas_env": {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")},
+        "load_average_1min": os.getloadavg()[0],
     }
 
 
@@ -90,7 +91,8 @@ def machine_line(info):
     env = ", ".join(f"{k}={v}" for k, v in sorted(info["openblas_env"].items())) or "none"
     return (f"Measured {info['date_utc']} on {info['cores']} cores ({info['cpu']}), "
             f"Python {info['python']}, numpy {info['numpy']}, scipy {info['scipy']}, "
-            f"BLAS {info['blas']}; OpenBLAS environment: {env}.")
+            f"BLAS {info['blas']}; OpenBLAS environment: {env}; "
+            f"1-minute load average at the end of the run: {info['load_average_1min']:.2f}.")
 
 
 def format_value(value, spec):

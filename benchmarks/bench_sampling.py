@@ -16,8 +16,9 @@ Baselines, measured in the same run on a Gaussian ``n x n`` matrix of the same s
 - ``svdvals``: ``scipy.linalg.svdvals(G)`` (LAPACK ``gesdd``, values only);
 - ``gram eigvalsh``: ``scipy.linalg.eigvalsh(G @ G.T)`` (the product included).
 
-The ratio ``draw / baseline`` is reported for both (issue 4's target: at most 1.2 for
-the attention model).  Only freeattn's public API is used.
+The ratio ``draw / baseline`` (minimum over repeats of each, the least disturbed
+measurement, as the timeit documentation advises) is reported for both; issue 4's
+target is at most 1.2 for the attention model, checked against ``svdvals``.  Only freeattn's public API is used.
 """
 
 from __future__ import annotations
@@ -69,17 +70,21 @@ def baselines(n, repeat, quick):
 
 
 def measure(models, n, repeat, quick):
-    """Rows for the given models at size n, baselines included in each row's ratios."""
+    """Rows for the given models at size n.
+
+    The baselines are timed again right before each model, so that a change of load
+    on the machine during the run (other processes) shifts both sides of a ratio.
+    """
     import freeattn
 
     spectrum, spectrum_name = _spectrum_function()
     d_qk = max(1, round(GAMMA * n))
-    base = baselines(n, repeat, quick)
     rows = []
     for model in models:
         rng = np.random.default_rng(SEED)
         row = {"model": model, "n": n, "d_qk": d_qk, "beta": BETA}
         try:
+            row["baselines"] = baselines(n, repeat, quick)
             row["sample"] = _common.time_call(
                 lambda: freeattn.sample_model(model, n, d_qk, BETA, rng=rng),
                 repeat=repeat, quick=quick)
@@ -93,35 +98,36 @@ def measure(models, n, repeat, quick):
             row["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(row)
             continue
-        row["sample_median_ms"] = 1e3 * row["sample"]["median"]
-        row["spectrum_median_ms"] = 1e3 * row["spectrum"]["median"]
-        row["draw_min_ms"] = 1e3 * row["draw"]["min"]
+        for key in ("sample", "spectrum", "draw"):
+            row[f"{key}_min_ms"] = 1e3 * row[key]["min"]
         row["draw_median_ms"] = 1e3 * row["draw"]["median"]
-        for name, timing in base.items():
-            row[f"ratio_{name}"] = row["draw"]["median"] / timing["median"]
+        for name, timing in row["baselines"].items():
+            row[f"{name}_min_ms"] = 1e3 * timing["min"]
+            row[f"ratio_{name}"] = row["draw"]["min"] / timing["min"]
         if model == "attention":
             row["target"] = f"≤ {TARGET_RATIO}"
+            row["meets_target"] = "yes" if row["ratio_svdvals"] <= TARGET_RATIO else "no"
         rows.append(row)
-    return base, rows, spectrum_name
+    return rows, spectrum_name
 
 
 def render(result):
     lines = [_common.machine_line(result["machine"]), "",
              f"Spectrum routine of a draw: `{result['spectrum']}`; beta = {BETA}, "
-             f"gamma = d_qk/n = {GAMMA}.", ""]
-    for block in result["sizes"]:
-        base = block["baselines"]
-        lines.append(f"n = {block['n']}: baselines " + "; ".join(
-            f"{name} = {1e3 * t['median']:.1f} ms (median)" for name, t in base.items()) + ".")
-        lines.append("")
+             f"gamma = d_qk/n = {GAMMA}. Times are minima over timeit repeats (medians "
+             "in the JSON); ratios are draw min / baseline min, the baselines timed "
+             "right before each model.", ""]
     columns = [("model", "model", ""), ("n", "n", "d"),
-               ("sample_median_ms", "sampling median (ms)", ".1f"),
-               ("spectrum_median_ms", "spectrum median (ms)", ".1f"),
-               ("draw_min_ms", "draw min (ms)", ".1f"),
+               ("sample_min_ms", "sampling (ms)", ".1f"),
+               ("spectrum_min_ms", "spectrum (ms)", ".1f"),
+               ("draw_min_ms", "draw (ms)", ".1f"),
                ("draw_median_ms", "draw median (ms)", ".1f"),
-               ("ratio_svdvals", "× svdvals", ".2f"),
-               ("ratio_gram eigvalsh", "× gram eigvalsh", ".2f"),
-               ("target", "target", ""), ("error", "error", "")]
+               ("svdvals_min_ms", "svdvals (ms)", ".1f"),
+               ("gram eigvalsh_min_ms", "gram eigvalsh (ms)", ".1f"),
+               ("ratio_svdvals", "draw / svdvals", ".2f"),
+               ("ratio_gram eigvalsh", "draw / gram eigvalsh", ".2f"),
+               ("target", "target (/ svdvals)", ""), ("meets_target", "met", ""),
+               ("error", "error", "")]
     rows = [row for block in result["sizes"] for row in block["rows"]]
     lines.append(_common.markdown_table(columns, rows))
     return "\n".join(lines)
@@ -142,8 +148,8 @@ def main(argv=None):
     spectrum_name = None
     for n, models in sizes:
         repeat = args.repeat if n <= N else max(2, args.repeat // 2)
-        base, rows, spectrum_name = measure(models, n, repeat, args.quick)
-        blocks.append({"n": n, "baselines": base, "rows": rows})
+        rows, spectrum_name = measure(models, n, repeat, args.quick)
+        blocks.append({"n": n, "rows": rows})
     result = {"benchmark": "sampling", "quick": args.quick, "machine": _common.machine_info(),
               "spectrum": spectrum_name, "beta": BETA, "gamma": GAMMA, "sizes": blocks}
     return _common.publish(result, render, args, DEFAULT_JSON)
