@@ -289,7 +289,7 @@ def derive_taylor_step(order=1):
 
     With ``rho_jj = 1 + eps_j``, ``rho_kk = 1 + eps_k``, ``rho_jk = r`` (all
     small: ``O(d_qk**-1/2)`` for Gaussian keys), expands to total degree
-    ``order`` in ``(eps_j, eps_k, r)`` (theory eq. (4.4)).
+    ``order`` in ``(eps_j, eps_k, r)`` (theory eq. (4.5)).
 
     Parameters
     ----------
