@@ -93,12 +93,12 @@ def test_chain_models_follow_their_definitions():
              * np.expm1(beta ** 2 * rho))
     sig_g = beta ** 2 * rho + c.alpha2 * np.eye(n)
     expected = {
-        "attention": np.sqrt(n) * (a - 1.0 / n),                                 # (7.1)
-        "normalized": f,                                                         # (7.2)
-        "centered": f - mean[None, :],                                           # (7.3)
-        "sigma_f": z @ np.linalg.cholesky(sig_f).T / np.sqrt(n),                 # (7.4)
-        "sigma_g": z @ np.linalg.cholesky(sig_g).T / np.sqrt(n),                 # (7.5)
-        "linear": (beta * scores + c.alpha * w) / np.sqrt(n),                    # (7.6)
+        "attention": np.sqrt(n) * (a - 1.0 / n),                                 # eq. (7.1)
+        "normalized": f,                                                         # eq. (7.2)
+        "centered": f - mean[None, :],                                           # eq. (7.3)
+        "sigma_f": z @ np.linalg.cholesky(sig_f).T / np.sqrt(n),                 # eq. (7.4)
+        "sigma_g": z @ np.linalg.cholesky(sig_g).T / np.sqrt(n),                 # eq. (7.5)
+        "linear": (beta * scores + c.alpha * w) / np.sqrt(n),                    # eq. (7.6)
     }
     chain = sample_chain(n, d, beta, rng=seed)
     assert tuple(chain) == CHAIN_MODELS
