@@ -382,7 +382,11 @@ def conditional_covariance(gram, beta):
     diag = np.diagonal(rho, axis1=-2, axis2=-1)
     with np.errstate(over="ignore", invalid="ignore"):
         scale = np.exp(0.5 * x * (diag - 1.0))
-        cov = scale[..., :, None] * scale[..., None, :] * np.expm1(x * rho)
+        # In place: one n x n array beyond the input (n = 4000 in validation).
+        cov = np.multiply(rho, x)
+        np.expm1(cov, out=cov)
+        cov *= scale[..., :, None]
+        cov *= scale[..., None, :]
     return _finite_or_raise(cov, "conditional_covariance", beta)
 
 
@@ -424,7 +428,7 @@ def gaussian_equivalent_covariance(gram, beta):
     """
     rho, b = _check_gram_beta(gram, beta)
     c = _float_coefficients(b)
-    eye = np.eye(rho.shape[-1])
     with np.errstate(over="ignore", invalid="ignore"):
-        cov = c.theta2 * rho + c.alpha2 * eye
+        cov = np.multiply(rho, c.theta2)
+        np.einsum("...ii->...i", cov)[...] += c.alpha2
     return _finite_or_raise(cov, "gaussian_equivalent_covariance", beta)
