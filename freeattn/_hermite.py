@@ -71,6 +71,19 @@ def _mp_terms(b, order, dps, squared):
         return [+t for t in terms]
 
 
+def _order_terms(beta, order, exact, dps, squared):
+    """``beta**k/k!`` (``squared=False``) or ``beta**(2k)/k!`` for ``k = 0..order``, any path."""
+    mode, b, order, dps = _check_inputs(beta, order, exact, dps)
+    if mode == "exact":
+        from ._symbolic import BETA, derive_hermite_coefficient, derive_order_variance
+
+        derive = derive_order_variance if squared else derive_hermite_coefficient
+        return tuple(derive(k).subs(BETA, b) for k in range(order + 1))
+    if mode == "mp":
+        return _mp_terms(b, order, dps, squared=squared)
+    return _ratios_cumprod(b, order, squared=squared)
+
+
 def hermite_coefficients(beta, order, *, exact=False, dps=None):
     """Hermite coefficients ``c_k = beta**k / k!``, ``k = 0..order``.
 
@@ -109,14 +122,7 @@ def hermite_coefficients(beta, order, *, exact=False, dps=None):
     >>> hermite_coefficients(1, 3, exact=True)
     (1, 1, 1/2, 1/6)
     """
-    mode, b, order, dps = _check_inputs(beta, order, exact, dps)
-    if mode == "exact":
-        from ._symbolic import BETA, derive_hermite_coefficient
-
-        return tuple(derive_hermite_coefficient(k).subs(BETA, b) for k in range(order + 1))
-    if mode == "mp":
-        return _mp_terms(b, order, dps, squared=False)
-    return _ratios_cumprod(b, order, squared=False)
+    return _order_terms(beta, order, exact, dps, squared=False)
 
 
 def order_variances(beta, order, *, exact=False, dps=None):
@@ -137,14 +143,7 @@ def order_variances(beta, order, *, exact=False, dps=None):
     >>> order_variances(sp.Symbol("b"), 3, exact=True)
     (1, b**2, b**4/2, b**6/6)
     """
-    mode, b, order, dps = _check_inputs(beta, order, exact, dps)
-    if mode == "exact":
-        from ._symbolic import BETA, derive_order_variance
-
-        return tuple(derive_order_variance(k).subs(BETA, b) for k in range(order + 1))
-    if mode == "mp":
-        return _mp_terms(b, order, dps, squared=True)
-    return _ratios_cumprod(b, order, squared=True)
+    return _order_terms(beta, order, exact, dps, squared=True)
 
 
 def truncated_alpha2(beta, order, *, exact=False, dps=None):

@@ -179,25 +179,30 @@ def test_three_paths_agree():
 @given(betas)
 def test_order_variances_sum_to_theta1(beta):
     """eq. (2.7): sum_{k>=1} v_k = theta1 (float, orders up to x + 12 sqrt(x) + 40, x = beta**2;
-    the Poisson(x)-shaped tail beyond is below 1e-30 relative), rtol 1e-13."""
+    the Poisson(x)-shaped tail beyond is below 1e-30 relative).  rtol 2e-13: the running
+    product beta**(2k)/k! carries up to k ulp at the peak k ~ x <= 710 (measured worst
+    5.7e-14 over 400 beta in [1e-3, 26.6])."""
     x = beta * beta
     order = int(x + 12 * np.sqrt(x) + 40)
     v = order_variances(beta, order)
     c = linear_coefficients(beta)
     assert v[0] == 1.0 and v[1] == pytest.approx(c.theta2, rel=1e-15)
-    assert np.sum(v[1:]) == pytest.approx(c.theta1, rel=1e-13)
-    assert truncated_alpha2(beta, order) == pytest.approx(c.alpha2, rel=1e-13)
+    assert np.sum(v[1:]) == pytest.approx(c.theta1, rel=2e-13)
+    assert truncated_alpha2(beta, order) == pytest.approx(c.alpha2, rel=2e-13)
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.floats(min_value=1e-2, max_value=6.0), st.integers(min_value=0, max_value=60))
 def test_truncation_remainder_bound(beta, order):
-    """eq. (2.8): 0 <= alpha2 - alpha2_{<=K} <= beta**(2(K+1))/(K+1)! exp(beta**2) (mpmath, 30 digits)."""
-    with mpmath.workdps(30):
+    """eq. (2.8): 0 <= alpha2 - alpha2_{<=K} <= beta**(2(K+1))/(K+1)! exp(beta**2), mpmath at
+    60 digits; the difference is accurate to 1e-55 alpha2 absolute, allowed as slack."""
+    with mpmath.workdps(60):
         b = mpmath.mpf(beta)
-        remainder = linear_coefficients(beta, dps=30).alpha2 - truncated_alpha2(beta, order, dps=30)
+        alpha2 = linear_coefficients(beta, dps=60).alpha2
+        remainder = alpha2 - truncated_alpha2(beta, order, dps=60)
         bound = b ** (2 * (order + 1)) / mpmath.factorial(order + 1) * mpmath.exp(b * b)
-        assert -mpmath.mpf(10) ** -25 * (1 + bound) <= remainder <= bound * (1 + 1e-20)
+        slack = mpmath.mpf(10) ** -55 * alpha2
+        assert -slack <= remainder <= bound + slack
     fraction = alpha2_fraction(beta, order)
     assert 0.0 <= fraction <= 1.0
 
