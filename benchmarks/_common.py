@@ -8,6 +8,7 @@ so the peer worker (which runs in a peer's own virtual environment) may use it t
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import math
 import os
@@ -24,6 +25,18 @@ RESULTS_DIR = HERE / "results"
 MIN_BATCH_SECONDS = 0.05
 # Calls slower than this are timed one at a time, with fewer repeats.
 SLOW_CALL_SECONDS = 1.0
+
+
+# Relative step between the parameters of successive "cold" calls (see cold_value):
+# every call gets a new parameter, so no cache can answer; over a run (< 10^5 calls)
+# the parameter moves by < 1e-7 relative, which does not change the work of a call.
+COLD_STEP = 1e-12
+_COLD_CALLS = itertools.count(1)
+
+
+def cold_value(value):
+    """``value * (1 + k * COLD_STEP)`` with ``k`` new at every call in this process."""
+    return value * (1.0 + COLD_STEP * next(_COLD_CALLS))
 
 
 def time_call(func, *, repeat=5, quick=False):

@@ -33,7 +33,6 @@ Only freeattn's public API is used.
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import pathlib
 import sys
@@ -49,10 +48,6 @@ QUICK_CASES = ((1.0, 1.0),)
 POINTS = 10_000
 QUICK_POINTS = 200
 TARGET_MS = {"pdf": 20.0, "cdf": 100.0, "edge": 2.0}
-# Relative perturbation of beta between cold calls: enough to make every call a new
-# parameter; over a whole run (< 10^5 calls) beta moves by < 1e-7 relative, which does
-# not change the work a call does.
-COLD_BETA_STEP = 1e-12
 BASELINE_NAMES = ("cubic roots", "MP closed form")
 DEFAULT_JSON = "bench_law.json"
 
@@ -90,19 +85,11 @@ def baselines(points, repeat, quick):
     }
 
 
-# One counter for the whole run, so that no two cold calls (of any task) share a beta.
-_COLD_CALLS = itertools.count(1)
-
-
 def _cold_caller(beta, gamma, make):
     """A zero-argument callable that builds a fresh law/edge at a new beta each call."""
     import freeattn
 
-    def call():
-        b = beta * (1.0 + COLD_BETA_STEP * next(_COLD_CALLS))
-        return make(freeattn, b, gamma)
-
-    return call
+    return lambda: make(freeattn, _common.cold_value(beta), gamma)
 
 
 def measure_case(beta, gamma, points, repeat, quick):

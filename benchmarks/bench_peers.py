@@ -25,7 +25,9 @@ fails is skipped with the reason printed; a task a library has no routine for is
 listed as "not supported".  Timings: *first call* is the first evaluation in the
 process (for a peer, a fresh process: it includes just-in-time compilation such as
 numba's), then the min and median of timeit repeats of the whole task (build the
-law, evaluate on the grid).
+law, evaluate on the grid).  freeattn keeps built laws in a cache; so that it builds
+the law at every call like the peers, each of its calls gets a parameter perturbed by
+a relative ``k * 1e-12`` (k new at every call).
 
 How freeattn does each task, with its public API only:
 ``freeattn.marchenko_pastur(1.0, 0.5).pdf(x)`` for MP; for MP ⊠ MP the beta -> 0
@@ -112,23 +114,29 @@ def tasks(points):
     return out
 
 
-def freeattn_evaluator(task):
-    """``(callable x -> density, None)`` for freeattn on a task, or ``(None, reason)``."""
+def freeattn_evaluator(task, cold=True):
+    """``(callable x -> density, None)`` for freeattn on a task, or ``(None, reason)``.
+
+    ``cold``: perturb the law's parameter at every call (see the module docstring),
+    so that freeattn's law cache cannot answer.
+    """
     import freeattn
 
     params = task["params"]
+    fresh = _common.cold_value if cold else float
     if task["task"] == "mp_density":
         if not hasattr(freeattn, "marchenko_pastur"):
             return None, "freeattn.marchenko_pastur not available in this checkout"
-        return (lambda x: freeattn.marchenko_pastur(params["variance"], params["ratio"]).pdf(x),
-                None)
+        return (lambda x: freeattn.marchenko_pastur(fresh(params["variance"]),
+                                                    params["ratio"]).pdf(x), None)
     if task["task"] == "mp_times_mp":
         if not hasattr(freeattn, "attention_law"):
             return None, "freeattn.attention_law not available in this checkout"
 
         def product_density(x):
-            law = freeattn.attention_law(PRODUCT_BETA, 1.0).squared()
-            theta2 = freeattn.linear_coefficients(PRODUCT_BETA).theta2
+            beta = fresh(PRODUCT_BETA)
+            law = freeattn.attention_law(beta, 1.0).squared()
+            theta2 = freeattn.linear_coefficients(beta).theta2
             return theta2 * law.pdf(theta2 * np.asarray(x))
 
         return product_density, None
@@ -169,6 +177,9 @@ def run_freeattn(task, repeat, quick):
         density = evaluate(x)
         row["cold_seconds"] = time.perf_counter() - start
         row["time"] = _common.time_call(lambda: evaluate(x), repeat=repeat, quick=quick)
+        warm, _ = freeattn_evaluator(task, cold=False)
+        row["warm"] = _common.time_call(lambda: warm(x), repeat=repeat, quick=quick)
+        row["note"] = f"same law again (cached): {1e3 * row['warm']['min']:.3g} ms"
     except Exception as exc:  # reported in the table
         row["note"] = f"failed: {type(exc).__name__}: {exc}"
         return row
