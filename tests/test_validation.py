@@ -293,15 +293,16 @@ def test_attention_follows_the_theory_not_marchenko_pastur():
     """The honest test (theory/07_validation.md, eqs. (7.9)-(7.12)).
 
     n = d_qk = 300, beta = 1, 4 draws, fixed seed.  The attention spectrum's KS
-    distance to the theory minus its KS distance to the same-variance MP law is
-    more than 5 bootstrap noise widths, and the MP distances are more than twice
-    the theory's in KS and W1 -- with the laws swapped every inequality reverses.
+    distance to the same-variance MP law exceeds its KS distance to the theory by
+    more than 3 bootstrap noise widths (95% quantiles; measured 4.6-6.8 widths over
+    seeds 0-4), and the MP distances are more than twice the theory's in KS and
+    W1 -- with the laws swapped every inequality reverses.
     Measured at this seed (n = 300): KS 0.03 (noise 0.007) vs KS to MP 0.08.
     """
     r = validate(1.0, 1.0, 300, 4, models=("attention", "linear"), rng=20261129,
                  progress=False).results
     att = r["attention"]
-    assert att.ks_mp - att.ks > 5 * att.ks_noise
+    assert att.ks_mp - att.ks > 3 * att.ks_noise
     assert att.ks_mp > 2 * att.ks and att.w1_mp > 2 * att.w1
     assert att.beats_mp
     # the Gaussian linear model (the theorem's own model) is within its sampling noise
