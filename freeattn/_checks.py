@@ -47,7 +47,7 @@ def as_real_array(value, name):
     ValueError
         If ``value`` contains NaN.
     """
-    if isinstance(value, (str, bytes)) or isinstance(value, bool):
+    if value is None or isinstance(value, (str, bytes, bool)):
         raise TypeError(f"{name} must be a real number or array of real numbers, "
                         f"got {type(value).__name__} {value!r}")
     arr = np.asarray(value)
