@@ -17,10 +17,9 @@ import time
 import numpy as np
 import scipy.stats
 
-from ._checks import check_int, check_positive
+from ._checks import MAX_FLOAT_BETA, check_int, check_positive
 from ._coefficients import linear_coefficients
-from ._sampling import (CHAIN_MODELS, MAX_FLOAT_BETA, _check_models, _iter_chain,
-                        squared_singular_values)
+from ._sampling import CHAIN_MODELS, _check_models, _iter_chain, squared_singular_values
 
 __all__ = [
     "ConvergenceReport",
@@ -655,7 +654,17 @@ def validate(beta, gamma=1.0, n=1000, draws=10, *, models=CHAIN_MODELS, rng=None
     Notes
     -----
     Memory is ``O(n**2)`` per worker (a few ``n x n`` arrays at a time).  See
-    theory/07_validation.md for the statistics.
+    theory/07_validation.md for the statistics.  Each draw's linear algebra is
+    multithreaded by BLAS; with a process pool of as many workers as cores, set
+    ``OPENBLAS_NUM_THREADS=1`` (or ``OMP_NUM_THREADS=1``) before starting Python
+    so the workers do not oversubscribe the cores.
+
+    Examples
+    --------
+    >>> report = validate(1.0, n=40, draws=2, models=("linear",), rng=0, progress=False)
+    >>> r = report.results["linear"]
+    >>> bool(r.ks < r.ks_mp), report.d_qk
+    (True, 40)
     """
     beta, gamma, n, d_qk, draws, models = _check_validate_args(beta, gamma, n, draws,
                                                                 models, progress)
