@@ -32,10 +32,11 @@ a relative ``k * 1e-12`` (k new at every call).
 How freeattn does each task, with its public API only:
 ``freeattn.marchenko_pastur(1.0, 0.5).pdf(x)`` for MP; for MP ⊠ MP the beta -> 0
 limit of the attention law at gamma = 1, where the squared law is theta2 = beta**2
-times the two-Wishart product law: ``theta2 * attention_law(beta, 1).squared().pdf(theta2 * x)``
-with ``beta = 1e-8``: the law's own deviation from the limit is of relative order
-beta**2 (measured: the largest interior error is 1.08 beta**2, near the upper edge, for
-beta from 1e-3 to 1e-6), so at 1e-8 it is below float round-off; freeattn has no free additive
+times the two-Wishart product law:
+``theta2 * attention_law(beta, 1).squared().pdf(theta2 * x)`` with ``beta = 1e-8``.
+The law's own deviation from that limit is of relative order beta**2 (measured: the
+largest interior error is 1.08 beta**2, near the upper edge, for beta from 1e-3 to
+1e-6), so at 1e-8 it is below float round-off.  freeattn has no free additive
 convolution with a semicircle, so MP ⊞ SC lists the peers alone.
 """
 
