@@ -3,11 +3,16 @@
 Tolerances are quoted beside each check with the source of the expected value.
 """
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import freeattn
-from freeattn import attention_law, marchenko_pastur, operator_norm
+from freeattn import (ConvergenceError, attention_law, linearization_threshold, marchenko_pastur,
+                      operator_norm)
 
 
 def test_marchenko_pastur_density_closed_form():
@@ -49,3 +54,289 @@ def test_operator_norm_exceeds_mp():
         r = operator_norm(beta)
         assert r.squared_edge > r.mp_squared_edge
         assert r.norm == pytest.approx(np.sqrt(r.squared_edge), rel=1e-15)
+
+
+# --------------------------------------------------------------------------- #
+# Against the independent mpmath references (tests/reference/law_references.json,
+# made by tests/reference/make_law_references.py at 40 digits, CDF at 25 digits)
+# --------------------------------------------------------------------------- #
+
+REFERENCE = json.loads((Path(__file__).parent / "reference" / "law_references.json").read_text())
+REF_CASES = REFERENCE["cases"]
+CASE_IDS = [f"beta={c['beta']},gamma={c['gamma']}" for c in REF_CASES]
+
+
+@pytest.mark.parametrize("case", REF_CASES, ids=CASE_IDS)
+def test_intervals_and_edges_against_mpmath_eq_6_4_6_5(case):
+    """eq. (6.4) intervals and eq. (6.5) upper edge vs the mpmath critical values
+    (40 dps); rtol 1e-12."""
+    sq = attention_law(case["beta"], case["gamma"]).squared()
+    theta1 = float(case["theta1"])
+    ref = np.array(case["intervals"], dtype=float) * theta1
+    got = np.array(sq.intervals())
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-300)
+    r = operator_norm(case["beta"], case["gamma"])
+    assert r.squared_edge == pytest.approx(ref[-1, 1], rel=1e-12)
+
+
+@pytest.mark.parametrize("case", REF_CASES, ids=CASE_IDS)
+def test_density_against_mpmath_eq_5_3_6_7(case):
+    """Density (eq. (5.3) solved via the panels of eq. (6.7) plus a Newton step on
+    eq. (5.6)) vs the mpmath transcendental solve: rtol 1e-10 at interior points
+    (fractions 0.05-0.95 of each interval), atol 1e-6 (of the normalized density)
+    at 0.001 and 0.999."""
+    sq = attention_law(case["beta"], case["gamma"]).squared()
+    theta1 = float(case["theta1"])
+    pts = np.array(case["density"], dtype=float)
+    x, ref = pts[:, 0], pts[:, 1]
+    got = sq.pdf(x * theta1) * theta1
+    per = len(pts) // len(case["intervals"])
+    frac_index = np.arange(len(pts)) % per
+    interior = (frac_index > 0) & (frac_index < per - 1)
+    np.testing.assert_allclose(got[interior], ref[interior], rtol=1e-10)
+    np.testing.assert_allclose(got[~interior], ref[~interior], rtol=1e-8, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", [c for c in REF_CASES if c["cdf"]],
+                         ids=[i for c, i in zip(REF_CASES, CASE_IDS) if c["cdf"]])
+def test_cdf_against_mpmath_contour_integral_eq_6_8(case):
+    """CDF (eq. (6.8)) vs the mpmath contour integral of m (25 dps); atol 1e-9."""
+    sq = attention_law(case["beta"], case["gamma"]).squared()
+    theta1 = float(case["theta1"])
+    for x, ref in np.array(case["cdf"], dtype=float):
+        assert sq.cdf(x * theta1) == pytest.approx(ref, abs=1e-9)
+
+
+# --------------------------------------------------------------------------- #
+# Closed forms and limits
+# --------------------------------------------------------------------------- #
+
+def test_fuss_catalan_limit_eq_5_14_eq_6_11():
+    """beta -> 0 at gamma = 1: the squared law / beta^2 tends to the Fuss-Catalan
+    law (eq. (5.14)) with edge 27/4 (eq. (6.11)); at beta = 1e-3 relative
+    corrections are O(beta^2) = 1e-6.  Density checked against the
+    Penson-Zyczkowski closed form of the Fuss-Catalan (s = 2) density (rtol 1e-5,
+    measured 1e-6, away from 0 where the alpha^2 crossover lives)."""
+    beta = 1e-3
+    sq = attention_law(beta).squared()
+    assert sq.support()[1] / beta ** 2 == pytest.approx(27 / 4, rel=1e-5)
+    x = np.array([0.5, 1.0, 2.0, 4.0, 6.0])
+    # Penson & Zyczkowski, Phys. Rev. E 83, 061118 (2011): Fuss-Catalan density, s = 2.
+    r = np.sqrt(81 - 12 * x)
+    fc = (2 ** (1 / 3) * np.sqrt(3) / (12 * np.pi)
+          * (2 ** (1 / 3) * (27 + 3 * r) ** (2 / 3) - 6 * x ** (1 / 3))
+          / (x ** (2 / 3) * (27 + 3 * r) ** (1 / 3)))
+    np.testing.assert_allclose(sq.pdf(x * beta ** 2) * beta ** 2, fc, rtol=1e-5)
+    # Fuss-Catalan moments 1, 3, 12, 55 (exact).
+    for k, fcm in zip(range(1, 5), (1, 3, 12, 55)):
+        assert sq.moment(k) / beta ** (2 * k) == pytest.approx(fcm, rel=1e-5)
+    assert np.all(np.diff(sq.cdf(x * beta ** 2)) > 0)
+
+
+def test_mp_takes_over_at_large_beta_eq_5_15_eq_6_12():
+    """eq. (5.15)/(6.12): x_max/theta1 -> 4 from above; at beta = 4,
+    x_max/theta1 - 4 is O(beta^2/theta1) ~ 1e-6 and positive for every beta."""
+    for beta in (0.1, 0.5, 1.0, 2.0, 3.0, 4.0):
+        r = operator_norm(beta)
+        assert r.squared_edge > r.mp_squared_edge
+    r = operator_norm(4.0)
+    assert r.squared_edge / r.mp_squared_edge - 1 < 1e-5
+
+
+def test_singular_value_law_quarter_circle_and_hard_edge_eq_6_6():
+    """eq. (6.6): the singular-value density at 0 equals 2/(pi |kappa|) in units of
+    sqrt(theta1), and the s-law is continuous there (rtol 1e-6 at s = 1e-7 scale).
+    For MP(1, 1) the s-law is the quarter circle sqrt(4 - s^2)/pi (closed form)."""
+    law = attention_law(1.0, 0.5)
+    scale = np.sqrt(law.squared().variance)
+    p0 = law.pdf(0.0)
+    assert p0 == pytest.approx(law.pdf(1e-7 * scale), rel=1e-6)
+    assert np.isfinite(p0) and p0 > 0
+    quarter = freeattn._laws.SingularValueLaw(marchenko_pastur(1.0))
+    s = np.array([0.0, 0.5, 1.0, 1.9])
+    np.testing.assert_allclose(quarter.pdf(s), np.sqrt(4 - s * s) / np.pi, rtol=1e-12)
+    assert quarter.mean() == pytest.approx(8 / (3 * np.pi), rel=1e-12)   # eq. (6.9)
+
+
+def test_odd_moment_quadrature_eq_6_9():
+    """eq. (6.9): E[s] and E[s^3] from the panels equal direct adaptive quadrature
+    of the density (scipy quad, rtol 1e-9)."""
+    from scipy.integrate import quad
+
+    law = attention_law(0.5, 0.1)
+    for k in (1, 3):
+        direct = sum(quad(lambda s: s ** k * law.pdf(s), lo, hi, limit=400, epsabs=0,
+                          epsrel=1e-12)[0] for lo, hi in law.intervals())
+        assert law.moment(k) == pytest.approx(direct, rel=1e-9)
+
+
+def test_linearization_threshold_eq_6_10_eq_6_13():
+    """eq. (6.10): at beta_*, squared_edge = n (rtol 1e-11); eq. (6.13):
+    beta_* is slightly below sqrt(log(1 + n/4)) (within 1e-3 for n >= 1000)."""
+    for n in (1000, 10 ** 5):
+        t = linearization_threshold(n)
+        assert operator_norm(t.beta).squared_edge == pytest.approx(n, rel=1e-11)
+        approx = np.sqrt(np.log1p(n / 4))
+        assert approx - 1e-3 < t.beta < approx
+        assert t.norm == pytest.approx(np.sqrt(n))
+
+
+# --------------------------------------------------------------------------- #
+# Properties (hypothesis)
+# --------------------------------------------------------------------------- #
+
+PARAMS = st.sampled_from([(1.0, 1.0), (0.5, 0.1), (2.0, 0.02), (0.3, 0.5), (1.0, 50.0)])
+
+
+@settings(max_examples=25, deadline=None)
+@given(PARAMS, st.floats(0.0, 1.2))
+def test_density_nonnegative_and_cdf_monotone(params, frac):
+    """Density >= 0 and CDF non-decreasing in [0, 1] (any law, any point)."""
+    sq = attention_law(*params).squared()
+    top = sq.support()[1]
+    x = np.array([frac * top, frac * top * (1 + 1e-3) + 1e-12])
+    assert np.all(sq.pdf(x) >= 0)
+    f = sq.cdf(x)
+    assert 0 <= f[0] <= f[1] <= 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(PARAMS, st.floats(1e-6, 1 - 1e-6))
+def test_ppf_inverts_cdf(params, q):
+    """cdf(ppf(q)) = q (atol 1e-12) and ppf(cdf(x)) = x inside the support (rtol 1e-9)."""
+    law = attention_law(*params)
+    sq = law.squared()
+    x = sq.ppf(q)
+    assert sq.cdf(x) == pytest.approx(q, abs=1e-12)
+    if sq.pdf(x) * (sq.support()[1]) > 1e-3:
+        assert sq.ppf(sq.cdf(x)) == pytest.approx(x, rel=1e-9)
+    assert law.ppf(q) == pytest.approx(np.sqrt(x), rel=1e-15)
+
+
+@settings(max_examples=25, deadline=None)
+@given(PARAMS, st.floats(-3.0, 3.0), st.floats(1e-3, 3.0))
+def test_stieltjes_upper_half_plane(params, re, im):
+    """Im G(z) < 0 for Im z > 0 (convention G = int dnu/(z - x)), for both laws."""
+    law = attention_law(*params)
+    scale = law.squared().support()[1]
+    zz = scale * complex(re, im)
+    assert law.squared().stieltjes(zz).imag < 0
+    assert law.stieltjes(np.sqrt(scale) * complex(re, im)).imag < 0
+
+
+@pytest.mark.parametrize("params", [(1.0, 1.0), (0.5, 0.1)])
+def test_stieltjes_at_infinity_and_mass(params):
+    """G(z) ~ 1/z + m1/z^2 at infinity (rtol 1e-6 at |z| = 1e6 x support) and
+    total mass 1 to 1e-10, for the squared and the singular-value laws."""
+    law = attention_law(*params)
+    sq = law.squared()
+    for lw in (sq, law):
+        zz = 1e6 * lw.support()[1] * (1 + 1j)
+        assert lw.stieltjes(zz) * zz == pytest.approx(1 + lw.mean() / zz, rel=1e-9)
+    assert sq.total_mass() == pytest.approx(1.0, abs=1e-10)
+    assert law.cdf(law.support()[1]) == pytest.approx(1.0, abs=1e-10)
+
+
+# --------------------------------------------------------------------------- #
+# Monte Carlo of the linear model (SPEC section 2)
+# --------------------------------------------------------------------------- #
+
+def _kolmogorov(sample, cdf):
+    x = np.sort(sample)
+    f = cdf(x)
+    k = np.arange(1, x.size + 1)
+    return max(np.max(k / x.size - f), np.max(f - (k - 1) / x.size))
+
+
+@pytest.mark.statistical
+def test_linear_model_monte_carlo_eq_5_1():
+    """eq. (5.1): squared singular values of Y_lin = (beta S + alpha W)/sqrt(n),
+    n = 400, d = 100 (gamma = 0.25), beta = 1, 3 seeded draws pooled: the
+    Kolmogorov distance to the law is < 0.02 (finite-n fluctuations of a
+    spectrum are O(1/n); measured 0.0035), while the distance to the
+    same-variance MP law is > 0.08 (measured 0.14): the test fails if the law
+    were Marchenko-Pastur."""
+    beta, gamma, n = 1.0, 0.25, 400
+    d = int(gamma * n)
+    co = freeattn.linear_coefficients(beta)
+    rng = np.random.default_rng(20261129)
+    eig = []
+    for _ in range(3):
+        q = rng.standard_normal((n, d))
+        k = rng.standard_normal((n, d))
+        w = rng.standard_normal((n, n))
+        y = (beta * q @ k.T / np.sqrt(d) + co.alpha * w) / np.sqrt(n)
+        eig.append(np.linalg.svd(y, compute_uv=False) ** 2)
+    eig = np.concatenate(eig)
+    sq = attention_law(beta, gamma).squared()
+    dist = _kolmogorov(eig, sq.cdf)
+    dist_mp = _kolmogorov(eig, marchenko_pastur(co.theta1).cdf)
+    assert dist < 0.02
+    assert dist_mp > 0.08
+
+
+# --------------------------------------------------------------------------- #
+# Bad input
+# --------------------------------------------------------------------------- #
+
+@pytest.mark.parametrize("beta, gamma, exc, match", [
+    (0.0, 1.0, ValueError, "beta"),
+    (-1.0, 1.0, ValueError, "beta"),
+    (float("nan"), 1.0, ValueError, "beta"),
+    (5.0, 1.0, ValueError, "beta"),
+    (30.0, 1.0, ValueError, "beta"),
+    (1j, 1.0, TypeError, "beta"),
+    ("1", 1.0, TypeError, "beta"),
+    (1.0, 0.0, ValueError, "gamma"),
+    (1.0, -2.0, ValueError, "gamma"),
+    (1.0, float("nan"), ValueError, "gamma"),
+    (1.0, 100.0, ValueError, "gamma"),
+    (1.0, 0.01, ValueError, "gamma"),
+])
+def test_bad_law_arguments(beta, gamma, exc, match):
+    """Bad beta/gamma raise naming the argument (issue 3 ranges)."""
+    with pytest.raises(exc, match=match):
+        attention_law(beta, gamma)
+    with pytest.raises(exc, match=match):
+        operator_norm(beta, gamma)
+
+
+def test_bad_method_arguments():
+    """Bad x, q, k, z raise naming the argument; NaN is rejected."""
+    law = attention_law(1.0)
+    sq = law.squared()
+    with pytest.raises(ValueError, match="x"):
+        sq.pdf(float("nan"))
+    with pytest.raises(TypeError, match="x"):
+        sq.cdf("a")
+    with pytest.raises(ValueError, match="q"):
+        sq.ppf(1.5)
+    with pytest.raises(ValueError, match="k"):
+        sq.moment(-1)
+    with pytest.raises(TypeError, match="k"):
+        law.moment(1.5)
+    with pytest.raises(ValueError, match="z"):
+        sq.stieltjes(1 - 1j)
+    with pytest.raises(ValueError, match="z"):
+        law.stieltjes(complex(np.nan, 1))
+    with pytest.raises(ValueError, match="variance"):
+        marchenko_pastur(-1.0)
+    with pytest.raises(ValueError, match="ratio"):
+        marchenko_pastur(1.0, 0.0)
+    with pytest.raises(TypeError, match="n"):
+        linearization_threshold(1000.0)
+    with pytest.raises(ValueError, match="beyond"):
+        linearization_threshold(10 ** 9)
+    assert issubclass(ConvergenceError, ArithmeticError)
+
+
+def test_shapes_preserved():
+    """pdf/cdf/ppf keep the input shape; scalars give floats."""
+    law = attention_law(1.0)
+    x = np.linspace(0.1, 2.5, 12).reshape(3, 4)
+    for f in (law.pdf, law.cdf, law.squared().pdf, law.squared().cdf):
+        assert f(x).shape == (3, 4)
+        assert isinstance(f(1.0), float)
+    assert law.ppf(np.full((2, 5), 0.3)).shape == (2, 5)
+    assert law.squared().stieltjes(np.full((2, 2), 1 + 1j)).shape == (2, 2)

@@ -107,7 +107,7 @@ def test_branch_selection_eq_5_7():
 
 
 def test_free_cumulants_eq_5_8_5_9_narayana_eq_5_10():
-    """eqs. (5.8)-(5.10): with kappa_k = c^(k-1) (H = delta_1) the moment-cumulant
+    """eqs. (5.8), (5.9) and (5.10): with kappa_k = c^(k-1) (H = delta_1) the moment-cumulant
     recursion gives the Narayana polynomials (MP moments); exact in sympy."""
     cc = sp.Symbol("c")
     m = free_cumulants_to_moments([cc ** (k - 1) for k in range(1, 6)])
@@ -136,7 +136,7 @@ def _series_moments(kmax):
 
 
 def test_moments_from_series_eq_5_11_5_12_5_13():
-    """eqs. (5.11)-(5.13): the series of (5.6) at infinity gives m1 = theta1,
+    """eqs. (5.11), (5.12) and (5.13): the series of (5.6) at infinity gives m1 = theta1,
     m2 = 2 theta1^2 + beta^4/gamma, m3 = 5 theta1^3 + 6 theta1 beta^4/gamma +
     beta^6/gamma^2 (theta1 = a + b, b = beta^2, lambda = 1/gamma), and these equal
     the free-cumulant moments of eq. (5.8)-(5.10); exact in sympy."""
@@ -170,7 +170,7 @@ def test_beta_to_zero_limit_eq_5_14_fuss_catalan():
 
 
 def test_parametrisation_and_edge_cubic_eq_6_2_6_3():
-    """eqs. (6.2)-(6.3): w(t) inverts the MP quadratic, and for c = 1 the numerator
+    """eqs. (6.2) and (6.3): w(t) inverts the MP quadratic, and for c = 1 the numerator
     of dx/dt is -u times the cubic (6.3) over t (lambda t + 1)^2; sympy."""
     w = -((lam - 1) * t + 1) / (t * (lam * t + 1))
     assert sp.simplify(lam * w * t ** 2 + (w + lam - 1) * t + 1) == 0
