@@ -386,23 +386,29 @@ def figure_convergence(betas=(0.5, 1.0, 1.5), ns=(250, 500, 1000, 2000), draws=4
                                         models=tuple(models), rng=stream,
                                         executor=executor)
                    for beta, stream in zip(betas, streams)}
-    fig = _figure((7.5, 5.0))
+    fig = _figure((10.5, 5.2))
     ax = fig.add_subplot(1, 1, 1)
     styles = ("-", "--", "-.", ":")
+    all_sizes = set()
     for i, (beta, report) in enumerate(reports.items()):
         colour = _MODEL_COLOURS[i % len(_MODEL_COLOURS)]
         for j, model in enumerate(models):
             sizes, ks, ks_mp = _convergence_series(report, model)
+            all_sizes.update(int(n) for n in sizes)
+            slope = report.fits[model]["ks"].slope
             ax.loglog(sizes, ks, styles[j % len(styles)], marker="o", color=colour,
-                      label=rf"$\beta$ = {beta:g}, {model}")
+                      label=rf"$\beta$ = {beta:g}, {model} (slope {slope:.2f})")
             if j == 0:
                 ax.loglog(sizes, ks_mp, ":", marker="x", color=colour, alpha=0.6,
                           label=rf"$\beta$ = {beta:g}, {model} vs Marchenko-Pastur")
+    ticks = sorted(all_sizes)
+    ax.set_xticks(ticks, [str(n) for n in ticks])
+    ax.set_xticks([], minor=True)
     ax.set_xlabel("matrix size n (tokens)")
     ax.set_ylabel("Kolmogorov distance to the limiting law")
-    ax.set_title(rf"Finite-size convergence ($\gamma$ = {gamma:g}, {draws} draws per point)",
-                 fontsize=12)
-    ax.legend(fontsize=7, loc="lower left", ncol=2)
+    ax.set_title(rf"Finite-size convergence ($\gamma$ = {gamma:g}, {draws} draws per point; "
+                 "slope: fitted rate n**slope)", fontsize=12)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, which="both", alpha=0.3)
     return fig
 

@@ -57,6 +57,7 @@ def test_python_blocks_run(page, tmp_path, monkeypatch):
         output = io.StringIO()
         runner.run(test, out=output.write, clear_globs=False)
         assert runner.failures == 0, output.getvalue()
+        globs = test.globs               # DocTest copies its globals: carry them on
     assert runner.tries > 0
 
 
