@@ -235,3 +235,50 @@ def test_law_edge_threshold_bad_usage(capsys, argv, fragment):
     code, out, err = run(capsys, *argv)
     assert code == 2 and fragment in err
     assert "Traceback" not in err and out == ""
+
+
+# ---------------------------------------------------------------------------
+# validate, plot, reproduce
+
+
+def test_validate_small_run_text_and_json_match_the_library(capsys, tmp_path):
+    path = tmp_path / "report.json"
+    argv = ["validate", "--beta", "1", "--n", "40", "--draws", "2", "--seed", "3",
+            "--models", "attention,linear", "--json", str(path), "--no-progress"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and "Traceback" not in err
+    expected = freeattn.validate(1.0, 1.0, 40, 2, models=("attention", "linear"), rng=3,
+                                 progress=False)
+    data = json.loads(path.read_text())
+    # Same seed, same draws: the CLI's report is the library's report.
+    for model in ("attention", "linear"):
+        assert data["results"][model]["ks"] == expected.results[model].ks
+        assert data["results"][model]["ks_mp"] == expected.results[model].ks_mp
+    assert "attention" in out and "linear" in out and f"wrote {path}" in out
+    assert expected.to_text().splitlines()[0] in out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["validate", "--beta", "1", "--n", "1"], "n"),               # library: n >= 2
+    (["validate", "--beta", "1", "--n", "20", "--models", "attn"], "attn"),
+    (["validate", "--beta", "1", "--draws", "0"], "--draws"),
+])
+def test_validate_bad_usage(capsys, argv, fragment):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and fragment in err and "Traceback" not in err
+
+
+def test_plot_writes_the_figure_and_rejects_unknown_ones(capsys, tmp_path):
+    path = tmp_path / "edge.png"
+    code, out, err = run(capsys, "plot", "edge", "--out", str(path))
+    assert code == 0 and out.strip() == f"wrote {path}"
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    code, out, err = run(capsys, "plot", "9", "--out", str(tmp_path / "x.png"))
+    assert code == 2 and "figure must be one of" in err and "Traceback" not in err
+
+
+def test_reproduce_only_writes_into_the_folder(capsys, tmp_path):
+    code, out, _ = run(capsys, "reproduce", "--out", str(tmp_path), "--only", "3,gamma")
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig3_edge.png", "fig5_gamma.png"]
+    assert out.count("wrote") == 2
