@@ -40,7 +40,7 @@ HEADER = """# API reference
      Regenerate with `python docs/build_api.py`. -->
 
 Everything below is importable from `freeattn` (plotting from `freeattn.plotting`).
-The equations cited as "theory eq. (N.k)" are in [`theory/`](../theory/).
+The equations cited as "theory eq. (N.k)" are in [`theory/`](../theory/README.md).
 """
 
 
