@@ -11,7 +11,7 @@ import scipy.linalg
 import freeattn
 from freeattn import CHAIN_MODELS, sample_attention, sample_chain, sample_model
 from freeattn import squared_singular_values
-from freeattn._sampling import _covariance_factor, _softmax_rows
+from freeattn._sampling import _gaussian_rows, _softmax_rows
 
 
 # ---------------------------------------------------------------- attention
@@ -155,14 +155,20 @@ def test_linear_and_sigma_g_have_the_same_law():
         assert np.abs(cov - sig_g).max() < 5 * 0.032 * sig_g.diagonal().max(), model
 
 
-def test_covariance_factor_clips_round_off():
-    """eq. (7.4): a PSD matrix that fails Cholesky by round-off gets a clipped eigen factor."""
-    v = np.random.default_rng(0).standard_normal((6, 3))
-    cov = v @ v.T   # rank 3: Cholesky fails
-    factor = _covariance_factor(cov)
-    np.testing.assert_allclose(factor @ factor.T, cov, atol=1e-12)
+def test_gaussian_rows_cholesky_and_clipped_fallback():
+    """eq. (7.4): Z L^T with L L^T = cov; a PSD matrix that fails Cholesky on
+    round-off gets the clipped eigen factor, a non-PSD one raises."""
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((6, 6))
+    cov = np.cov(rng.standard_normal((6, 20))) + np.eye(6)
+    np.testing.assert_allclose(_gaussian_rows(z, cov), z @ np.linalg.cholesky(cov).T,
+                               rtol=1e-12, atol=1e-13)
+    v = rng.standard_normal((6, 3))
+    low_rank = v @ v.T   # rank 3: Cholesky fails
+    rows = _gaussian_rows(np.eye(6), low_rank)   # Z = I: the rows are L^T
+    np.testing.assert_allclose(rows.T @ rows, low_rank, atol=1e-12)
     with pytest.raises(ValueError, match="not positive semi-definite"):
-        _covariance_factor(np.diag([1.0, -1.0]))
+        _gaussian_rows(np.eye(2), np.diag([1.0, -1.0]))
 
 
 # ---------------------------------------------------------------- spectrum
