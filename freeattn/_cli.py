@@ -426,8 +426,11 @@ def _cmd_plot(args, out):
 def _cmd_reproduce(args, out):
     from . import plotting
 
-    for path in plotting.reproduce(args.out, only=args.only, **_figure_sizes(args)):
+    def written(path):
         out.write(f"wrote {path}\n")
+        out.flush()
+
+    plotting.reproduce(args.out, only=args.only, written=written, **_figure_sizes(args))
     return EXIT_OK
 
 
@@ -562,7 +565,8 @@ def build_parser():
     p.add_argument("figure", metavar="FIGURE",
                    help="figure number or name: " + figure_list)
     p.add_argument("--out", default=None, metavar="PATH",
-                   help="output file (.png, .pdf, .svg) [docs/figures/<name>.png]")
+                   help="output file (.png, .pdf, .svg) [the figure's file name, e.g. "
+                        "fig2_law_vs_mp.png, in the working directory]")
     _add_mc_sizes(p, "the figure's defaults, as in the gallery")
     p.set_defaults(handler=_cmd_plot)
 
@@ -591,6 +595,13 @@ def main(argv=None, *, stdout=None):
     -------
     int
         0 on success, 1 on a numerical failure, 2 on bad usage.
+
+    Examples
+    --------
+    >>> main(["coeffs", "--beta", "0.5", "--format", "csv"])
+    beta,theta1,theta2,alpha2,alpha
+    0.5,0.2840254166877415,0.25,0.03402541668774148,0.18445979694161402
+    0
     """
     from . import DrawError
     from ._errors import ConvergenceError
