@@ -282,3 +282,15 @@ def test_reproduce_only_writes_into_the_folder(capsys, tmp_path):
     assert code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fig3_edge.png", "fig5_gamma.png"]
     assert out.count("wrote") == 2
+
+
+def test_failed_draw_exits_1_with_its_message(capsys, monkeypatch):
+    def fail(*args, **kwargs):
+        raise freeattn.DrawError("draw 3 (seed {'entropy': 1, 'spawn_key': [3]}) failed: "
+                                 "LinAlgError", index=3, seed={"entropy": 1},
+                                 completed={}, failures=[])
+
+    monkeypatch.setattr(freeattn, "validate", fail)
+    code, out, err = run(capsys, "validate", "--beta", "1", "--n", "10", "--draws", "4")
+    assert code == 1
+    assert "numerical failure" in err and "draw 3" in err and "Traceback" not in err
