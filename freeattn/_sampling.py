@@ -197,8 +197,12 @@ def _iter_chain(n, d_qk, beta, models, rng, keys):
     for model in CHAIN_MODELS:
         if model not in wanted:
             continue
+        # the last model that needs an intermediate takes it over (no copy)
+        later = set(CHAIN_MODELS[CHAIN_MODELS.index(model) + 1:]) & wanted
         if model == "attention":
-            a = _softmax_rows(scores.copy(), beta)
+            scores_needed = bool(later & {"normalized", "centered", "linear"})
+            a = _softmax_rows(scores.copy() if scores_needed else scores, beta)
+            scores = scores if scores_needed else None
             a -= 1.0 / n
             a *= root_n
             yield model, a
@@ -208,15 +212,19 @@ def _iter_chain(n, d_qk, beta, models, rng, keys):
                 with np.errstate(over="raise"):
                     features = np.expm1(beta * scores - 0.5 * beta * beta)
                 features /= root_n
+                if "linear" not in later:
+                    scores = None
             if model == "normalized":
-                yield model, features.copy()
+                yield model, features.copy() if "centered" in later else features
             else:
                 # conditional_mean reads only the diagonal |k_j|^2/d_qk of the Gram
                 # matrix, so a diagonal matrix saves the n^2 d_qk product
                 rho = np.diag(np.einsum("ij,ij->i", k, k) / d_qk)
-                mean = conditional_mean(rho, beta) / root_n
+                features -= conditional_mean(rho, beta)[None, :] / root_n
                 del rho
-                yield model, features - mean[None, :]
+                yield model, features
+            if "centered" not in later:
+                features = None
         elif model in ("sigma_f", "sigma_g"):
             if row_noise is None:
                 row_noise = streams[_ROW_NOISE].standard_normal((n, n))
@@ -231,7 +239,9 @@ def _iter_chain(n, d_qk, beta, models, rng, keys):
         else:
             noise = streams[_LINEAR_NOISE].standard_normal((n, n))
             noise *= coeffs.alpha
-            noise += beta * scores
+            scores *= beta
+            noise += scores
+            scores = None
             noise /= root_n
             yield model, noise
 
