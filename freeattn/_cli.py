@@ -394,6 +394,9 @@ def _cmd_validate(args, out):
     report = fa.validate(args.beta, args.gamma, args.n, args.draws, models=models,
                          rng=args.seed, executor=args.jobs if args.jobs > 1 else None,
                          progress=False if args.no_progress else None)
+    if args.json == "-":
+        out.write(report.to_json() + "\n")
+        return EXIT_OK
     if args.json is not None:
         with open(args.json, "w", encoding="utf-8") as handle:
             handle.write(report.to_json())
@@ -552,7 +555,7 @@ def build_parser():
                    metavar="M1,M2,...",
                    help="subset of the chain models (default: all of freeattn.CHAIN_MODELS)")
     p.add_argument("--json", default=None, metavar="FILE",
-                   help="also write the full report as JSON to FILE")
+                   help="also write the full report as JSON to FILE ('-': print only the JSON)")
     p.add_argument("--markdown", action="store_true", help="print the report as markdown")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_validate)

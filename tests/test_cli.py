@@ -258,6 +258,14 @@ def test_validate_small_run_text_and_json_match_the_library(capsys, tmp_path):
     assert expected.to_text().splitlines()[0] in out
 
 
+def test_validate_json_to_stdout_parses(capsys):
+    code, out, _ = run(capsys, "validate", "--beta", "0.5", "--n", "20", "--draws", "2",
+                       "--seed", "0", "--models", "linear", "--json", "-")
+    assert code == 0
+    data = json.loads(out)
+    assert data["n"] == 20 and data["draws"] == 2 and list(data["results"]) == ["linear"]
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["validate", "--beta", "1", "--n", "1"], "n"),               # library: n >= 2
     (["validate", "--beta", "1", "--n", "20", "--models", "attn"], "attn"),
