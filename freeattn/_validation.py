@@ -428,6 +428,11 @@ def _resolve_executor(executor):
     if isinstance(executor, (int, np.integer)) and not isinstance(executor, bool):
         workers = check_int(int(executor), "executor", minimum=1)
         return concurrent.futures.ProcessPoolExecutor(max_workers=workers), True
+    if (not isinstance(executor, concurrent.futures.Executor)
+            and callable(getattr(executor, "get_executor", None))):
+        # a dask.distributed Client: its submit() returns dask futures, so use the
+        # concurrent.futures view of it
+        return executor.get_executor(), False
     if callable(getattr(executor, "submit", None)):
         return executor, False
     raise TypeError(f"executor must be None, 'process', an int or an object with a "
@@ -599,11 +604,14 @@ def _validate(beta, gamma, n, d_qk, draws, models, root, executor, progress):
     start = time.perf_counter()
     seed = _seed_dict(root)
     draw_seeds = root.spawn(draws)
-    bootstrap_rng = np.random.default_rng(root.spawn(1)[0])
+    # one bootstrap stream per chain model, so a model's result does not depend
+    # on which other models were asked for
+    bootstrap_seeds = dict(zip(CHAIN_MODELS, root.spawn(1)[0].spawn(len(CHAIN_MODELS))))
     law, mp, theta1, edge, mp_edge = _laws(beta, gamma)
     spectra = _run_draws(n, d_qk, beta, models, draw_seeds, executor, progress)
     results = {model: _model_result(model, [s[model] for s in spectra], n, law, mp,
-                                    edge, mp_edge, bootstrap_rng)
+                                    edge, mp_edge,
+                                    np.random.default_rng(bootstrap_seeds[model]))
                for model in CHAIN_MODELS if model in models}
     return ValidationReport(beta=beta, gamma=gamma, n=n, d_qk=d_qk, draws=draws,
                             seed=seed, theta1=theta1, edge=edge, mp_edge=mp_edge,
@@ -634,7 +642,8 @@ def validate(beta, gamma=1.0, n=1000, draws=10, *, models=CHAIN_MODELS, rng=None
         ``None`` runs the draws in this process; ``"process"`` or an int uses a
         local :class:`~concurrent.futures.ProcessPoolExecutor` (with that many
         workers); any object with ``submit`` is used as is, e.g.
-        ``dask.distributed.Client(...).get_executor()`` for a cluster.
+        ``dask.distributed.Client(...).get_executor()`` for a cluster (a dask
+        ``Client`` itself is accepted and converted with ``get_executor()``).
     progress : None or bool, optional
         Show a tqdm bar; ``None`` shows it only when stderr is a terminal.
 

@@ -174,6 +174,16 @@ def test_reproducible_across_executors(small_report):
     assert _without_time(threaded) == _without_time(small_report)
 
 
+def test_model_result_does_not_depend_on_the_other_models(small_report):
+    """Each model has its own streams (draws and bootstrap): asking for a subset
+    of the chain reproduces those models' results exactly."""
+    subset = validate(1.0, 1.0, 60, 3, models=("sigma_f", "attention"), rng=123,
+                      progress=False)
+    assert tuple(subset.results) == ("attention", "sigma_f")   # chain order
+    for model in ("attention", "sigma_f"):
+        assert subset.results[model] == small_report.results[model]
+
+
 def test_process_executor_by_name_and_count():
     serial = validate(0.8, 0.5, 40, 2, models=("linear",), rng=5, progress=False)
     by_name = validate(0.8, 0.5, 40, 2, models=("linear",), rng=5, executor="process",
@@ -192,7 +202,10 @@ def test_dask_local_cluster(small_report):
             distributed.Client(cluster) as client:
         report = validate(1.0, 1.0, 60, 3, rng=123, executor=client.get_executor(),
                           progress=False)
+        direct = validate(1.0, 1.0, 60, 3, models=("linear",), rng=123, executor=client,
+                          progress=False)
     assert _without_time(report) == _without_time(small_report)
+    assert direct.results["linear"] == small_report.results["linear"]
 
 
 class _FailingExecutor(concurrent.futures.Executor):
