@@ -16,16 +16,19 @@ Baselines, measured in the same run on a Gaussian ``n x n`` matrix of the same s
 - ``svdvals``: ``scipy.linalg.svdvals(G)`` (LAPACK ``gesdd``, values only);
 - ``gram eigvalsh``: ``scipy.linalg.eigvalsh(G @ G.T)`` (the product included).
 
-The ratio ``draw / baseline`` (minimum over repeats of each, the least disturbed
-measurement, as the timeit documentation advises) is reported for both; issue 4's
-target is at most 1.2 for the attention model, checked against ``svdvals``.  Only freeattn's public API is used.
+The calls are timed in paired rounds (baselines, sampling, spectrum, draw, back to
+back; see :func:`measure`) and the ratio ``draw / baseline`` is the median over rounds,
+so that load from other processes shifts both sides of a ratio.  Issue 4's target is
+at most 1.2 for the attention model, checked against ``svdvals``.  Only freeattn's public API is used.
 """
 
 from __future__ import annotations
 
 import argparse
 import pathlib
+import statistics
 import sys
+import timeit
 
 import numpy as np
 import scipy.linalg
@@ -42,6 +45,7 @@ GAMMA = 1.0
 TARGET_RATIO = 1.2
 DEFAULT_JSON = "bench_sampling.json"
 SEED = 20261129
+BASELINES = ("svdvals", "gram eigvalsh")
 
 
 def _spectrum_function():
@@ -58,52 +62,59 @@ def _spectrum_function():
     return gram_eigenvalues, "scipy.linalg.eigvalsh(Y @ Y.T)"
 
 
-def baselines(n, repeat, quick):
-    g = np.random.default_rng(SEED).standard_normal((n, n))
-    return {
-        "svdvals": _common.time_call(
-            lambda: scipy.linalg.svdvals(g, check_finite=False), repeat=repeat, quick=quick),
-        "gram eigvalsh": _common.time_call(
-            lambda: scipy.linalg.eigvalsh(g @ g.T, check_finite=False),
-            repeat=repeat, quick=quick),
-    }
+def _summary(times):
+    return {"min": min(times), "median": statistics.median(times), "number": 1,
+            "repeat": len(times)}
 
 
 def measure(models, n, repeat, quick):
-    """Rows for the given models at size n.
+    """Rows for the given models at size n, from paired rounds.
 
-    The baselines are timed again right before each model, so that a change of load
-    on the machine during the run (other processes) shifts both sides of a ratio.
+    Each call here lasts tens of milliseconds or more, so each is timed once per
+    round; a round times, back to back, the two baselines, the sampling alone, the
+    spectrum alone and a whole draw.  A round's ratio compares calls made within a
+    second of each other, so load from other processes that comes and goes shifts
+    both sides; the row reports the minimum of each time and the median of the
+    per-round ratios.
     """
     import freeattn
 
     spectrum, spectrum_name = _spectrum_function()
     d_qk = max(1, round(GAMMA * n))
+    g = np.random.default_rng(SEED).standard_normal((n, n))
+    rounds = 2 if quick else repeat
     rows = []
     for model in models:
         rng = np.random.default_rng(SEED)
-        row = {"model": model, "n": n, "d_qk": d_qk, "beta": BETA}
+        row = {"model": model, "n": n, "d_qk": d_qk, "beta": BETA, "rounds": rounds}
+
+        def sample():
+            return freeattn.sample_model(model, n, d_qk, BETA, rng=rng)
+
+        fixed = sample()
+        calls = {
+            "svdvals": lambda: scipy.linalg.svdvals(g, check_finite=False),
+            "gram eigvalsh": lambda: scipy.linalg.eigvalsh(g @ g.T, check_finite=False),
+            "sample": sample,
+            "spectrum": lambda: spectrum(fixed),
+            "draw": lambda: spectrum(sample()),
+        }
+        times = {name: [] for name in calls}
         try:
-            row["baselines"] = baselines(n, repeat, quick)
-            row["sample"] = _common.time_call(
-                lambda: freeattn.sample_model(model, n, d_qk, BETA, rng=rng),
-                repeat=repeat, quick=quick)
-            sample = freeattn.sample_model(model, n, d_qk, BETA, rng=rng)
-            row["spectrum"] = _common.time_call(lambda: spectrum(sample),
-                                                repeat=repeat, quick=quick)
-            row["draw"] = _common.time_call(
-                lambda: spectrum(freeattn.sample_model(model, n, d_qk, BETA, rng=rng)),
-                repeat=repeat, quick=quick)
+            for _ in range(rounds):
+                for name, call in calls.items():
+                    times[name].append(timeit.timeit(call, number=1))
         except Exception as exc:  # reported in the table, the other models still run
             row["error"] = f"{type(exc).__name__}: {exc}"
             rows.append(row)
             continue
-        for key in ("sample", "spectrum", "draw"):
-            row[f"{key}_min_ms"] = 1e3 * row[key]["min"]
+        for name, values in times.items():
+            row[name] = _summary(values)
+            row[f"{name}_min_ms"] = 1e3 * min(values)
         row["draw_median_ms"] = 1e3 * row["draw"]["median"]
-        for name, timing in row["baselines"].items():
-            row[f"{name}_min_ms"] = 1e3 * timing["min"]
-            row[f"ratio_{name}"] = row["draw"]["min"] / timing["min"]
+        for name in BASELINES:
+            row[f"ratio_{name}"] = statistics.median(
+                d / b for d, b in zip(times["draw"], times[name]))
         if model == "attention":
             row["target"] = f"≤ {TARGET_RATIO}"
             row["meets_target"] = "yes" if row["ratio_svdvals"] <= TARGET_RATIO else "no"
@@ -114,9 +125,10 @@ def measure(models, n, repeat, quick):
 def render(result):
     lines = [_common.machine_line(result["machine"]), "",
              f"Spectrum routine of a draw: `{result['spectrum']}`; beta = {BETA}, "
-             f"gamma = d_qk/n = {GAMMA}. Times are minima over timeit repeats (medians "
-             "in the JSON); ratios are draw min / baseline min, the baselines timed "
-             "right before each model.", ""]
+             f"gamma = d_qk/n = {GAMMA}. Each of {result['sizes'][0]['rows'][0].get('rounds')} "
+             "rounds times the baselines, the sampling, the spectrum and a draw back to "
+             "back; times are minima over rounds, ratios the median over rounds of "
+             "draw / baseline.", ""]
     columns = [("model", "model", ""), ("n", "n", "d"),
                ("sample_min_ms", "sampling (ms)", ".1f"),
                ("spectrum_min_ms", "spectrum (ms)", ".1f"),
