@@ -39,6 +39,26 @@ def cold_value(value):
     return value * (1.0 + COLD_STEP * next(_COLD_CALLS))
 
 
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_blas_threads(argv):
+    """Apply ``--blas-threads N`` from ``argv`` to the environment (before numpy loads).
+
+    Only the thread counts are set; OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are left
+    as the environment has them.
+    """
+    for i, arg in enumerate(argv):
+        value = None
+        if arg == "--blas-threads" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--blas-threads="):
+            value = arg.split("=", 1)[1]
+        if value is not None and value.isdigit() and int(value) > 0:
+            for name in BLAS_THREAD_VARIABLES:
+                os.environ[name] = value
+
+
 def time_call(func, *, repeat=5, quick=False):
     """Time ``func()``; return ``{"min": s, "median": s, "number": k, "repeat": r}``.
 
@@ -95,16 +115,18 @@ def machine_info():
         "scipy": scipy.__version__,
         "blas": blas,
         "openblas_env": {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")},
+        "blas_threads_env": {k: os.environ[k] for k in BLAS_THREAD_VARIABLES if k in os.environ},
         "load_average_1min": os.getloadavg()[0],
     }
 
 
 def machine_line(info):
     """One markdown line describing the machine of a run."""
-    env = ", ".join(f"{k}={v}" for k, v in sorted(info["openblas_env"].items())) or "none"
+    env = ", ".join(f"{k}={v}" for k, v in sorted(
+        {**info["openblas_env"], **info.get("blas_threads_env", {})}.items())) or "none"
     return (f"Measured {info['date_utc']} on {info['cores']} cores ({info['cpu']}), "
             f"Python {info['python']}, numpy {info['numpy']}, scipy {info['scipy']}, "
-            f"BLAS {info['blas']}; OpenBLAS environment: {env}; "
+            f"BLAS {info['blas']}; BLAS environment: {env}; "
             f"1-minute load average at the end of the run: {info['load_average_1min']:.2f}.")
 
 

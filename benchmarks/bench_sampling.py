@@ -1,7 +1,9 @@
 """Per-draw cost of sampling a chain model and computing its spectrum, against bare LAPACK.
 
 Run ``python benchmarks/bench_sampling.py`` (n = 1000; add ``--large`` for one extra
-n = 4000 run of the attention model; ``--quick`` for a seconds-long smoke run).
+n = 4000 run of the attention model; ``--blas-threads 1`` to run BLAS on one thread,
+which keeps the ratios meaningful on a loaded machine; ``--quick`` for a seconds-long
+smoke run).
 
 For every model of ``freeattn.CHAIN_MODELS`` one *draw* is
 ``squared_singular_values(freeattn.sample_model(model, n, d_qk, beta, rng=rng))``:
@@ -30,12 +32,15 @@ import statistics
 import sys
 import timeit
 
-import numpy as np
-import scipy.linalg
-
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
+
+# Before numpy loads its BLAS: --blas-threads N takes effect only if set by then.
+_common.limit_blas_threads(sys.argv)
+
+import numpy as np  # noqa: E402
+import scipy.linalg  # noqa: E402
 
 N = 1000
 LARGE_N = 4000
@@ -148,6 +153,11 @@ def render(result):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     _common.add_common_arguments(parser, DEFAULT_JSON)
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="BLAS threads for both sides (sets OPENBLAS_NUM_THREADS, "
+                             "OMP_NUM_THREADS, MKL_NUM_THREADS before numpy is imported; "
+                             "default: leave the environment as it is). 1 makes the "
+                             "ratios robust when other processes load the machine")
     parser.add_argument("--large", action="store_true",
                         help=f"also time the attention model at n = {LARGE_N}")
     args = parser.parse_args(argv)
