@@ -456,13 +456,23 @@ def _add_format(parser):
                         help="output format: aligned text, or machine-readable csv / json")
 
 
-def _add_mc_sizes(parser, defaults_note):
+def _add_mc_sizes(parser):
+    """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1 and 4 only)."""
+    import inspect
+
+    from .plotting import FIGURES, figure_convergence
+
+    chain, conv = FIGURES["1"].defaults, FIGURES["4"].defaults
+    ns = inspect.signature(figure_convergence).parameters["ns"].default
     parser.add_argument("--n", type=_positive_int, default=None, metavar="N",
-                        help=f"Monte Carlo matrix size n (tokens) [{defaults_note}]")
+                        help=f"Monte Carlo matrix size n (tokens): figure 1 uses n "
+                             f"[{chain['n']}], figure 4 uses n/4, n/2 and n "
+                             f"[{', '.join(map(str, ns))}]")
     parser.add_argument("--draws", type=_positive_int, default=None, metavar="D",
-                        help=f"independent draws per model [{defaults_note}]")
+                        help=f"independent draws per model and size "
+                             f"[figure 1: {chain['draws']}, figure 4: {conv['draws']}]")
     parser.add_argument("--seed", type=_nonnegative_int, default=None, metavar="S",
-                        help=f"random seed for reproducible draws [{defaults_note}]")
+                        help=f"random seed for reproducible draws [{chain['seed']}]")
     parser.add_argument("--jobs", type=_positive_int, default=None, metavar="J",
                         help="worker processes for the draws [1]")
 
@@ -570,7 +580,7 @@ def build_parser():
     p.add_argument("--out", default=None, metavar="PATH",
                    help="output file (.png, .pdf, .svg) [the figure's file name, e.g. "
                         "fig2_law_vs_mp.png, in the working directory]")
-    _add_mc_sizes(p, "the figure's defaults, as in the gallery")
+    _add_mc_sizes(p)
     p.set_defaults(handler=_cmd_plot)
 
     p = command("reproduce", "draw all documentation figures",
@@ -579,7 +589,7 @@ def build_parser():
     p.add_argument("--out", default="docs/figures", metavar="DIR", help="output directory")
     p.add_argument("--only", type=lambda s: s.split(","), default=None, metavar="F1,F2",
                    help="only these figures (numbers or names)")
-    _add_mc_sizes(p, "each figure's defaults")
+    _add_mc_sizes(p)
     p.set_defaults(handler=_cmd_reproduce)
     return parser
 

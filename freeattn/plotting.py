@@ -102,7 +102,8 @@ def _density_ylim(x, *densities, edge):
 # Figure 1
 
 
-def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None):
+def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
+                  executor=None):
     """Pooled squared singular values of each model of the proof chain.
 
     Parameters
@@ -119,7 +120,11 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
         Models to sample (default ``freeattn.CHAIN_MODELS``).
     rng : None, int or numpy.random.Generator
         Seed or generator; each draw gets an independent child stream, shared
-        by all models (``freeattn.sample_chain``).
+        by all models (``freeattn.sample_chain``), so the result does not
+        depend on the executor.
+    executor : None, int or concurrent.futures.Executor, optional
+        Runs the draws in parallel (an int: a local process pool with that
+        many workers); ``None`` runs them here.
 
     Returns
     -------
@@ -135,17 +140,29 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     fa = _library()
     models = tuple(fa.CHAIN_MODELS if models is None else models)
     d_qk = max(1, int(round(gamma * n)))
-    pooled = {model: [] for model in models}
-    for stream in np.random.default_rng(rng).spawn(draws):
-        # One shared draw of queries and keys for all models (as in the proof).
-        for model, matrix in fa.sample_chain(n, d_qk, beta, models=models,
-                                             rng=stream).items():
-            pooled[model].append(fa.squared_singular_values(matrix))
-    return {model: np.concatenate(values) for model, values in pooled.items()}
+    streams = np.random.default_rng(rng).spawn(draws)
+    jobs = [(n, d_qk, beta, models, stream) for stream in streams]
+    if executor is None:
+        spectra = [_chain_draw(*job) for job in jobs]
+    elif isinstance(executor, int):
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=executor) as pool:
+            spectra = list(pool.map(_chain_draw, *zip(*jobs)))
+    else:
+        spectra = list(executor.map(_chain_draw, *zip(*jobs)))
+    return {model: np.concatenate([draw[model] for draw in spectra]) for model in models}
+
+
+def _chain_draw(n, d_qk, beta, models, rng):
+    """Squared singular values of each model from one shared draw (as in the proof)."""
+    fa = _library()
+    return {model: fa.squared_singular_values(matrix) for model, matrix in
+            fa.sample_chain(n, d_qk, beta, models=models, rng=rng).items()}
 
 
 def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
-                 samples=None):
+                 executor=None, samples=None):
     """Figure 1: the spectrum of every model of the proof chain against the law.
 
     One histogram per model of ``freeattn.CHAIN_MODELS`` (pooled squared
@@ -157,7 +174,7 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
 
     Parameters
     ----------
-    beta, n, gamma, draws, models, rng
+    beta, n, gamma, draws, models, rng, executor
         As in :func:`chain_samples`.
     samples : dict, optional
         Precomputed output of :func:`chain_samples` (then nothing is sampled).
@@ -174,7 +191,8 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
     """
     fa = _library()
     if samples is None:
-        samples = chain_samples(beta, n, gamma, draws, models=models, rng=rng)
+        samples = chain_samples(beta, n, gamma, draws, models=models, rng=rng,
+                                executor=executor)
     law = fa.attention_law(beta, gamma).squared()
     theta1 = fa.linear_coefficients(beta).theta1
     mp = fa.marchenko_pastur(theta1, 1.0)
@@ -594,14 +612,16 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     options.update({k: v for k, v in {"n": n, "draws": draws, "seed": seed}.items()
                     if v is not None})
     rng = options.pop("seed", None)
+    executor = jobs if jobs is not None and jobs > 1 else None
     if spec.name == "chain":
-        return spec.function(n=options.get("n", 1000), draws=options["draws"], rng=rng)
+        return spec.function(n=options["n"], draws=options["draws"], rng=rng,
+                             executor=executor)
     kwargs = {"draws": options["draws"], "rng": rng}
     if "n" in options:
         kwargs["ns"] = tuple(sorted({max(options["n"] // 4, 2), max(options["n"] // 2, 2),
                                      options["n"]}))
     # An int executor is a local process pool with that many workers.
-    return spec.function(executor=jobs if jobs is not None and jobs > 1 else None, **kwargs)
+    return spec.function(executor=executor, **kwargs)
 
 
 def save_figure(figure, out=None, **sizes):

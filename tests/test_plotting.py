@@ -142,3 +142,13 @@ def test_save_and_reproduce_write_pngs(tmp_path):
     assert [p.name for p in paths] == ["fig5_gamma.png", "fig2_law_vs_mp.png"]
     for path in paths:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_chain_samples_do_not_depend_on_the_executor():
+    from concurrent.futures import ThreadPoolExecutor
+
+    serial = plotting.chain_samples(1.0, 10, draws=3, models=("attention",), rng=9)
+    with ThreadPoolExecutor(2) as pool:
+        parallel = plotting.chain_samples(1.0, 10, draws=3, models=("attention",), rng=9,
+                                          executor=pool)
+    np.testing.assert_array_equal(serial["attention"], parallel["attention"])
