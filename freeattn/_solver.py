@@ -28,7 +28,7 @@ import numpy as np
 from ._errors import ConvergenceError
 from ._tolerances import (BRANCH_RESIDUAL_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, CHEB_START_NODES,
                           CHEB_TAIL_RTOL, CHEB_TRIM_RTOL, EDGE_MERGE_RTOL, NEWTON_MAX_ITER,
-                          NEWTON_RTOL, PANEL_MAX_DEPTH, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
+                          NEWTON_RTOL, PANEL_MAX_DEPTH, PANEL_MIN_WIDTH_RTOL, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
 
 __all__ = [
     "PointMassPopulation",
@@ -735,19 +735,25 @@ class Panel:
 
 
 def _fit_panel(law, lo, hi, kind):
-    """Double the nodes until the panel's series converge, or return ``None``."""
+    """Double the nodes until the panel's series converge.
+
+    Returns
+    -------
+    (Panel or None, Panel)
+        The converged panel (``None`` if none) and the last one tried.
+    """
     n, panel = CHEB_START_NODES, None
     while n <= CHEB_MAX_NODES:
         new = Panel(law, lo, hi, kind, n, guess=panel)
         if new.converged():
-            return new
+            return new, new
         # Rounding noise of near-double roots at soft edges sets a floor:
         # accept a tail that is small and no longer shrinks on doubling.
         if panel is not None and np.all((new.tails <= CHEB_NOISE_RTOL)
                                         & (new.tails > panel.tails / 4)):
-            return new
+            return new, new
         panel, n = new, 2 * n
-    return None
+    return None, panel
 
 
 def build_panels(law, lo, hi, *, depth=0):
@@ -771,23 +777,34 @@ def build_panels(law, lo, hi, *, depth=0):
         If a panel still fails after ``PANEL_MAX_DEPTH`` splits.
     """
     mid = 0.5 * (lo + hi)
-    return (_build(law, lo, mid, "left", depth) + _build(law, mid, hi, "right", depth))
+    floor = PANEL_MIN_WIDTH_RTOL * (hi - lo)
+    return (_build(law, lo, mid, "left", depth, floor)
+            + _build(law, mid, hi, "right", depth, floor))
 
 
-def _build(law, lo, hi, kind, depth):
+def _build(law, lo, hi, kind, depth, floor):
     if depth > PANEL_MAX_DEPTH:
         raise ConvergenceError(
             f"Chebyshev panels did not converge on [{lo!r}, {hi!r}] after {depth} splits "
             f"(tail above {CHEB_TAIL_RTOL:.1e} with {CHEB_MAX_NODES} nodes)",
             point=(lo, hi), iterations=depth)
-    panel = _fit_panel(law, lo, hi, kind)
+    panel, last = _fit_panel(law, lo, hi, kind)
     if panel is not None:
         return [panel]
+    if hi - lo <= floor:
+        # A sliver next to a cusp (two edges about to merge: x**(1/3) behaviour
+        # and a nearly triple root, float-accurate to ~eps**(1/3) only).  Its
+        # mass is below ~floor**(4/3) of the interval's, so the best-effort
+        # expansion is kept.
+        return [last]
     if kind == "left":
         cut = lo + (hi - lo) / 4
-        return _build(law, lo, cut, "left", depth + 1) + _build(law, cut, hi, "smooth", depth + 1)
+        return (_build(law, lo, cut, "left", depth + 1, floor)
+                + _build(law, cut, hi, "smooth", depth + 1, floor))
     if kind == "right":
         cut = hi - (hi - lo) / 4
-        return _build(law, lo, cut, "smooth", depth + 1) + _build(law, cut, hi, "right", depth + 1)
+        return (_build(law, lo, cut, "smooth", depth + 1, floor)
+                + _build(law, cut, hi, "right", depth + 1, floor))
     mid = 0.5 * (lo + hi)
-    return _build(law, lo, mid, "smooth", depth + 1) + _build(law, mid, hi, "smooth", depth + 1)
+    return (_build(law, lo, mid, "smooth", depth + 1, floor)
+            + _build(law, mid, hi, "smooth", depth + 1, floor))

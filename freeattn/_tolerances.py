@@ -73,6 +73,12 @@ CHEB_MAX_NODES = 256
 #: interval width, far below any structure of the laws.
 PANEL_MAX_DEPTH = 60
 
+#: Panels narrower than this fraction of their support interval are kept even
+#: when their series did not converge: near a cusp (two edges about to merge)
+#: the density ~ |x - x0|**(1/3) and float roots are only eps**(1/3)-accurate,
+#: and such a sliver carries mass below ~1e-12.
+PANEL_MIN_WIDTH_RTOL = 1e-9
+
 #: Coefficient tail (relative to the largest coefficient) at which a Chebyshev
 #: series is converged: a few hundred ulps, the level where sampled values'
 #: rounding noise sets the floor of the DCT.
@@ -96,9 +102,10 @@ THRESHOLD_RTOL = 1e-13
 ROOT_NUDGE = 1e-6
 
 #: A coefficient tail that stops shrinking on doubling but is below this is
-#: rounding noise (near-double roots at a soft edge carry ~1e-12 relative
-#: noise into Im u / sin th), not lack of resolution.
-CHEB_NOISE_RTOL = 1e-10
+#: rounding noise, not lack of resolution: near-double roots at a soft edge
+#: carry ~1e-12 relative noise into the samples, nearly triple roots next to a
+#: cusp (edges about to merge) up to ~1e-9 before the panel is split further.
+CHEB_NOISE_RTOL = 1e-9
 
 #: Safeguarded Newton iterations for quantiles (bisection fallback halves the
 #: bracket, so 80 steps reach any float64 resolution).
