@@ -19,6 +19,7 @@ import fractions
 import io
 import json
 import math
+import os
 import sys
 
 __all__ = ["main", "build_parser"]
@@ -633,6 +634,13 @@ def main(argv=None, *, stdout=None):
     except (ValueError, TypeError, _UsageError) as error:
         print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # The reader went away (``freeattn law ... | head``): not an error.
+        # Point stdout at devnull so the interpreter's final flush stays quiet.
+        if stdout is None:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except OSError as error:
         print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -302,3 +302,12 @@ def test_failed_draw_exits_1_with_its_message(capsys, monkeypatch):
     code, out, err = run(capsys, "validate", "--beta", "1", "--n", "10", "--draws", "4")
     assert code == 1
     assert "numerical failure" in err and "draw 3" in err and "Traceback" not in err
+
+
+def test_closed_pipe_is_not_an_error():
+    """`freeattn law ... | head` must not print an error when head exits."""
+    result = subprocess.run(
+        f"{sys.executable} -m freeattn law --beta 1 --points 20000 | head -n 1",
+        shell=True, capture_output=True, text=True, timeout=60, check=False)
+    assert result.stdout.startswith("Limiting law")
+    assert result.stderr == ""
