@@ -58,10 +58,6 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
         return super()._get_help_string(action)
 
 
-class _UsageError(Exception):
-    """A command-line value the parser accepted but the command cannot use."""
-
-
 # ---------------------------------------------------------------------------
 # argument types
 
@@ -631,7 +627,7 @@ def main(argv=None, *, stdout=None):
     except (ConvergenceError, DrawError) as error:
         print(f"{PROG} {args.command}: numerical failure: {error}", file=sys.stderr)
         return EXIT_NUMERICAL
-    except (ValueError, TypeError, _UsageError) as error:
+    except (ValueError, TypeError) as error:
         print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
