@@ -47,7 +47,7 @@ def test_coeffs_table_matches_library(capsys):
     for name in ("theta1", "theta2", "alpha2", "alpha"):
         assert table_value(out, name) == pytest.approx(getattr(expected, name),
                                                        rel=TABLE_RTOL)
-    # Closed form at beta = 1.5: theta1 = exp(2.25) - 1 (SPEC section 2).
+    # Closed form at beta = 1.5: theta1 = exp(2.25) - 1, theory eq. (2.4).
     assert table_value(out, "theta1") == pytest.approx(np.expm1(2.25), rel=TABLE_RTOL)
 
 
@@ -72,7 +72,7 @@ def test_coeffs_order_table_matches_hermite_table(capsys):
     assert [int(r["order"]) for r in rows] == list(range(5))
     assert [float(r["variance"]) for r in rows] == table.variances.tolist()
     # Closed form: order 2 carries beta**4/2 of alpha2 = e - 2 at beta = 1
-    # (SPEC section 2), so its share is 0.5/(e - 2).
+    # (theory eqs. (2.6) and (2.7)), so its share is 0.5/(e - 2).
     assert float(rows[2]["noise_fraction"]) == pytest.approx(0.5 / (np.e - 2), rel=1e-15)
 
 
@@ -80,7 +80,7 @@ def test_coeffs_exact_reads_decimals_as_rationals(capsys):
     code, out, _ = run(capsys, "coeffs", "--beta", "0.1", "--exact", "--format", "json")
     assert code == 0
     data = json.loads(out)
-    # Exact closed forms at beta = 1/10 (SPEC section 2).
+    # Exact closed forms at beta = 1/10, theory eqs. (2.5) and (2.6).
     assert data["beta"] == "1/10"
     assert data["theta2"] == "1/100"
     assert data["alpha2"] == "-101/100 + exp(1/100)"
@@ -89,7 +89,7 @@ def test_coeffs_exact_reads_decimals_as_rationals(capsys):
 def test_coeffs_exact_order_lists_rational_coefficients(capsys):
     code, out, _ = run(capsys, "coeffs", "--beta", "1/2", "--exact", "--order", "3")
     assert code == 0
-    # c_k = beta**k/k! and v_k = beta**(2k)/k! at beta = 1/2 (SPEC section 2).
+    # c_k = beta**k/k! and v_k = beta**(2k)/k! at beta = 1/2, theory eqs. (2.3) and (2.7).
     last = out.strip().splitlines()[-1].split()
     assert last == ["3", "1/48", "1/384"]
 
@@ -152,7 +152,7 @@ def test_law_default_summary_matches_library(capsys):
     norm = freeattn.operator_norm(1.0)
     assert f"operator norm          {norm.norm:.8g}" in out
     assert f"squared edge           {norm.squared_edge:.8g}" in out
-    # Known moments of the squared law (SPEC section 2): m1 = e - 1 and
+    # Known moments of the squared law, theory eqs. (5.11) and (5.12): m1 = e - 1 and
     # m2 = 2*theta1**2 + beta**4/gamma, printed to 8 significant digits.
     theta1 = np.e - 1
     assert f"{theta1:.8g}, {2 * theta1**2 + 1:.8g}" in out
@@ -206,7 +206,7 @@ def test_edge_json_matches_operator_norm(capsys):
     data = json.loads(out)
     norm = freeattn.operator_norm(1.5, 0.5)
     assert data["norm"] == norm.norm and data["squared_edge"] == norm.squared_edge
-    # MP edge 4*theta1 (SPEC section 2) and the true edge beyond it.
+    # MP edge 4*theta1 and the true edge beyond it, theory eq. (6.12).
     assert data["mp_squared_edge"] == pytest.approx(4 * np.expm1(2.25), rel=1e-15)
     assert data["norm_over_mp_norm"] > 1
 

@@ -52,7 +52,7 @@ def test_law_vs_mp_draws_the_theory_and_both_edges():
         verticals = {float(line.get_xdata()[0]) for line in ax.get_lines()
                      if len(set(line.get_xdata())) == 1}
         assert norm.squared_edge in verticals and norm.mp_squared_edge in verticals
-        assert norm.squared_edge > norm.mp_squared_edge     # SPEC section 2
+        assert norm.squared_edge > norm.mp_squared_edge     # theory eq. (6.12)
         assert ax.get_legend() is not None
 
 
