@@ -367,6 +367,7 @@ class SingularValueLaw:
         self.beta = squared_law.beta
         self.gamma = squared_law.gamma
         self.atom = squared_law.atom
+        self._stieltjes_nodes = None
 
     def __repr__(self):
         return f"<singular-value law beta={self.beta}, gamma={self.gamma}: support {self.support()}>"
@@ -453,11 +454,12 @@ class SingularValueLaw:
             if np.any(on_axis & (zs.real >= lo) & (zs.real <= hi)):
                 raise ValueError("real z inside the support is not supported for the "
                                  "singular-value law; pass Im z > 0")
-        scale = self._sq._scale
-        total = np.zeros(zs.shape, dtype=complex)
-        for x, w in _panel_quadrature(self._sq, extra=0):
-            sv = np.sqrt(scale * x)
-            total += (w[None, :] / (zs[:, None] - sv[None, :])).sum(axis=1)
+        if self._stieltjes_nodes is None:
+            pairs = list(_panel_quadrature(self._sq, extra=0))
+            self._stieltjes_nodes = (np.sqrt(self._sq._scale * np.concatenate([x for x, _ in pairs])),
+                                     np.concatenate([w for _, w in pairs]))
+        sv, w = self._stieltjes_nodes
+        total = (w[None, :] / (zs[:, None] - sv[None, :])).sum(axis=1)
         if self.atom > 0:
             total += self.atom / zs
         return total.reshape(zarr.shape) if zarr.ndim else complex(total[0])
@@ -531,7 +533,12 @@ def attention_law(beta, gamma=1.0):
     1.0
     """
     b, g = _check_law_args(beta, gamma)
-    return SingularValueLaw(_attention_squared(b, g))
+    return _attention_singular(b, g)
+
+
+@lru_cache(maxsize=64)
+def _attention_singular(beta, gamma):
+    return SingularValueLaw(_attention_squared(beta, gamma))
 
 
 @lru_cache(maxsize=64)

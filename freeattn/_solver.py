@@ -26,7 +26,7 @@ from math import comb
 import numpy as np
 
 from ._errors import ConvergenceError
-from ._tolerances import (BRANCH_RESIDUAL_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, CHEB_START_NODES,
+from ._tolerances import (BRANCH_RESIDUAL_RTOL, HARD_EDGE_U_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, CHEB_START_NODES,
                           CHEB_TAIL_RTOL, CHEB_TRIM_RTOL, EDGE_MERGE_RTOL, NEWTON_MAX_ITER,
                           NEWTON_RTOL, PANEL_MAX_DEPTH, PANEL_MIN_WIDTH_RTOL, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
 
@@ -200,15 +200,20 @@ class AffineMarchenkoPasturPopulation:
         ``M(w) = 2 / (-(w + lam - 1) - sqrt(w - e_-) sqrt(w - e_+))`` with
         principal square roots, which behaves as ``-1/w`` at infinity and has
         its cut exactly on ``[e_-, e_+]``; real ``w`` on the cut is read as
-        ``w + i0``.
+        ``w + i0``.  Where that denominator cancels (next to the pole at
+        ``w = 0``) the equal form ``(-(w + lam - 1) + sqrt.sqrt)/(2 lam w)``
+        is used.
         """
         lam = self.ratio
         w = np.asarray(w, dtype=complex)
         lo, hi = (1 - np.sqrt(lam)) ** 2, (1 + np.sqrt(lam)) ** 2
         sq = _sqrt_upper(w - lo) * _sqrt_upper(w - hi)
-        den = -(w + lam - 1) - sq
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return 2.0 / den
+        big = -(w + lam - 1) - sq
+        small = -(w + lam - 1) + sq
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            # Two forms of the same root; use the one without cancellation
+            # (the second near the pole w = 0 of the atom when lam > 1).
+            return np.where(np.abs(big) >= np.abs(small), 2.0 / big, small / (2 * lam * w))
 
     def stieltjes(self, u):
         """``m_H(u) = M((u - a)/b) / b``."""
@@ -268,7 +273,11 @@ class AffineMarchenkoPasturPopulation:
             t_true = self.mp_stieltjes(np.array(w)).real
             if not np.isfinite(t_true) or abs(t_true - t) > BRANCH_RESIDUAL_RTOL * max(1.0, abs(t)):
                 continue
-            out.append(p.polyval(t, num) / p.polyval(t, den))
+            u_t = a + b * w
+            if abs(u_t) <= HARD_EDGE_U_RTOL * (abs(a) + abs(b * w)):
+                out.append(0.0)           # u = 0: the hard edge x = 0 (c = 1)
+            else:
+                out.append(p.polyval(t, num) / p.polyval(t, den))
         return np.array(sorted(out))
 
     def hard_edge_coefficient(self):
@@ -502,16 +511,17 @@ class SampleCovarianceLaw:
         crit = list(self.population.critical_values(self.ratio))
         if self.ratio == 1.0:
             crit.append(0.0)
-        top = max(crit) if crit else 0.0
-        # Critical values at round-off distance from 0 are the hard edge itself.
-        crit = np.array(sorted({0.0 if abs(x) <= EDGE_MERGE_RTOL * top else x
-                                for x in crit if x >= -EDGE_MERGE_RTOL * top}))
+        edges = []
+        for x in sorted(x for x in crit if x >= 0):
+            if not edges or x - edges[-1] > EDGE_MERGE_RTOL * x:
+                edges.append(x)
+        crit = np.array(edges)
         if crit.size < 2:
             raise ConvergenceError(f"found only {crit.size} candidate edges: {crit!r}",
                                    point=crit)
         mids = 0.5 * (crit[:-1] + crit[1:])
         widths = crit[1:] - crit[:-1]
-        keep = widths > EDGE_MERGE_RTOL * crit[-1]
+        keep = widths > EDGE_MERGE_RTOL * crit[1:]
         dens = np.zeros_like(mids)
         if keep.any():
             dens[keep] = self.density(mids[keep])
@@ -520,7 +530,7 @@ class SampleCovarianceLaw:
         for lo, hi, ins in zip(crit[:-1], crit[1:], inside):
             if not ins:
                 continue
-            if out and abs(out[-1][1] - lo) <= EDGE_MERGE_RTOL * crit[-1]:
+            if out and abs(out[-1][1] - lo) <= EDGE_MERGE_RTOL * lo:
                 out[-1] = (out[-1][0], float(hi))
             else:
                 out.append((float(lo), float(hi)))
@@ -791,11 +801,13 @@ def _build(law, lo, hi, kind, depth, floor):
     panel, last = _fit_panel(law, lo, hi, kind)
     if panel is not None:
         return [panel]
-    if hi - lo <= floor:
-        # A sliver next to a cusp (two edges about to merge: x**(1/3) behaviour
-        # and a nearly triple root, float-accurate to ~eps**(1/3) only).  Its
-        # mass is below ~floor**(4/3) of the interval's, so the best-effort
-        # expansion is kept.
+    if kind == "smooth" and hi - lo <= floor:
+        # An interior sliver next to a cusp (two edges about to merge:
+        # |x - x0|**(1/3) behaviour and a nearly triple root, float-accurate to
+        # ~eps**(1/3) only).  Its mass is below ~floor**(4/3) of the
+        # interval's, so the best-effort expansion is kept.  Edge panels are
+        # always split further: at a hard edge the mass of a sliver can be
+        # large (x**(-2/3) above the crossover scale for small beta).
         return [last]
     if kind == "left":
         cut = lo + (hi - lo) / 4

@@ -53,8 +53,13 @@ NEWTON_MAX_ITER = 30
 #: edge lose about half the digits, hence sqrt(eps)-scale slack.
 BRANCH_RESIDUAL_RTOL = 1e-7
 
-#: Two candidate edges closer than this (relative to the largest) are one edge.
+#: Two candidate edges closer than this (relative to their size) are one edge.
 EDGE_MERGE_RTOL = 1e-12
+
+#: A critical point of x(t) (theory eq. (6.3)) with |u(t)| below this fraction
+#: of |a| + |b w(t)| is the root u = 0 of dx/dt = -u (...)/b, i.e. the hard
+#: edge x = 0; its computed x is round-off and is replaced by 0.
+HARD_EDGE_U_RTOL = 1e-8
 
 #: A gap between candidate edges belongs to the support when
 #: density(midpoint) * width exceeds this (a mass far below float resolution

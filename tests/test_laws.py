@@ -134,6 +134,21 @@ def test_fuss_catalan_limit_eq_5_14_eq_6_11():
     assert np.all(np.diff(sq.cdf(x * beta ** 2)) > 0)
 
 
+def test_small_beta_atom_becomes_an_interval_eq_5_14():
+    """eq. (5.14) with gamma < 1: the atom 1 - gamma of the beta -> 0 limit is, for
+    beta > 0, a separate interval next to 0 at the scale alpha^2 ~ beta^4/2 that
+    carries mass 1 - gamma (the population atom at alpha^2 separates exactly;
+    atol 1e-12), down to beta = 1e-8 (scales 1e-32 and 1e-16 in one law)."""
+    for beta in (1e-8, 1e-5, 1e-2):
+        sq = attention_law(beta, 0.3).squared()
+        iv = sq.intervals()
+        assert len(iv) == 2 and iv[0][0] == 0.0
+        assert iv[0][1] < 1e-3 * iv[1][0]
+        assert sq.cdf(iv[0][1]) == pytest.approx(0.7, abs=1e-12)
+        assert sq.total_mass() == pytest.approx(1.0, abs=1e-12)
+        assert sq.moment(2) == pytest.approx(2 * sq.mean() ** 2 + beta ** 4 / 0.3, rel=1e-13)
+
+
 def test_mp_takes_over_at_large_beta_eq_5_15_eq_6_12():
     """eq. (5.15)/(6.12): x_max/theta1 -> 4 from above; at beta = 4,
     x_max/theta1 - 4 is O(beta^2/theta1) ~ 1e-6 and positive for every beta."""
