@@ -26,7 +26,8 @@ from math import comb
 import numpy as np
 
 from ._errors import ConvergenceError
-from ._tolerances import (BRANCH_RESIDUAL_RTOL, HARD_EDGE_U_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, CHEB_START_NODES,
+from ._tolerances import (BRANCH_RESIDUAL_RTOL, CONTINUATION_DIFF_STEP, CONTINUATION_FACTOR,
+                          CONTINUATION_HALVINGS, CONTINUATION_STAGES, HARD_EDGE_U_RTOL, REAL_ROOT_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, CHEB_START_NODES,
                           CHEB_TAIL_RTOL, CHEB_TRIM_RTOL, EDGE_MERGE_RTOL, NEWTON_MAX_ITER,
                           NEWTON_RTOL, PANEL_MAX_DEPTH, PANEL_MIN_WIDTH_RTOL, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
 
@@ -152,6 +153,10 @@ class PointMassPopulation:
         """``m_H(u) = 1/(v - u)``."""
         return 1.0 / (self.value - u)
 
+    def stieltjes_derivative(self, u):
+        """``m_H'(u) = 1/(v - u)**2``."""
+        return 1.0 / (self.value - u) ** 2
+
     def silverstein_polynomial(self, z, c):
         """Coefficients in ``u`` of eq. (5.3) cleared of denominators.
 
@@ -218,6 +223,18 @@ class AffineMarchenkoPasturPopulation:
     def stieltjes(self, u):
         """``m_H(u) = M((u - a)/b) / b``."""
         return self.mp_stieltjes((u - self.shift) / self.scale) / self.scale
+
+    def stieltjes_derivative(self, u):
+        """``m_H'(u) = M'(w)/b**2`` with ``M' = -(lam M**2 + M)/(2 lam w M + w + lam - 1)``.
+
+        (Implicit differentiation of the quadratic of eq. (5.5).)
+        """
+        lam = self.ratio
+        w = (u - self.shift) / self.scale
+        m = self.mp_stieltjes(w)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            dm = -(lam * m * m + m) / (2 * lam * w * m + w + lam - 1)
+        return dm / self.scale ** 2
 
     def silverstein_polynomial(self, z, c):
         """Coefficients in ``u`` of the Silverstein equation (theory eq. (5.6)).
@@ -383,6 +400,15 @@ def select_branch(candidates, z, population, c):
     # admissible root deepest in the upper half-plane.
     admissible = res < BRANCH_RESIDUAL_RTOL
     score = np.where(admissible, candidates.imag / np.abs(candidates + 1e-300), -np.inf)
+    # Real roots (off the support): the Stieltjes value is the one where
+    # x(u) increases (Silverstein & Choi 1995, theory eq. (6.1)).
+    real = admissible & (np.abs(candidates.imag) <= REAL_ROOT_RTOL * np.abs(candidates))
+    if real.any() and hasattr(population, "stieltjes_derivative"):
+        ur = candidates.real + 0j
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            dx = ((1 - c) - c * (2 * ur * population.stieltjes(ur)
+                                 + ur * ur * population.stieltjes_derivative(ur))).real
+        score = np.where(real, np.where(dx > 0, 0.0, -1.0), score)
     idx = np.where(admissible.any(axis=0), np.argmax(score, axis=0), np.argmin(res, axis=0))
     cols = np.arange(candidates.shape[1])
     return candidates[idx, cols], res[idx, cols]
@@ -441,6 +467,8 @@ class SampleCovarianceLaw:
         """
         z = np.asarray(z, dtype=complex).ravel()
         c = self.ratio
+        if not hasattr(self.population, "silverstein_polynomial"):
+            return self.solve_u_continuation(z)
         coeffs = self.population.silverstein_polynomial(z, c)
         u = np.empty_like(z)
         todo = np.ones(z.shape, dtype=bool)
@@ -468,6 +496,76 @@ class SampleCovarianceLaw:
                     point=zz[k], residual=float(res[k]), tolerance=BRANCH_RESIDUAL_RTOL,
                     iterations=NEWTON_MAX_ITER)
             u[todo] = best
+        return u
+
+    def solve_u_continuation(self, z):
+        """Solve eq. (5.3) by Newton's method with continuation in ``Im z``.
+
+        The path for populations that are not algebraic (for example a nested
+        sample-covariance law, SPEC section 5): only ``population.stieltjes``
+        (true branch) is needed, and ``population.stieltjes_derivative`` if
+        present (otherwise a central difference of the analytic ``m_H``).
+        Each point starts at ``Re z + i eta_0`` with ``u = z`` (``mbar ~ -1/z``
+        far from the support), and ``eta`` shrinks geometrically to ``Im z``
+        (to ``0`` for real ``z``: the boundary value from above); a few Newton
+        steps per stage, each step halved while it would leave the upper
+        half-plane.
+
+        Parameters
+        ----------
+        z : ndarray
+            1-d complex array, ``Im z >= 0``.
+
+        Returns
+        -------
+        ndarray
+
+        Raises
+        ------
+        ConvergenceError
+            If the final relative residual exceeds ``BRANCH_RESIDUAL_RTOL``.
+        """
+        z = np.asarray(z, dtype=complex).ravel()
+        c = self.ratio
+        pop = self.population
+        scale = np.maximum(np.abs(z), 1.0)
+        eta0 = 4.0 * scale
+        etas = [eta0 * CONTINUATION_FACTOR ** k for k in range(CONTINUATION_STAGES)]
+        u = z.real + 1j * eta0
+
+        def deriv(v):
+            if hasattr(pop, "stieltjes_derivative"):
+                return pop.stieltjes_derivative(v)
+            h = CONTINUATION_DIFF_STEP * np.abs(v)
+            return (pop.stieltjes(v + h) - pop.stieltjes(v - h)) / (2 * h)
+
+        for eta in etas + [None]:
+            zk = z if eta is None else z.real + 1j * np.maximum(eta, z.imag)
+            for _ in range(NEWTON_MAX_ITER):
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                    mh = pop.stieltjes(u)
+                    f = u * (1 - c) - c * u * u * mh - zk
+                    df = (1 - c) - c * (2 * u * mh + u * u * deriv(u))
+                    step = f / df
+                step = np.where(np.isfinite(step), step, 0)
+                new = u - step
+                for _ in range(CONTINUATION_HALVINGS):
+                    out = new.imag < 0
+                    if not out.any():
+                        break
+                    step = np.where(out, step / 2, step)
+                    new = u - step
+                u = np.where(new.imag < 0, new.real + 0j, new)
+                if np.all(np.abs(step) <= NEWTON_RTOL * np.abs(u)):
+                    break
+        res = np.abs(silverstein_residual(u, z, pop, c)) / (np.abs(u) + np.abs(z))
+        if not np.all(res < BRANCH_RESIDUAL_RTOL):
+            k = int(np.argmax(res))
+            raise ConvergenceError(
+                f"continuation for the Silverstein equation failed at z={z[k]!r}: relative "
+                f"residual {res[k]:.3e} > tolerance {BRANCH_RESIDUAL_RTOL:.1e}",
+                point=z[k], residual=float(res[k]), tolerance=BRANCH_RESIDUAL_RTOL,
+                iterations=NEWTON_MAX_ITER * (CONTINUATION_STAGES + 1))
         return u
 
     def companion_stieltjes(self, z):
@@ -576,12 +674,14 @@ class SampleCovarianceLaw:
             def f(u, zz):
                 return u * (1 - c) - c * u * u * mh(u) - zz
 
-            eta = max(mpmath.mpf(1), abs(z.real))
-            u = mpmath.mpc(z.real, eta) if c == 1 else mpmath.mpc(z.real, eta)
-            u = mpmath.findroot(lambda v: f(v, mpmath.mpc(z.real, eta)), u)
+            # findroot verifies |f|**2 < tol, hence the square.
+            tol = (mp_tolerance(dps) * (abs(z) + 1)) ** 2
+            eta = max(mpmath.mpf(1), abs(z.real), target_im)
+            u = mpmath.mpc(z.real, eta)
+            u = mpmath.findroot(lambda v: f(v, mpmath.mpc(z.real, eta)), u, tol=tol)
             while eta > target_im:
                 eta = max(eta / 4, target_im)
-                u = mpmath.findroot(lambda v: f(v, mpmath.mpc(z.real, eta)), u)
+                u = mpmath.findroot(lambda v: f(v, mpmath.mpc(z.real, eta)), u, tol=tol)
             res = abs(f(u, mpmath.mpc(z.real, target_im)))
             if res > mp_tolerance(dps) * (abs(u) + abs(z)):
                 raise ConvergenceError(f"mpmath Silverstein solve at z={z}: residual {res}",

@@ -124,3 +124,20 @@ PPF_STEP_ATOL = 8 * FLOAT_EPS
 #: integrating it against a smooth factor (odd moments, Stieltjes transform
 #: of the singular-value law).
 QUADRATURE_EXTRA_NODES = 32
+
+#: Continuation in Im z for non-algebraic populations: eta_k = 4 |z| * 0.5**k,
+#: 48 stages reach 1e-14 |z|, below which the last stage goes to Im z itself.
+CONTINUATION_FACTOR = 0.5
+CONTINUATION_STAGES = 48
+
+#: Step halvings allowed to keep a Newton iterate in the upper half-plane.
+CONTINUATION_HALVINGS = 30
+
+#: Relative step of the central difference for m_H' (error ~ step**2).
+CONTINUATION_DIFF_STEP = 1e-6
+
+#: A polished root with |Im u| below this fraction of |u| is real (Newton from
+#: the nudged start leaves ~1e-20 imaginary dust on real roots, while complex
+#: roots inside the support have Im u / |u| >~ 1e-8 except within ~1e-16 of an
+#: edge).
+REAL_ROOT_RTOL = 1e-13

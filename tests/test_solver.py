@@ -227,3 +227,46 @@ def test_mpmath_path_matches_float():
     zz = 1.3 + 0.2j
     ref = complex(law.stieltjes_mp(zz, dps=40))
     assert law.stieltjes(np.array([zz]))[0] == pytest.approx(ref, rel=1e-13)
+
+
+class _OpaquePopulation:
+    """A population that only knows its Stieltjes transform (no polynomial form),
+    standing in for a nested, non-algebraic population (SPEC section 5)."""
+
+    def __init__(self, population):
+        self._population = population
+
+    def stieltjes(self, uu):
+        return self._population.stieltjes(uu)
+
+
+@pytest.mark.parametrize("beta, gamma", [(1.0, 1.0), (0.5, 0.1), (2.0, 0.02)])
+def test_continuation_path_matches_polynomial_path_eq_5_3(beta, gamma):
+    """eq. (5.3) solved by Newton with continuation in Im z (no polynomial, m_H'
+    by central differences) equals the polynomial path with branch selection
+    (rtol 1e-12), on the support, off it and above the axis."""
+    from freeattn._coefficients import linear_coefficients
+    co = linear_coefficients(beta)
+    pop = AffineMarchenkoPasturPopulation(co.alpha2 / co.theta1, co.theta2 / co.theta1, 1 / gamma)
+    law = SampleCovarianceLaw(pop, 1.0)
+    generic = SampleCovarianceLaw(_OpaquePopulation(pop), 1.0)
+    iv = law.intervals()
+    x = np.concatenate([np.linspace(lo, hi, 23)[1:-1] for lo, hi in iv]
+                       + [np.array([1.1 * iv[-1][1], 3 * iv[-1][1]])])
+    zz = np.concatenate([x + 0j, x + 0.1j])
+    np.testing.assert_allclose(generic.solve_u(zz), law.solve_u(zz), rtol=1e-12)
+
+
+def test_real_z_off_support_takes_increasing_branch_eq_6_1():
+    """eq. (6.1): for real x above the support the Stieltjes value is the real root
+    with x'(u) > 0, which equals the limit from above (mpmath at Im z = 1e-20,
+    30 dps; rtol 1e-12) although other real roots of (5.6) solve (5.3) too."""
+    from freeattn._coefficients import linear_coefficients
+    co = linear_coefficients(1.0)
+    pop = AffineMarchenkoPasturPopulation(co.alpha2 / co.theta1, co.theta2 / co.theta1, 1.0)
+    law = SampleCovarianceLaw(pop, 1.0)
+    x = 1.1 * law.intervals()[-1][1]
+    ref = complex(law.stieltjes_mp(x, dps=30))
+    got = law.stieltjes(np.array([x + 0j]))[0]
+    assert got.real == pytest.approx(ref.real, rel=1e-12)
+    assert abs(got.imag) < 1e-12
