@@ -340,17 +340,19 @@ def _invert_panel_cdf(panel, target):
     flo, fhi = fgrid[idx - 1], fgrid[idx]
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.where(fhi > flo, lo + (target - flo) / (fhi - flo) * (hi - lo), lo)
+    active = np.arange(s.size)
     for _ in range(PPF_MAX_ITER):
-        f = panel.cdf_of_s(s) - target
-        lo = np.where(f < 0, s, lo)
-        hi = np.where(f >= 0, s, hi)
+        sa, ta = s[active], target[active]
+        f = panel.cdf_of_s(sa) - ta
+        lo[active] = np.where(f < 0, sa, lo[active])
+        hi[active] = np.where(f >= 0, sa, hi[active])
         with np.errstate(divide="ignore", invalid="ignore"):
-            newton = s - f / panel.g_of_s(s)
-        ok = np.isfinite(newton) & (newton > lo) & (newton < hi)
-        new = np.where(ok, newton, 0.5 * (lo + hi))
-        done = np.all(np.abs(new - s) <= PPF_STEP_ATOL)
-        s = new
-        if done:
+            newton = sa - f / panel.g_of_s(sa)
+        ok = np.isfinite(newton) & (newton > lo[active]) & (newton < hi[active])
+        new = np.where(ok, newton, 0.5 * (lo[active] + hi[active]))
+        s[active] = new
+        active = active[np.abs(new - sa) > PPF_STEP_ATOL]
+        if active.size == 0:
             break
     return s
 
