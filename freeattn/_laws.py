@@ -18,8 +18,8 @@ from ._checks import as_real_array, check_beta, check_int, check_positive
 from ._coefficients import linear_coefficients
 from ._solver import (AffineMarchenkoPasturPopulation, PointMassPopulation,
                       SampleCovarianceLaw, build_panels, poly_eval)
-from ._tolerances import (FAST_PATH_MAX_STEP, PPF_MAX_ITER, PPF_STEP_ATOL,
-                          QUADRATURE_EXTRA_NODES, THRESHOLD_RTOL)
+from ._tolerances import (FAST_PATH_MAX_STEP, PDF_DIRECT_MAX_POINTS, PPF_MAX_ITER,
+                          PPF_STEP_ATOL, QUADRATURE_EXTRA_NODES, THRESHOLD_RTOL)
 
 __all__ = [
     "EigenvalueLaw",
@@ -172,22 +172,31 @@ class EigenvalueLaw:
         root of the Silverstein equation, theory eqs. (5.3) and (5.6).  The
         root is started from the cached Chebyshev panels of eq. (6.7) and
         polished by Newton's method; a point whose polished root fails the
-        branch test is re-solved from all roots (:func:`select_branch`).
+        branch test is re-solved from all roots (:func:`select_branch`).  Up to
+        ``PDF_DIRECT_MAX_POINTS`` points on a law whose panels are not built yet
+        are solved from all roots directly instead.
         """
         x = as_real_array(x, "x")
         xs = x.ravel() / self._scale
         out = np.zeros(xs.shape)
-        panels = self._panels()[0]
-        idx = self._locate(xs)
         hard = self._engine.intervals()[0][0] == 0.0
-        if hard:
-            idx[xs == 0.0] = -1                   # the hard edge itself: +inf below
-        for j in np.unique(idx[idx >= 0]):
-            sel = idx == j
-            xi = xs[sel]
-            u = self._polish(xi, panels[j].u(xi))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out[sel] = u.imag / (u.real ** 2 + u.imag ** 2) / (np.pi * self.ratio)
+        inside = np.zeros(xs.shape, dtype=bool)
+        for lo, hi in self._engine.intervals():
+            inside |= (xs > lo) & (xs < hi)
+        if self._panel_cache is None and np.count_nonzero(inside) <= PDF_DIRECT_MAX_POINTS:
+            # A few points on a law not yet expanded: solve them directly.
+            u = self._engine.solve_u(xs[inside].astype(complex))
+        else:
+            panels = self._panels()[0]
+            idx = self._locate(xs[inside])
+            u = np.empty(idx.shape, dtype=complex)
+            for j in np.unique(idx):
+                sel = idx == j
+                xi = xs[inside][sel]
+                u[sel] = self._polish(xi, panels[j].u(xi))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[inside] = (np.maximum(u.imag, 0.0) / (u.real ** 2 + u.imag ** 2)
+                           / (np.pi * self.ratio))
         if hard:
             out[xs == 0.0] = np.inf
         out = np.nan_to_num(out, nan=0.0, posinf=np.inf) / self._scale
@@ -395,7 +404,8 @@ class SingularValueLaw:
         self._stieltjes_nodes = None
 
     def __repr__(self):
-        return f"<singular-value law beta={self.beta}, gamma={self.gamma}: support {self.support()}>"
+        return (f"<singular-value law beta={self.beta}, gamma={self.gamma}: "
+                f"support {self.support()}>")
 
     def squared(self):
         """The law of ``s**2`` (an :class:`EigenvalueLaw`)."""
@@ -481,7 +491,8 @@ class SingularValueLaw:
                                  "singular-value law; pass Im z > 0")
         if self._stieltjes_nodes is None:
             pairs = list(_panel_quadrature(self._sq, extra=0))
-            self._stieltjes_nodes = (np.sqrt(self._sq._scale * np.concatenate([x for x, _ in pairs])),
+            nodes = np.concatenate([x for x, _ in pairs])
+            self._stieltjes_nodes = (np.sqrt(self._sq._scale * nodes),
                                      np.concatenate([w for _, w in pairs]))
         sv, w = self._stieltjes_nodes
         total = (w[None, :] / (zs[:, None] - sv[None, :])).sum(axis=1)

@@ -26,10 +26,12 @@ from math import comb
 import numpy as np
 
 from ._errors import ConvergenceError
-from ._tolerances import (BRANCH_RESIDUAL_RTOL, CONTINUATION_DIFF_STEP, CONTINUATION_FACTOR,
-                          CONTINUATION_HALVINGS, CONTINUATION_STAGES, HARD_EDGE_U_RTOL, REAL_ROOT_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, CHEB_START_NODES,
-                          CHEB_TAIL_RTOL, CHEB_TRIM_RTOL, EDGE_MERGE_RTOL, NEWTON_MAX_ITER,
-                          NEWTON_RTOL, PANEL_MAX_DEPTH, PANEL_MIN_WIDTH_RTOL, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
+from ._tolerances import (BRANCH_RESIDUAL_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL,
+                          CHEB_START_NODES, CHEB_TAIL_RTOL,
+                          CONTINUATION_DIFF_STEP, CONTINUATION_FACTOR, CONTINUATION_HALVINGS,
+                          CONTINUATION_STAGES, EDGE_MERGE_RTOL, HARD_EDGE_U_RTOL,
+                          NEWTON_MAX_ITER, NEWTON_RTOL, PANEL_MAX_DEPTH, PANEL_MIN_WIDTH_RTOL,
+                          REAL_ROOT_RTOL, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
 
 __all__ = [
     "PointMassPopulation",
@@ -82,14 +84,17 @@ def poly_roots(coeffs):
     """
     lead = np.asarray(coeffs[0], dtype=complex)
     rest = [np.asarray(c, dtype=complex) / lead for c in coeffs[1:]]
+    # Real polynomials (real z) take LAPACK's faster real eigenvalue path.
+    dtype = float if all(not np.any(np.imag(c)) for c in rest) else complex
+    rest = [np.real(c) if dtype is float else c for c in rest]
     d = len(rest)
     n = np.broadcast(*rest).shape[0] if rest[0].ndim else 1
-    comp = np.zeros((n, d, d), dtype=complex)
+    comp = np.zeros((n, d, d), dtype=dtype)
     for j, c in enumerate(rest):
         comp[:, 0, j] = -c
     for j in range(1, d):
         comp[:, j, j - 1] = 1.0
-    return np.linalg.eigvals(comp).T
+    return np.linalg.eigvals(comp).T.astype(complex)
 
 
 def free_cumulants_to_moments(kappa):
@@ -246,7 +251,7 @@ class AffineMarchenkoPasturPopulation:
         one = np.ones_like(z)
         r_poly = [(1.0 - c) * one, -z]                      # R(u)
         r2 = _pmul(r_poly, r_poly)
-        term1 = _pscale(_pmul([lam * b * one, -lam * a * b * one], r2), 1.0)
+        term1 = _pmul([lam * b * one, -lam * a * b * one], r2)
         term2 = _pmul(_pmul([c * one, c * (b * (lam - 1) - a) * one], r_poly),
                       [one, 0 * one, 0 * one])
         term3 = [c * c * one, 0 * one, 0 * one, 0 * one, 0 * one]
@@ -288,7 +293,8 @@ class AffineMarchenkoPasturPopulation:
                 continue
             w = -((lam - 1) * t + 1) / dt
             t_true = self.mp_stieltjes(np.array(w)).real
-            if not np.isfinite(t_true) or abs(t_true - t) > BRANCH_RESIDUAL_RTOL * max(1.0, abs(t)):
+            if (not np.isfinite(t_true)
+                    or abs(t_true - t) > BRANCH_RESIDUAL_RTOL * max(1.0, abs(t))):
                 continue
             u_t = a + b * w
             if abs(u_t) <= HARD_EDGE_U_RTOL * (abs(a) + abs(b * w)):
@@ -333,10 +339,6 @@ def _padd(p, q):
         p, q = q, p
     q = [0] * (len(p) - len(q)) + list(q)
     return [a + b for a, b in zip(p, q)]
-
-
-def _pscale(p, s):
-    return [s * a for a in p]
 
 
 def _newton_real_root(coeffs_low_first, t):
@@ -474,7 +476,8 @@ class SampleCovarianceLaw:
         todo = np.ones(z.shape, dtype=bool)
         if guess is not None:
             ug = _newton_poly(coeffs, np.asarray(guess, dtype=complex).ravel())
-            res = np.abs(silverstein_residual(ug, z, self.population, c)) / (np.abs(ug) + np.abs(z))
+            res = (np.abs(silverstein_residual(ug, z, self.population, c))
+                   / (np.abs(ug) + np.abs(z)))
             ok = np.isfinite(res) & (res < BRANCH_RESIDUAL_RTOL) & (ug.imag >= 0)
             u[ok] = ug[ok]
             todo = ~ok

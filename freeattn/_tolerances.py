@@ -89,9 +89,6 @@ PANEL_MIN_WIDTH_RTOL = 1e-9
 #: rounding noise sets the floor of the DCT.
 CHEB_TAIL_RTOL = 1e-13
 
-#: Trailing coefficients below this (relative) are dropped after convergence.
-CHEB_TRIM_RTOL = 1e-17
-
 #: The fast density path accepts a Newton step from the Chebyshev interpolant
 #: only when it is this small relative to |u|; larger steps mean the
 #: interpolant is off and the point is re-solved from all roots.
@@ -141,3 +138,8 @@ CONTINUATION_DIFF_STEP = 1e-6
 #: roots inside the support have Im u / |u| >~ 1e-8 except within ~1e-16 of an
 #: edge).
 REAL_ROOT_RTOL = 1e-13
+
+#: pdf on at most this many points of a law whose Chebyshev panels are not
+#: built yet solves them directly (~4 us per point) instead of building the
+#: panels (a few ms, up to ~0.3 s for beta ~ 1e-8).
+PDF_DIRECT_MAX_POINTS = 256

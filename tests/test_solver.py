@@ -64,7 +64,8 @@ def test_quartic_form_eq_5_6():
     mm = b * r / (c * u ** 2)
     w = (u - a) / b
     quad_ = lam * w * mm ** 2 + (w + lam - 1) * mm + 1
-    quartic = lam * b * (u - a) * r ** 2 + (u - a + b * (lam - 1)) * c * r * u ** 2 + c ** 2 * u ** 4
+    quartic = (lam * b * (u - a) * r ** 2 + (u - a + b * (lam - 1)) * c * r * u ** 2
+               + c ** 2 * u ** 4)
     assert sp.simplify(quad_ * c ** 2 * u ** 4 - quartic) == 0
     c1 = (u ** 4 - z * u ** 3 - (b * (lam - 1) - a) * z * u ** 2 + lam * b * z ** 2 * u
           - lam * a * b * z ** 2)
@@ -115,8 +116,8 @@ def test_free_cumulants_eq_5_8_5_9_narayana_eq_5_10():
                           for r in range(j)) for j in range(1, 6)]
     assert all(sp.expand(x - y) == 0 for x, y in zip(m, narayana))
     pop = AffineMarchenkoPasturPopulation(0.0, 1.0, 3.0)
-    np.testing.assert_allclose(pop.moments(4), [float(sp.sympify(x).subs(cc, 3)) for x in narayana[:5]],
-                               rtol=1e-15)
+    expected = [float(sp.sympify(x).subs(cc, 3)) for x in narayana[:5]]
+    np.testing.assert_allclose(pop.moments(4), expected, rtol=1e-15)
 
 
 def _series_moments(kmax):
@@ -191,7 +192,8 @@ def test_support_complement_eq_6_1():
     iv = law.intervals()
     assert len(iv) == 2
     hi_h = pop.shift + pop.scale * (1 + np.sqrt(10.0)) ** 2
-    uu = np.concatenate([np.linspace(pop.shift * 1.001, pop.shift + pop.scale * (1 - np.sqrt(10)) ** 2 * 0.999, 400),
+    lo_h = pop.shift + pop.scale * (1 - np.sqrt(10.0)) ** 2
+    uu = np.concatenate([np.linspace(pop.shift * 1.001, lo_h * 0.999, 400),
                          np.linspace(hi_h * 1.001, 30 * hi_h, 400)])
     xu = (-uu ** 2 * pop.stieltjes(uu + 0j)).real
     dx = np.gradient(xu, uu)
