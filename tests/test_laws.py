@@ -355,3 +355,39 @@ def test_shapes_preserved():
         assert isinstance(f(1.0), float)
     assert law.ppf(np.full((2, 5), 0.3)).shape == (2, 5)
     assert law.squared().stieltjes(np.full((2, 2), 1 + 1j)).shape == (2, 2)
+
+
+def test_marchenko_pastur_cdf_with_atom_eq_5_4():
+    """eq. (5.4) with c = 2.5: atom 0.6 at 0, CDF = atom + integral of the closed-form
+    density (scipy quad, atol 1e-10), ppf(q) = 0 for q <= atom, mean v, var v^2 c."""
+    from scipy.integrate import quad
+
+    v, c = 1.5, 2.5
+    mp = marchenko_pastur(v, c)
+    lo, hi = v * (1 - np.sqrt(c)) ** 2, v * (1 + np.sqrt(c)) ** 2
+    assert mp.support() == (0.0, pytest.approx(hi, rel=1e-14))
+    assert mp.intervals()[0] == (pytest.approx(lo, rel=1e-14), pytest.approx(hi, rel=1e-14))
+
+    def dens(x):
+        return np.sqrt((hi - x) * (x - lo)) / (2 * np.pi * v * c * x)
+
+    for x in (lo + 0.1, 0.5 * (lo + hi), hi - 0.1):
+        ref = 0.6 + quad(dens, lo, x, epsabs=1e-13, limit=200)[0]
+        assert mp.cdf(x) == pytest.approx(ref, abs=1e-10)
+    assert mp.cdf(0.0) == pytest.approx(0.6, abs=1e-15)
+    assert mp.cdf(-1e-9) == 0.0
+    assert mp.ppf(0.3) == 0.0
+    assert mp.mean() == pytest.approx(v, rel=1e-14)
+    assert mp.var() == pytest.approx(v * v * c, rel=1e-14)
+
+
+@pytest.mark.parametrize("beta, gamma", [(0.5, 0.1), (2.0, 0.02), (1e-3, 1.0)])
+def test_cdf_monotone_on_dense_grid_eq_6_8(beta, gamma):
+    """eq. (6.8): the CDF is non-decreasing on 2e4 points over the support (with
+    its gaps and the graded hard-edge panels), 0 below and 1 above."""
+    sq = attention_law(beta, gamma).squared()
+    top = sq.support()[1]
+    x = np.concatenate([np.geomspace(1e-12 * top, top, 10 ** 4), np.linspace(0, 1.1 * top, 10 ** 4)])
+    f = sq.cdf(np.sort(x))
+    assert np.all(np.diff(f) >= 0)
+    assert sq.cdf(-1.0) == 0.0 and sq.cdf(1.1 * top) == 1.0
