@@ -1,6 +1,6 @@
 """The documentation runs (issue 5: "the code blocks in the docs run in the test suite").
 
-- ```python blocks in docs/*.md are doctests (``>>>`` prompts and their
+- ```python blocks in docs/*.md and README.md are doctests (``>>>`` prompts and their
   expected output); all blocks of one page share a namespace, in page order.
 - ```console blocks hold ``$ freeattn ...`` commands followed by their
   output; each command runs through ``freeattn._cli.main`` and its output
@@ -25,7 +25,8 @@ from freeattn._cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "api.md")
+# The README is a page too: its example runs once the draft is integrated.
+PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "api.md") + [ROOT / "README.md"]
 FENCE = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", flags=re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
@@ -102,7 +103,7 @@ def test_api_reference_is_up_to_date():
 @pytest.mark.parametrize("page", PAGES + [DOCS / "api.md"], ids=_ids(PAGES) + ["api.md"])
 def test_relative_links_resolve(page):
     # The README draft is written for the repository root, where it will live.
-    base = ROOT if page.name == "README_draft.md" else page.parent
+    base = ROOT if page.name in ("README_draft.md", "README.md") else page.parent
     for target in LINK.findall(page.read_text(encoding="utf-8")):
         if "://" in target or target.startswith("mailto:"):
             continue
