@@ -108,3 +108,19 @@ def test_relative_links_resolve(page):
         if "://" in target or target.startswith("mailto:"):
             continue
         assert (base / target).resolve().exists(), f"{page.name}: broken link {target}"
+
+
+def test_api_reference_covers_every_public_name_and_command():
+    import freeattn
+    from freeattn import plotting
+
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    for name in freeattn.__all__:
+        if not name.startswith("__"):
+            assert f"### `freeattn.{name}`" in text, name
+    for name in plotting.__all__:
+        assert f"### `freeattn.plotting.{name}`" in text, name
+    for command in ("coeffs", "law", "edge", "threshold", "validate", "plot", "reproduce"):
+        assert f"### `freeattn {command}`" in text, command
+    # numpydoc section underlines must not leak into markdown as setext headings.
+    assert "\n----------\n" not in text
