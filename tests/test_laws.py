@@ -391,3 +391,23 @@ def test_cdf_monotone_on_dense_grid_eq_6_8(beta, gamma):
     f = sq.cdf(np.sort(x))
     assert np.all(np.diff(f) >= 0)
     assert sq.cdf(-1.0) == 0.0 and sq.cdf(1.1 * top) == 1.0
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.floats(-3.0, np.log10(4.0)), st.floats(np.log10(0.02), np.log10(50.0)))
+def test_whole_parameter_range_mass_and_moments_eq_5_11_eq_5_12(log_beta, log_gamma):
+    """Over beta in [1e-3, 4], gamma in [0.02, 50] (log-uniform): total mass 1
+    (1e-10), mean theta1 (eq. (5.11)) and second moment (eq. (5.12)) recovered by
+    quadrature of the density panels (rtol 1e-10), edges from operator_norm equal
+    the support's upper end (rtol 1e-12)."""
+    beta, gamma = 10.0 ** log_beta, 10.0 ** log_gamma
+    sq = attention_law(beta, gamma).squared()
+    assert sq.total_mass() == pytest.approx(1.0, abs=1e-10)
+    pairs = list(freeattn._laws._panel_quadrature(sq, extra=4))
+    scale = sq.variance
+    m1 = sum(np.sum(x * w) for x, w in pairs) * scale
+    m2 = sum(np.sum(x * x * w) for x, w in pairs) * scale ** 2
+    theta1 = np.expm1(beta ** 2)
+    assert m1 == pytest.approx(theta1, rel=1e-10)
+    assert m2 == pytest.approx(2 * theta1 ** 2 + beta ** 4 / gamma, rel=1e-10)
+    assert operator_norm(beta, gamma).squared_edge == pytest.approx(sq.support()[1], rel=1e-12)
