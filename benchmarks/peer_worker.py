@@ -60,12 +60,12 @@ def _freealg(task, params):
 
 
 def _skrmt(task, params):
+    if task != "mp_density":
+        raise Unsupported(f"scikit-rmt has no free convolution routine for {task}")
     from skrmt.ensemble.spectral_law import MarchenkoPasturDistribution
 
-    if task == "mp_density":
-        return lambda x: MarchenkoPasturDistribution(
-            ratio=params["ratio"], beta=1, sigma=math.sqrt(params["variance"])).pdf(x)
-    raise Unsupported(f"scikit-rmt has no free convolution routine for {task}")
+    return lambda x: MarchenkoPasturDistribution(
+        ratio=params["ratio"], beta=1, sigma=math.sqrt(params["variance"])).pdf(x)
 
 
 def _rmtool(task, params):
@@ -98,7 +98,10 @@ PEERS = {"freealg": ("freealg", _freealg), "scikit-rmt": ("skrmt", _skrmt),
 def _version(distribution):
     from importlib import metadata
 
-    return metadata.version(distribution)
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def run(request):

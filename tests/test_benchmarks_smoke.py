@@ -6,6 +6,7 @@ finite positive times, and that the mpmath references agree with their closed fo
 """
 
 import importlib
+import importlib.util
 import json
 import math
 import pathlib
@@ -131,3 +132,18 @@ def test_bench_script_runs_as_a_command(tmp_path):
     assert "| attention |" in proc.stdout
     payload = json.loads(target.read_text(encoding="utf-8"))
     assert payload["benchmark"] == "sampling" and payload["quick"] is True
+
+
+def test_peer_worker_reports_unsupported_and_failures():
+    """The worker answers in JSON in every case: a task the peer has no routine for is
+    "not supported" (before the peer is even imported), and a peer that cannot be
+    imported here (the peers live in their own venvs) is a "failed" row with the reason."""
+    bench = _load("bench_peers")
+    task = bench.tasks(8)[2]  # MP boxtimes MP
+    row = bench.run_peer(sys.executable, "scikit-rmt", task, repeat=1, quick=True)
+    assert row["note"].startswith("not supported: scikit-rmt has no free convolution")
+    if importlib.util.find_spec("rmtool") is not None:
+        pytest.skip("rmtool is importable in this environment")
+    row = bench.run_peer(sys.executable, "rmtool", task, repeat=1, quick=True)
+    assert row["note"].startswith("failed: ModuleNotFoundError")
+    assert "time" not in row
