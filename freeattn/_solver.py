@@ -101,8 +101,11 @@ def free_cumulants_to_moments(kappa):
     """Moments ``m_0..m_K`` from free cumulants ``kappa_1..kappa_K``.
 
     Uses ``m_n = sum_s kappa_s sum_{i_1+..+i_s = n-s} m_{i_1}...m_{i_s}``
-    (the free moment-cumulant relation, theory eq. (5.9)).  Works for floats,
-    fractions and sympy expressions.
+    (the free moment-cumulant relation, theory eq. (5.9)), i.e.
+    ``M(z) = 1 + sum_s kappa_s z**s M(z)**s`` for ``M(z) = sum_n m_n z**n``,
+    with the coefficients of the powers ``M**s`` tabulated as the moments
+    become known (``O(K**3)`` operations).  Works for floats, fractions and
+    sympy expressions.
 
     Parameters
     ----------
@@ -113,31 +116,25 @@ def free_cumulants_to_moments(kappa):
     -------
     list
         ``[m_0, m_1, ..., m_K]`` with ``m_0 = 1``.
+
+    Examples
+    --------
+    >>> free_cumulants_to_moments([1, 1, 1, 1])     # free Poisson: Catalan numbers
+    [1, 1, 2, 5, 14]
     """
     kmax = len(kappa)
     m = [1] + [0] * kmax
-    # conv[s][j] = coefficient of x**j in (sum_i m_i x**i)**s, built as m fills.
+    # power[s][j] = coefficient of z**j in M(z)**s; power[0] = [1, 0, 0, ...].
+    power = [[1] + [0] * kmax] + [[0] * (kmax + 1) for _ in range(kmax)]
     for n in range(1, kmax + 1):
         total = 0
         for s in range(1, n + 1):
-            total = total + kappa[s - 1] * _power_coefficient(m, s, n - s)
+            j = n - s
+            # power[s][j] needs power[s-1][<= j] and m[<= j], all known (j < n).
+            power[s][j] = sum(m[i] * power[s - 1][j - i] for i in range(j + 1))
+            total = total + kappa[s - 1] * power[s][j]
         m[n] = total
     return m
-
-
-def _power_coefficient(m, s, j):
-    """Coefficient of ``x**j`` in ``(sum_{i<=j} m_i x**i)**s``."""
-    poly = [1] + [0] * j
-    base = m[: j + 1]
-    for _ in range(s):
-        new = [0] * (j + 1)
-        for a, pa in enumerate(poly):
-            if pa == 0:
-                continue
-            for b in range(j + 1 - a):
-                new[a + b] = new[a + b] + pa * base[b]
-        poly = new
-    return poly[j]
 
 
 # --------------------------------------------------------------------------- #
