@@ -173,8 +173,9 @@ class EigenvalueLaw:
         root is started from the cached Chebyshev panels of eq. (6.7) and
         polished by Newton's method; a point whose polished root fails the
         branch test is re-solved from all roots (:func:`select_branch`).  Up to
-        ``PDF_DIRECT_MAX_POINTS`` points on a law whose panels are not built yet
-        are solved from all roots directly instead.
+        ``PDF_DIRECT_MAX_POINTS`` points on a law whose panels are not built yet,
+        and every point of a law with a quadratic form (Marchenko-Pastur), are
+        solved from all roots directly instead.
         """
         x = as_real_array(x, "x")
         xs = x.ravel() / self._scale
@@ -183,8 +184,11 @@ class EigenvalueLaw:
         inside = np.zeros(xs.shape, dtype=bool)
         for lo, hi in self._engine.intervals():
             inside |= (xs > lo) & (xs < hi)
-        if self._panel_cache is None and np.count_nonzero(inside) <= PDF_DIRECT_MAX_POINTS:
-            # A few points on a law not yet expanded: solve them directly.
+        direct = (self._engine.degree or 0) == 2 or (
+            self._panel_cache is None and np.count_nonzero(inside) <= PDF_DIRECT_MAX_POINTS)
+        if direct:
+            # Quadratic forms (Marchenko-Pastur) have closed-form roots; a few
+            # points on a law not yet expanded are also solved directly.
             u = self._engine.solve_u(xs[inside].astype(complex))
         else:
             panels = self._panels()[0]

@@ -84,6 +84,8 @@ def poly_roots(coeffs):
     """
     lead = np.asarray(coeffs[0], dtype=complex)
     rest = [np.asarray(c, dtype=complex) / lead for c in coeffs[1:]]
+    if len(rest) == 2:
+        return _quadratic_roots(*np.broadcast_arrays(*rest))
     # Real polynomials (real z) take LAPACK's faster real eigenvalue path.
     dtype = float if all(not np.any(np.imag(c)) for c in rest) else complex
     rest = [np.real(c) if dtype is float else c for c in rest]
@@ -95,6 +97,17 @@ def poly_roots(coeffs):
     for j in range(1, d):
         comp[:, j, j - 1] = 1.0
     return np.linalg.eigvals(comp).T.astype(complex)
+
+
+def _quadratic_roots(p, q):
+    """Roots of ``u**2 + p u + q`` without cancellation, shape ``(2, N)``."""
+    disc = np.sqrt(p * p / 4 - q + 0j)
+    # Take the larger-modulus root first, the other from the product q.
+    sign = np.where((np.conj(p) * disc).real >= 0, 1.0, -1.0)
+    big = -p / 2 - sign * disc
+    with np.errstate(divide="ignore", invalid="ignore"):
+        small = np.where(big != 0, q / big, 0.0)
+    return np.stack([np.atleast_1d(big), np.atleast_1d(small)])
 
 
 def free_cumulants_to_moments(kappa):
@@ -441,6 +454,10 @@ class SampleCovarianceLaw:
         self.population = population
         self.ratio = float(ratio)
         self._intervals = None
+        #: Degree in u of the polynomial form (None without one).
+        self.degree = (len(population.silverstein_polynomial(np.ones(1, dtype=complex),
+                                                             self.ratio)) - 1
+                       if hasattr(population, "silverstein_polynomial") else None)
 
     # -- spectral variable u -------------------------------------------------
     def solve_u(self, z, guess=None):
