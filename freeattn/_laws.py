@@ -513,11 +513,16 @@ def _panel_quadrature(sq, extra):
     ``extra`` adds nodes for such polynomial factors (theory eq. (6.9)).
     """
     for p in sq._panels()[0]:
-        n = p.g_coef.size + extra + QUADRATURE_EXTRA_NODES
-        t, wt = np.polynomial.legendre.leggauss(n)
+        t, wt = _gauss_legendre(p.g_coef.size + extra + QUADRATURE_EXTRA_NODES)
         a, b = p.s_range
         sv = a + (b - a) * (t + 1) / 2
         yield p.x_of_s(sv), wt * (b - a) / 2 * p.g_of_s(sv)
+
+
+@lru_cache(maxsize=32)
+def _gauss_legendre(n):
+    """Gauss-Legendre nodes and weights on [-1, 1] (cached: panels share sizes)."""
+    return np.polynomial.legendre.leggauss(n)
 
 
 def _half_moment(sq, k):

@@ -805,7 +805,7 @@ class Panel:
         self.u_coef = coef(u.real) + 1j * coef(u.imag)
         self.g_coef = coef(g)
         tail = slice(-max(n // 8, 4), None)
-        self.tails = np.array([np.max(np.abs(cf[tail])) / np.max(np.abs(cf))
+        self.tails = np.array([np.max(np.abs(cf[tail])) / max(np.max(np.abs(cf)), 1e-300)
                                for cf in (self.u_coef, self.g_coef)])
         cheb = np.polynomial.chebyshev
         self.s_range = {"left": (0.0, 1.0), "right": (-1.0, 0.0), "smooth": (-1.0, 1.0)}[kind]
@@ -918,13 +918,14 @@ def _build(law, lo, hi, kind, depth, floor):
     panel, last = _fit_panel(law, lo, hi, kind)
     if panel is not None:
         return [panel]
-    if kind == "smooth" and hi - lo <= floor:
-        # An interior sliver next to a cusp (two edges about to merge:
+    hard_edge = kind == "left" and lo == 0.0
+    if not hard_edge and hi - lo <= floor:
+        # A sliver next to a cusp (two edges about to merge or just merged:
         # |x - x0|**(1/3) behaviour and a nearly triple root, float-accurate to
         # ~eps**(1/3) only).  Its mass is below ~floor**(4/3) of the
-        # interval's, so the best-effort expansion is kept.  Edge panels are
-        # always split further: at a hard edge the mass of a sliver can be
-        # large (x**(-2/3) above the crossover scale for small beta).
+        # interval's, so the best-effort expansion is kept.  Panels at the
+        # hard edge 0 are always split further: there the mass of a sliver
+        # can be large (x**(-2/3) above the crossover scale for small beta).
         return [last]
     if kind == "left":
         cut = lo + (hi - lo) / 4

@@ -411,3 +411,19 @@ def test_whole_parameter_range_mass_and_moments_eq_5_11_eq_5_12(log_beta, log_ga
     assert m1 == pytest.approx(theta1, rel=1e-10)
     assert m2 == pytest.approx(2 * theta1 ** 2 + beta ** 4 / gamma, rel=1e-10)
     assert operator_norm(beta, gamma).squared_edge == pytest.approx(sq.support()[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("beta", [0.7024817862, 0.7024827862, 0.7024837862])
+def test_support_about_to_split_eq_6_4_eq_6_7(beta):
+    """eqs. (6.4) and (6.7) at gamma = 0.3 within 1e-6 of the beta (~0.70248279,
+    located by bisection on the number of intervals) where the support splits in
+    two: the edges almost touch (a cusp, nearly triple roots), yet the panels
+    converge, the mass is 1 (1e-10), the CDF is monotone and m2 is exact."""
+    sq = attention_law(beta, 0.3).squared()
+    assert sq.total_mass() == pytest.approx(1.0, abs=1e-10)
+    x = np.linspace(0.0, sq.support()[1], 20001)
+    assert np.all(np.diff(sq.cdf(x)) >= 0)
+    assert np.all(np.isfinite(sq.pdf(x[1:])))
+    pairs = list(freeattn._laws._panel_quadrature(sq, extra=4))
+    m2 = sum(np.sum(xx * xx * w) for xx, w in pairs) * sq.variance ** 2
+    assert m2 == pytest.approx(sq.moment(2), rel=1e-9)
