@@ -184,6 +184,17 @@ class EigenvalueLaw:
         inside = np.zeros(xs.shape, dtype=bool)
         for lo, hi in self._engine.intervals():
             inside |= (xs > lo) & (xs < hi)
+        if isinstance(self._engine.population, PointMassPopulation):
+            # Marchenko-Pastur: the closed form of theory eq. (5.4), v = 1 here
+            # (the scale is applied below); no root finding.
+            c = self.ratio
+            lo, hi = (1.0 - np.sqrt(c)) ** 2, (1.0 + np.sqrt(c)) ** 2
+            xi = xs[inside]
+            out[inside] = np.sqrt((hi - xi) * (xi - lo)) / (2.0 * np.pi * c * xi)
+            if hard:
+                out[xs == 0.0] = np.inf
+            out = out / self._scale
+            return out.reshape(x.shape) if x.ndim else float(out[0])
         direct = (self._engine.degree or 0) == 2 or (
             self._panel_cache is None and np.count_nonzero(inside) <= PDF_DIRECT_MAX_POINTS)
         if direct:

@@ -26,6 +26,19 @@ def test_marchenko_pastur_density_closed_form():
         assert mp.atom == pytest.approx(max(0.0, 1 - 1 / c), abs=1e-15)
 
 
+def test_marchenko_pastur_fast_path_matches_the_silverstein_solver():
+    """The MP pdf uses the closed form eq. (5.4); the general engine solving the
+    quadratic form of eq. (5.3) for H = delta_1 must give the same density
+    (rtol 1e-11: the engine's root loses digits near the square-root edges)."""
+    from freeattn._solver import PointMassPopulation, SampleCovarianceLaw
+    for c in (0.3, 1.0, 2.5):
+        engine = SampleCovarianceLaw(PointMassPopulation(1.0), c)
+        (lo, hi), = engine.intervals()
+        x = np.linspace(lo, hi, 301)[1:-1]
+        np.testing.assert_allclose(marchenko_pastur(1.0, c).pdf(x), engine.density(x),
+                                   rtol=1e-11)
+
+
 def test_quarter_circle_beta_large():
     """At beta = 4 (alpha**2/theta1 = 1 - 2e-6) s/sqrt(theta1) is quarter-circle
     sqrt(4 - s**2)/pi (MP takes over, theory eq. (6.12)); atol 1e-4 set by the
