@@ -36,6 +36,12 @@ __all__ = [
 #: still fits in float64 up to beta ~ 26.6, but the law is Marchenko-Pastur
 #: to all printed digits.
 MAX_LAW_BETA = 4.0
+#: Smallest beta served by the laws.  The law is computed in units of theta1;
+#: below ~1e-11 the split support at gamma = 0.02 is lost in the polynomial
+#: coefficients (alpha**2/theta2 ~ beta**2/2 underflows against 1), so the
+#: range stops three decades earlier.  At beta = 1e-8 the law equals its
+#: beta -> 0 limit (theory eq. (6.11)) to O(beta**2) = 1e-16.
+MIN_LAW_BETA = 1e-8
 
 #: Range of gamma = d_qk/n served by the laws (issue 3).
 GAMMA_RANGE = (0.02, 50.0)
@@ -57,9 +63,14 @@ def _check_law_args(beta, gamma):
         raise TypeError(f"beta must be a real scalar, got array of shape {b.shape}")
     b = float(b)
     if b > MAX_LAW_BETA:
-        raise ValueError(f"beta must be in (0, {MAX_LAW_BETA}] for the spectral laws "
-                         f"(exp(beta**2) = {np.exp(b * b):.3g}; for larger beta the law is "
-                         f"Marchenko-Pastur to float precision), got {beta!r}")
+        raise ValueError(f"beta must be in [{MIN_LAW_BETA}, {MAX_LAW_BETA}] for the spectral laws "
+                         f"(beyond it theta2/theta1 = beta**2/(exp(beta**2) - 1) < 1.8e-6 and the "
+                         f"law is Marchenko-Pastur of variance theta1 to that relative order), "
+                         f"got {beta!r}")
+    if b < MIN_LAW_BETA:
+        raise ValueError(f"beta must be in [{MIN_LAW_BETA}, {MAX_LAW_BETA}] for the spectral laws "
+                         f"(below it the law in units of theta1 is its beta -> 0 limit, the "
+                         f"two-Wishart product law, to better than 1e-16), got {beta!r}")
     return b, _check_gamma(gamma)
 
 
@@ -449,7 +460,9 @@ class SingularValueLaw:
         s = as_real_array(s, "s")
         flat = s.ravel()
         out = np.zeros(flat.shape)
-        pos = flat > 0
+        # Points beyond the support (including +inf, where s * f(s**2) would be
+        # inf * 0) have density 0.
+        pos = (flat > 0) & (flat <= np.sqrt(self._sq.support()[1]))
         if pos.any():
             out[pos] = 2.0 * flat[pos] * np.asarray(self._sq.pdf(flat[pos] ** 2))
         zero = flat == 0
@@ -561,7 +574,7 @@ def attention_law(beta, gamma=1.0):
     Parameters
     ----------
     beta : float
-        Inverse temperature, ``0 < beta <= 4``.
+        Inverse temperature, ``1e-8 <= beta <= 4`` (``MIN_LAW_BETA``, ``MAX_LAW_BETA``).
     gamma : float, optional
         ``d_qk / n``, in ``[0.02, 50]``.
 
@@ -576,6 +589,9 @@ def attention_law(beta, gamma=1.0):
     ------
     TypeError, ValueError
         For non-real or out-of-range ``beta`` or ``gamma``.
+    ConvergenceError
+        If the fixed-point equation is not solved to its tolerance at some
+        point (the message quotes the point and the residual).
 
     Examples
     --------
@@ -676,7 +692,7 @@ def operator_norm(beta, gamma=1.0):
     Parameters
     ----------
     beta : float
-        ``0 < beta <= 4``.
+        ``1e-8 <= beta <= 4``.
     gamma : float, optional
         ``d_qk / n`` in ``[0.02, 50]``.
 
@@ -751,7 +767,7 @@ def linearization_threshold(n, gamma=1.0):
         edge, theta1 = _normalized_upper_edge(b, g)
         return np.log(edge * theta1) - np.log(n)
 
-    lo, hi = 1e-3, MAX_LAW_BETA
+    lo, hi = MIN_LAW_BETA, MAX_LAW_BETA
     if gap(lo) > 0:
         raise ValueError(f"n = {n} is too small: the edge exceeds n already at beta = {lo}")
     if gap(hi) < 0:

@@ -26,7 +26,7 @@ from math import comb
 import numpy as np
 
 from ._errors import ConvergenceError
-from ._tolerances import (BRANCH_RESIDUAL_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL,
+from ._tolerances import (BRANCH_RESIDUAL_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, EDGE_ROOT_IMAG_RTOL,
                           CHEB_START_NODES, CHEB_TAIL_RTOL,
                           CONTINUATION_DIFF_STEP, CONTINUATION_FACTOR, CONTINUATION_HALVINGS,
                           CONTINUATION_STAGES, EDGE_MERGE_RTOL, HARD_EDGE_U_RTOL,
@@ -295,7 +295,7 @@ class AffineMarchenkoPasturPopulation:
         roots = np.roots(crit[::-1])
         out = []
         for t in roots:
-            if abs(t.imag) > 1e-8 * max(1.0, abs(t)):
+            if abs(t.imag) > EDGE_ROOT_IMAG_RTOL * max(1.0, abs(t)):
                 continue
             t = _newton_real_root(crit, t.real)
             dt = p.polyval(t, d)

@@ -143,3 +143,10 @@ REAL_ROOT_RTOL = 1e-13
 #: built yet solves them directly (~4 us per point) instead of building the
 #: panels (a few ms, up to ~0.3 s for beta ~ 1e-8).
 PDF_DIRECT_MAX_POINTS = 256
+
+#: A root of the edge polynomial (theory eq. (6.3)) from companion-matrix
+#: eigenvalues counts as real when |Im t| <= this times max(1, |t|); it is then
+#: polished by Newton on the real line.  Eigenvalues of a real root carry
+#: round-off ~ sqrt(eps) ~ 1e-8 only at a double root, where the candidate is
+#: also kept; genuinely complex pairs of the cubic are far larger.
+EDGE_ROOT_IMAG_RTOL = 1e-8

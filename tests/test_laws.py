@@ -314,6 +314,8 @@ def test_linear_model_monte_carlo_eq_5_1():
     (float("nan"), 1.0, ValueError, "beta"),
     (5.0, 1.0, ValueError, "beta"),
     (30.0, 1.0, ValueError, "beta"),
+    (1e-9, 1.0, ValueError, r"beta must be in \[1e-08, 4.0\]"),
+    (1e-200, 0.5, ValueError, "beta"),
     (1j, 1.0, TypeError, "beta"),
     ("1", 1.0, TypeError, "beta"),
     (1.0, 0.0, ValueError, "gamma"),
@@ -328,6 +330,35 @@ def test_bad_law_arguments(beta, gamma, exc, match):
         attention_law(beta, gamma)
     with pytest.raises(exc, match=match):
         operator_norm(beta, gamma)
+
+
+@pytest.mark.parametrize("gamma", [0.02, 0.5, 1.0, 50.0])
+def test_smallest_beta_keeps_every_interval(gamma):
+    """At beta = MIN_LAW_BETA = 1e-8 the law is its beta -> 0 limit (theory eq. (6.11)):
+    total mass 1 (1e-10) and, in units of theta1, the same intervals as at beta = 1e-6
+    (the O(beta**2) difference is 1e-12, rtol 1e-9).  Regression: at beta ~ 1e-12 the
+    score-carrying interval at gamma = 0.02 used to vanish without an error."""
+    def scaled(beta):
+        sq = attention_law(beta, gamma).squared()
+        theta1 = np.expm1(beta ** 2)
+        assert sq.total_mass() == pytest.approx(1.0, abs=1e-10)
+        return np.array(sq.intervals()) / theta1
+    small, ref = scaled(1e-8), scaled(1e-6)
+    assert small.shape == ref.shape
+    if gamma < 1:
+        # The noise bulk near 0 has width alpha**2/theta1 * const ~ beta**2 (gamma < 1:
+        # the population atom at alpha**2), so its edge shrinks by (1e-8/1e-6)**2.
+        assert small[0, 1] / ref[0, 1] == pytest.approx(1e-4, rel=1e-6)
+        small, ref = small[1:], ref[1:]
+    np.testing.assert_allclose(small, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_singular_value_pdf_vanishes_beyond_the_support():
+    """pdf of s is 2 s f(s**2): 0 beyond sqrt(upper edge), including at +inf (not NaN)."""
+    law = attention_law(1.0)
+    top = np.sqrt(law.squared().support()[1])
+    assert law.pdf(np.inf) == 0.0
+    np.testing.assert_array_equal(law.pdf([top * 1.01, 1e300]), [0.0, 0.0])
 
 
 def test_bad_method_arguments():
