@@ -17,8 +17,9 @@ import time
 import numpy as np
 import scipy.stats
 
-from ._checks import MAX_FLOAT_BETA, check_int, check_positive
+from ._checks import check_int, check_positive
 from ._coefficients import linear_coefficients
+from ._laws import GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA
 from ._sampling import CHAIN_MODELS, _check_models, _iter_chain, squared_singular_values
 
 __all__ = [
@@ -374,15 +375,25 @@ class ValidationReport:
 
 def _check_validate_args(beta, gamma, n, draws, models, progress):
     """All checks of :func:`validate`'s arguments; return them normalized."""
-    b = check_positive(beta, "beta", upper=MAX_FLOAT_BETA)
+    b = check_positive(beta, "beta", upper=MAX_LAW_BETA)
     g = check_positive(gamma, "gamma")
     if b.ndim or g.ndim:
         raise ValueError("beta and gamma must be scalars")
+    if float(b) < MIN_LAW_BETA:
+        raise ValueError(f"beta must be in [{MIN_LAW_BETA}, {MAX_LAW_BETA}] (the range of the "
+                         f"limiting law), got {beta!r}")
     n = check_int(n, "n", minimum=2)
     draws = check_int(draws, "draws", minimum=1)
     d_qk = int(round(float(g) * n))
     if d_qk < 1:
         raise ValueError(f"gamma * n must round to d_qk >= 1, got gamma={float(g)!r}, n={n}")
+    # The samples have width ratio d_qk/n; the law they are compared with must
+    # be the law at that ratio, which is gamma itself when gamma*n is an integer.
+    g = d_qk / n
+    if not GAMMA_RANGE[0] <= g <= GAMMA_RANGE[1]:
+        raise ValueError(f"gamma: the sampled ratio d_qk/n = {d_qk}/{n} = {g:.6g} must be in "
+                         f"[{GAMMA_RANGE[0]}, {GAMMA_RANGE[1]}] (the range of the limiting "
+                         f"law); got gamma={gamma!r}")
     models = _check_models(models)
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be None, True or False, got {progress!r}")
@@ -625,9 +636,12 @@ def validate(beta, gamma=1.0, n=1000, draws=10, *, models=CHAIN_MODELS, rng=None
     Parameters
     ----------
     beta : float
-        Inverse temperature, ``0 < beta <= 26.64``.
+        Inverse temperature, ``1e-8 <= beta <= 4`` (the range of the law).
     gamma : float, optional
-        Width ratio; ``d_qk = round(gamma * n)``.
+        Width ratio; ``d_qk = round(gamma * n)``.  The samples are compared with
+        the law at the sampled ratio ``d_qk / n`` (equal to ``gamma`` when
+        ``gamma * n`` is an integer), which is what the report's ``gamma`` holds;
+        it must lie in ``[0.02, 50]``.
     n : int, optional
         Matrix size, ``n >= 2``.
     draws : int, optional

@@ -338,3 +338,31 @@ def test_attention_distance_shrinks_with_n():
     assert small.ks - large.ks > small.ks_noise + large.ks_noise
     assert rep.fits["attention"]["ks"].slope < -0.3
     assert large.ks_mp > 2 * large.ks
+
+
+def test_law_is_taken_at_the_sampled_width_ratio():
+    """gamma = 0.03, n = 50 samples d_qk = round(1.5) = 2 keys, so the samples have
+    ratio 2/50 = 0.04; the report (and the law it compares with) must use 0.04:
+    its predicted edge equals operator_norm(1, 0.04), not operator_norm(1, 0.03)."""
+    report = validate(1.0, gamma=0.03, n=50, draws=1, models=("linear",), rng=1,
+                      progress=False)
+    assert report.d_qk == 2
+    assert report.gamma == 0.04
+    assert report.edge == pytest.approx(freeattn.operator_norm(1.0, 0.04).squared_edge,
+                                        rel=1e-15)
+    # The lower end of the law's range is reachable: d_qk/n = 4/200 = 0.02.
+    assert validate(1.0, gamma=0.02, n=200, draws=1, models=("linear",), rng=1,
+                    progress=False).gamma == 0.02
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(beta=5.0), "beta"),
+    (dict(beta=1e-9), "beta"),
+    (dict(gamma=0.01, n=100), "gamma"),      # d_qk = 1, ratio 0.01 < 0.02
+])
+def test_validate_accepts_only_the_range_of_the_law(kwargs, match):
+    """beta in [1e-8, 4] and d_qk/n in [0.02, 50]: the range where the law is computed."""
+    args = dict(beta=1.0, n=40, draws=1, models=("linear",), rng=0, progress=False)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        validate(**args)
