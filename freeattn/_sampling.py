@@ -134,6 +134,9 @@ def sample_attention(n, d_qk, beta, *, rng=None, dtype=np.float64):
     dtype = np.dtype(dtype)
     if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise TypeError(f"dtype must be numpy.float64 or numpy.float32, got {dtype}")
+    if b > float(np.finfo(dtype).max):
+        raise ValueError(f"beta must be finite in {dtype} (at most {np.finfo(dtype).max:.3g}), "
+                         f"got {beta!r}")
     streams = _streams(rng)
     k = streams[_KEYS].standard_normal((n, d_qk), dtype=dtype.type)
     q = streams[_QUERIES].standard_normal((n, d_qk), dtype=dtype.type)
@@ -209,8 +212,15 @@ def _iter_chain(n, d_qk, beta, models, rng, keys):
             del a
         elif model in ("normalized", "centered"):
             if features is None:
-                with np.errstate(over="raise"):
-                    features = np.expm1(beta * scores - 0.5 * beta * beta)
+                try:
+                    with np.errstate(over="raise"):
+                        features = np.expm1(beta * scores - 0.5 * beta * beta)
+                except FloatingPointError:
+                    raise FloatingPointError(
+                        f"f(S) = expm1(beta*S - beta**2/2) overflows float64 at beta={beta} "
+                        f"(largest score {float(np.max(scores)):.3g}); the feature models "
+                        f"need a smaller beta, the attention model alone has no limit"
+                    ) from None
                 features /= root_n
                 if "linear" not in later:
                     scores = None

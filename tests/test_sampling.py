@@ -229,3 +229,13 @@ def test_bad_model_and_dtype():
         sample_model("sigma_f", 10, 3, 30.0)   # exp(beta**2) overflows float64
     with pytest.raises(ValueError, match="2-d"):
         squared_singular_values(np.ones(3))
+
+
+def test_float32_softmax_rejects_a_beta_it_cannot_hold():
+    """beta beyond float32's range would turn 0 * inf into NaN rows: a clear error
+    naming beta instead; the largest float32 beta still gives rows summing to 1."""
+    with pytest.raises(ValueError, match="beta must be finite in float32"):
+        freeattn.sample_attention(20, 10, 1e39, dtype=np.float32)
+    A = freeattn.sample_attention(20, 10, 3e38, dtype=np.float32, rng=0)
+    assert np.isfinite(A).all()
+    np.testing.assert_allclose(A.sum(axis=1), 1.0, rtol=1e-6)
