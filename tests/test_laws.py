@@ -471,3 +471,31 @@ def test_support_about_to_split_eq_6_4_eq_6_7(beta):
     pairs = list(freeattn._laws._panel_quadrature(sq, extra=4))
     m2 = sum(np.sum(xx * xx * w) for xx, w in pairs) * sq.variance ** 2
     assert m2 == pytest.approx(sq.moment(2), rel=1e-9)
+
+
+def test_stieltjes_far_from_the_support_uses_the_moment_series():
+    """Beyond STIELTJES_SERIES_RADIUS * edge, G(z) = sum_k m_k / z**(k+1) (eq. (5.8)
+    moments): it matches the polynomial-form solution where both are valid
+    (rtol 1e-13) and stays finite up to |z| = 1e300 with z G(z) -> 1 (m_0 = 1)."""
+    from freeattn._tolerances import STIELTJES_SERIES_RADIUS
+    for beta, gamma in [(1.0, 1.0), (0.5, 0.1)]:
+        sq = attention_law(beta, gamma).squared()
+        edge = sq.support()[1]
+        z = np.array([2.0, 10.0, 1e3]) * STIELTJES_SERIES_RADIUS * edge + 1j * edge
+        direct = -sq._engine.stieltjes(z / sq.variance) / sq.variance
+        np.testing.assert_allclose(sq.stieltjes(z), direct, rtol=1e-13)
+        huge = np.array([1e300, -1e300, 1e300j, 1e150 + 1e150j])
+        np.testing.assert_allclose(sq.stieltjes(huge) * huge, 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("ratio", [1e-4, 1e4])
+def test_marchenko_pastur_ratio_range(ratio):
+    """MP at the ends of MP_RATIO_RANGE keeps mass 1 (1e-12) and its closed-form edges
+    (1 -+ sqrt c)**2 (eq. (5.4)); outside the range a ValueError names the ratio."""
+    mp = marchenko_pastur(1.0, ratio)
+    assert mp.total_mass() == pytest.approx(1.0, abs=1e-12)
+    (lo, hi), = mp.intervals()
+    assert (lo, hi) == pytest.approx(((1 - np.sqrt(ratio)) ** 2, (1 + np.sqrt(ratio)) ** 2),
+                                     rel=1e-12)
+    with pytest.raises(ValueError, match="ratio must be in"):
+        marchenko_pastur(1.0, ratio * 0.5 if ratio < 1 else ratio * 2)
