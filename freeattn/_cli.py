@@ -35,6 +35,10 @@ EXIT_USAGE = 2
 #: to read in a terminal.
 DEFAULT_LAW_POINTS = 11
 
+#: Most points ``law --points`` prints: a table, not a bulk evaluation (use the
+#: Python API, which is vectorized, for large grids).
+MAX_LAW_POINTS = 100_000
+
 #: Significant digits in human-readable tables; machine-readable formats
 #: (csv, json) carry full float64 precision.
 TABLE_DIGITS = 8
@@ -62,21 +66,24 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
 # argument types
 
 
-def _int_at_least(minimum):
-    """Argument type: an integer ``>= minimum``."""
+def _int_at_least(minimum, maximum=None):
+    """Argument type: an integer ``>= minimum`` (and ``<= maximum`` if given)."""
+    allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+
     def parse(text):
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"expected an integer >= {minimum}, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+                f"expected an integer {allowed}, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"expected an integer {allowed}, got {value}")
         return value
     return parse
 
 
 _positive_int = _int_at_least(1)
+_law_points = _int_at_least(1, MAX_LAW_POINTS)
 _nonnegative_int = _int_at_least(0)
 
 
@@ -384,8 +391,19 @@ def _cmd_threshold(args, out):
     return EXIT_OK
 
 
+def _check_writable(path):
+    """Fail before a long run, not after it, when ``path`` cannot be written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"--json: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ValueError(f"--json: cannot write {path}")
+
+
 def _cmd_validate(args, out):
     fa = _library()
+    if args.json not in (None, "-"):
+        _check_writable(args.json)
     models = tuple(args.models) if args.models else fa.CHAIN_MODELS
     # An int executor is a local process pool with that many workers.
     report = fa.validate(args.beta, args.gamma, args.n, args.draws, models=models,
@@ -394,13 +412,13 @@ def _cmd_validate(args, out):
     if args.json == "-":
         out.write(report.to_json() + "\n")
         return EXIT_OK
+    # The report goes to the terminal first, so a failing write loses nothing.
+    out.write(report.to_markdown() if args.markdown else report.to_text())
+    out.write("\n")
     if args.json is not None:
         with open(args.json, "w", encoding="utf-8") as handle:
             handle.write(report.to_json())
             handle.write("\n")
-    out.write(report.to_markdown() if args.markdown else report.to_text())
-    out.write("\n")
-    if args.json is not None:
         out.write(f"wrote {args.json}\n")
     return EXIT_OK
 
@@ -463,8 +481,8 @@ def _add_mc_sizes(parser):
     ns = inspect.signature(figure_convergence).parameters["ns"].default
     parser.add_argument("--n", type=_positive_int, default=None, metavar="N",
                         help=f"Monte Carlo matrix size n (tokens): figure 1 uses n "
-                             f"[{chain['n']}], figure 4 uses n/4, n/2 and n "
-                             f"[{', '.join(map(str, ns))}]")
+                             f"[{chain['n']}]; figure 4 uses n/4, n/2 and n when N is given "
+                             f"[default sizes: {', '.join(map(str, ns))}]")
     parser.add_argument("--draws", type=_positive_int, default=None, metavar="D",
                         help=f"independent draws per model and size "
                              f"[figure 1: {chain['draws']}, figure 4: {conv['draws']}]")
@@ -513,11 +531,13 @@ def build_parser():
     _add_beta(p)
     _add_gamma(p)
     grid = p.add_mutually_exclusive_group()
-    grid.add_argument("--points", type=_positive_int, default=DEFAULT_LAW_POINTS, metavar="N",
-                      help="table on N evenly spaced points from the lower to the upper edge")
+    grid.add_argument("--points", type=_law_points, default=DEFAULT_LAW_POINTS, metavar="N",
+                      help=f"table on N evenly spaced points from the lower to the upper edge "
+                           f"(at most {MAX_LAW_POINTS})")
     grid.add_argument("--at", type=_float_list, default=None, metavar="X1,X2,...",
                       help="table at these points instead (same variable as the table: "
-                           "s, or lambda with --squared)")
+                           "s, or lambda with --squared); write --at=-1,2 when the first "
+                           "point is negative")
     p.add_argument("--squared", action="store_true",
                    help="the law of lambda = s^2 (eigenvalues of n*A_perp A_perp^T)")
     p.add_argument("--compare-mp", action="store_true",

@@ -315,3 +315,25 @@ def test_closed_pipe_is_not_an_error():
         shell=True, capture_output=True, text=True, timeout=60, check=False)
     assert result.stdout.startswith("Limiting law")
     assert result.stderr == ""
+
+
+def test_validate_checks_the_json_path_before_running(capsys, tmp_path):
+    """An unwritable --json path is a usage error (exit 2) raised before any draw runs,
+    so a long run is never thrown away at the end."""
+    import time
+
+    start = time.perf_counter()
+    code = main(["validate", "--beta", "1", "--n", "2000", "--draws", "50",
+                 "--json", str(tmp_path / "missing" / "report.json")])
+    assert code == 2
+    assert time.perf_counter() - start < 5.0   # 50 draws at n = 2000 would take minutes
+    err = capsys.readouterr().err
+    assert "--json" in err and "does not exist" in err and "Traceback" not in err
+
+
+def test_law_points_has_an_upper_bound(capsys):
+    """--points is capped (MAX_LAW_POINTS): a huge table is a usage error, not an OOM kill."""
+    from freeattn._cli import MAX_LAW_POINTS
+
+    assert main(["law", "--beta", "1", "--points", str(MAX_LAW_POINTS + 1)]) == 2
+    assert "expected an integer in [1, " in capsys.readouterr().err
