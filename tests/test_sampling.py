@@ -239,3 +239,17 @@ def test_float32_softmax_rejects_a_beta_it_cannot_hold():
     A = freeattn.sample_attention(20, 10, 3e38, dtype=np.float32, rng=0)
     assert np.isfinite(A).all()
     np.testing.assert_allclose(A.sum(axis=1), 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-13), (np.float32, 1e-5)])
+def test_scores_product_through_scipy_blas(dtype, rtol):
+    """_scores(q, k) is q @ k.T (same dtype, C-contiguous), formed by SciPy's gemm on
+    Fortran views so that sampling and spectrum share one BLAS thread pool."""
+    from freeattn._sampling import _scores
+
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((9, 4)).astype(dtype)
+    k = rng.standard_normal((6, 4)).astype(dtype)
+    out = _scores(q, k)
+    assert out.dtype == dtype and out.flags["C_CONTIGUOUS"] and out.shape == (9, 6)
+    np.testing.assert_allclose(out, q @ k.T, rtol=rtol, atol=rtol)
