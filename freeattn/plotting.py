@@ -118,13 +118,19 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
         Independent draws per model.
     models : sequence of str, optional
         Models to sample (default ``freeattn.CHAIN_MODELS``).
-    rng : None, int or numpy.random.Generator
-        Seed or generator; each draw gets an independent child stream, shared
-        by all models (``freeattn.sample_chain``), so the result does not
-        depend on the executor.
-    executor : None, int or concurrent.futures.Executor, optional
-        Runs the draws in parallel (an int: a local process pool with that
-        many workers); ``None`` runs them here.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Root seed; draw ``i`` uses its ``i``-th spawned child, shared by all
+        models (``freeattn.sample_chain``), so the result does not depend on
+        the executor.  The draws are those of ``freeattn.validate`` with the
+        same arguments.
+    executor : None, int, 'process' or concurrent.futures.Executor, optional
+        Runs the draws in parallel, as in ``freeattn.validate`` (an int: a
+        local process pool with that many workers); ``None`` runs them here.
+
+    Raises
+    ------
+    freeattn.DrawError
+        When a draw fails (it names the draw and its seed).
 
     Returns
     -------
@@ -137,28 +143,16 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     >>> {model: values.shape for model, values in samples.items()}
     {'attention': (40,), 'linear': (40,)}
     """
-    fa = _library()
-    models = tuple(fa.CHAIN_MODELS if models is None else models)
-    d_qk = max(1, int(round(gamma * n)))
-    streams = np.random.default_rng(rng).spawn(draws)
-    jobs = [(n, d_qk, beta, models, stream) for stream in streams]
-    if executor is None:
-        spectra = [_chain_draw(*job) for job in jobs]
-    elif isinstance(executor, int):
-        from concurrent.futures import ProcessPoolExecutor
+    # The draws of freeattn.validate: same argument checks, seeds, executors and
+    # DrawError (with the failing draw's seed) when a draw fails.
+    from ._validation import _check_validate_args, _root_seed, _run_draws
 
-        with ProcessPoolExecutor(max_workers=executor) as pool:
-            spectra = list(pool.map(_chain_draw, *zip(*jobs)))
-    else:
-        spectra = list(executor.map(_chain_draw, *zip(*jobs)))
+    fa = _library()
+    beta, _, n, d_qk, draws, models = _check_validate_args(
+        beta, gamma, n, draws, fa.CHAIN_MODELS if models is None else models, False)
+    spectra = _run_draws(n, d_qk, beta, models, _root_seed(rng).spawn(draws), executor,
+                         progress=False)
     return {model: np.concatenate([draw[model] for draw in spectra]) for model in models}
-
-
-def _chain_draw(n, d_qk, beta, models, rng):
-    """Squared singular values of each model from one shared draw (as in the proof)."""
-    fa = _library()
-    return {model: fa.squared_singular_values(matrix) for model, matrix in
-            fa.sample_chain(n, d_qk, beta, models=models, rng=rng).items()}
 
 
 def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
