@@ -119,6 +119,19 @@ def test_chain_samples_are_reproducible_from_the_seed():
     b = plotting.chain_samples(1.0, 12, draws=2, models=("attention", "linear"), rng=5)
     np.testing.assert_array_equal(a["attention"], b["attention"])
     np.testing.assert_array_equal(a["linear"], b["linear"])
+    # ... and they are validate's draws: draw i from the i-th child of the seed.
+    from freeattn._validation import run_draw
+
+    children = np.random.SeedSequence(5).spawn(2)
+    np.testing.assert_array_equal(a["linear"], np.concatenate(
+        [run_draw(12, 12, 1.0, ("linear",), child)["linear"] for child in children]))
+
+
+def test_chain_samples_check_their_arguments_like_validate():
+    with pytest.raises(ValueError, match="n"):
+        plotting.chain_samples(1.0, 1, draws=1)
+    with pytest.raises(ValueError, match="model"):
+        plotting.chain_samples(1.0, 10, draws=1, models=("softmax",))
 
 
 @pytest.mark.slow
