@@ -38,7 +38,8 @@ _STREAMS = 4
 # A covariance factor falls back from Cholesky to a clipped eigendecomposition
 # when Cholesky fails; eigenvalues down to -_COVARIANCE_CLIP * n * eps * lambda_max
 # are round-off of a positive semi-definite matrix and are set to 0, anything more
-# negative means the matrix is not a covariance and raises.
+# negative (or NaN) means the matrix is not a covariance and raises
+# (theory/07_validation.md, section 7.1).
 _COVARIANCE_CLIP = 100.0
 
 
@@ -174,7 +175,7 @@ def _gaussian_rows(noise, cov):
     except np.linalg.LinAlgError:
         values, vectors = scipy.linalg.eigh(cov, check_finite=False)
         floor = -_COVARIANCE_CLIP * cov.shape[0] * FLOAT_EPS * max(values[-1], 0.0)
-        if values[0] < floor:
+        if not values[0] >= floor:   # also catches NaN
             raise ValueError(f"covariance is not positive semi-definite: smallest "
                              f"eigenvalue {values[0]:.3e} < {floor:.3e}") from None
         return noise @ (vectors * np.sqrt(np.clip(values, 0.0, None))).T
@@ -405,7 +406,8 @@ def squared_singular_values(matrix):
     then LAPACK ``syevr`` through :func:`scipy.linalg.eigvalsh`), which is
     1.6-2.3 times faster than :func:`scipy.linalg.svdvals` at ``n = 1000`` and
     agrees with its squares to ``1e-14 * lambda_max`` (theory/07_validation.md).
-    Round-off below 0 is clipped to 0.
+    Round-off below 0 is clipped to 0 (a Gram matrix is positive
+    semi-definite, so a negative value can only be round-off).
 
     Parameters
     ----------
@@ -414,6 +416,14 @@ def squared_singular_values(matrix):
     Returns
     -------
     numpy.ndarray, shape (min(m, k),)
+
+    Raises
+    ------
+    TypeError
+        If ``matrix`` is not real.
+    ValueError
+        If ``matrix`` is not a non-empty 2-d array, contains NaN or inf, or
+        its Gram matrix overflows float64.
 
     Examples
     --------
@@ -426,5 +436,10 @@ def squared_singular_values(matrix):
     if y.shape[0] > y.shape[1]:
         y = y.T
     gram = _blas.dsyrk(1.0, np.asarray(y.T, order="F"), trans=1)
+    # The diagonal holds the squared row norms: it is infinite exactly when an
+    # entry is infinite or the Gram matrix overflows, which would give NaN below.
+    if not np.isfinite(np.diagonal(gram)).all():
+        raise ValueError("matrix must be finite with squared row norms below "
+                         "the float64 maximum (an entry is infinite, or Y Y^T overflows)")
     values = scipy.linalg.eigvalsh(gram, lower=False, overwrite_a=True, check_finite=False)
     return np.clip(values, 0.0, None)

@@ -229,6 +229,13 @@ def test_bad_model_and_dtype():
         sample_model("sigma_f", 10, 3, 30.0)   # exp(beta**2) overflows float64
     with pytest.raises(ValueError, match="2-d"):
         squared_singular_values(np.ones(3))
+    # inf entries, or finite entries whose Gram matrix overflows, used to give NaN values
+    with pytest.raises(ValueError, match="finite"):
+        squared_singular_values(np.array([[np.inf, 1.0], [1.0, 1.0]]))
+    with pytest.raises(ValueError, match="overflows"):
+        squared_singular_values(np.full((2, 3), 1e200))
+    with pytest.raises(ValueError, match="NaN"):
+        squared_singular_values(np.array([[np.nan, 1.0], [1.0, 1.0]]))
 
 
 def test_float32_softmax_rejects_a_beta_it_cannot_hold():
