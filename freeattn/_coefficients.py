@@ -159,6 +159,12 @@ def _check_mp_inputs(beta, dps):
     return dps, value
 
 
+def _check_exact_or_dps(exact, dps):
+    """Reject ``exact=True`` together with ``dps=...``: the evaluation paths exclude each other."""
+    if exact and dps is not None:
+        raise ValueError("give either exact=True or dps=..., not both")
+
+
 def _mp_coefficients(beta, dps):
     """``theta1``, ``theta2``, ``alpha2``, ``alpha`` as mpmath numbers at ``dps`` digits.
 
@@ -249,8 +255,7 @@ def linear_coefficients(beta, *, exact=False, dps=None):
     >>> mpmath.nstr(linear_coefficients(30, dps=20).theta1, 20)
     '8.1940126239905154893e+390'
     """
-    if exact and dps is not None:
-        raise ValueError("give either exact=True or dps=..., not both")
+    _check_exact_or_dps(exact, dps)
     if exact:
         return _exact_coefficients(beta)
     if dps is not None:

@@ -18,9 +18,9 @@ import numpy as np
 
 from ._checks import check_int
 from ._coefficients import (
+    _check_exact_or_dps,
     _check_float_beta,
     _check_mp_inputs,
-    _exp_minus_1_minus_x,
     _MP_GUARD_DIGITS,
     linear_coefficients,
 )
@@ -38,8 +38,7 @@ __all__ = [
 def _check_inputs(beta, order, exact, dps):
     """All checks of the bookkeeping functions; returns ``(mode, beta, order, dps)``."""
     order = check_int(order, "order", minimum=0)
-    if exact and dps is not None:
-        raise ValueError("give either exact=True or dps=..., not both")
+    _check_exact_or_dps(exact, dps)
     if exact:
         from ._symbolic import as_sympy_beta
 
@@ -207,7 +206,7 @@ def alpha2_fraction(beta, order, *, exact=False, dps=None):
 
         with mpmath.workdps(dps):
             return truncated_alpha2(b, order, dps=dps) / linear_coefficients(b, dps=dps).alpha2
-    fraction = np.minimum(truncated_alpha2(b, order) / _exp_minus_1_minus_x(b * b), 1.0)
+    fraction = np.minimum(truncated_alpha2(b, order) / linear_coefficients(b).alpha2, 1.0)
     return float(fraction) if fraction.ndim == 0 else fraction
 
 
