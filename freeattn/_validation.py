@@ -52,9 +52,9 @@ NON_BULK = {
 }
 
 #: An outlier must exceed the predicted edge by this many multiples of
-#: ``n**(-2/3)`` (relative): the largest bulk eigenvalue fluctuates on the
-#: Tracy-Widom scale ``n**(-2/3)``, so a value within a few such widths of the
-#: edge is not evidence of an outlier.
+#: ``n**(-2/3)`` (relative; the factor 3 of theory eq. (7.8)): the largest bulk
+#: eigenvalue fluctuates on the Tracy-Widom scale ``n**(-2/3)``, so a value
+#: within a few such widths of the edge is not evidence of an outlier.
 EDGE_MARGIN_WIDTHS = 3.0
 
 #: Number of bootstrap resamples (over draws) of the sampling-noise reference
@@ -62,8 +62,13 @@ EDGE_MARGIN_WIDTHS = 3.0
 #: quantile at about 1% of its value.
 BOOTSTRAP_RESAMPLES = 400
 
-#: Level of the sampling-noise references (one-sided, upper quantile).
+#: Level of the sampling-noise references (one-sided, upper quantile; theory
+#: eqs. (7.11), (7.12)).
 NOISE_LEVEL = 0.95
+
+# Bootstrap resamples are processed in chunks of at most this many
+# (resample x point) entries, about 32 MB of float64 per temporary array.
+_BOOTSTRAP_CHUNK_ENTRIES = 2 ** 22
 
 #: Points of the uniform grid added to the sample points for the W1 integral
 #: (theory eq. (7.10)), so the integrand is resolved where samples are sparse.
@@ -539,7 +544,7 @@ def _bootstrap_noise(bulks, pooled_sorted, rng):
     widths = np.diff(pooled_sorted)
     weights = rng.multinomial(draws, np.full(draws, 1.0 / draws), size=BOOTSTRAP_RESAMPLES)
     ks, w1 = [], []
-    chunk = max(1, 2 ** 22 // max(len(pooled_sorted), 1))
+    chunk = max(1, _BOOTSTRAP_CHUNK_ENTRIES // max(len(pooled_sorted), 1))
     for start in range(0, BOOTSTRAP_RESAMPLES, chunk):
         w = weights[start:start + chunk].astype(float)
         resampled = (w @ counts) / (w @ sizes)[:, None]
