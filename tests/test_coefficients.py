@@ -284,8 +284,10 @@ def test_bad_dps(dps, exc):
 def test_exact_and_dps_are_exclusive():
     with pytest.raises(ValueError, match="exact"):
         linear_coefficients(1.0, exact=True, dps=20)
-    with pytest.raises(ValueError, match="exact"):
-        truncated_alpha2(1.0, 3, exact=True, dps=20)
+    for bookkeeping in (hermite_coefficients, order_variances, truncated_alpha2,
+                        alpha2_fraction):
+        with pytest.raises(ValueError, match="exact"):
+            bookkeeping(1.0, 3, exact=True, dps=20)
 
 
 def test_hermite_table_needs_a_scalar():
