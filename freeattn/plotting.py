@@ -84,6 +84,13 @@ def _library():
     return freeattn
 
 
+def _mp_same_variance(beta):
+    """The Marchenko-Pastur law of the squared singular values of i.i.d. entries with the
+    attention entries' variance ``theta1 = exp(beta^2) - 1`` (theory eq. (2.4)), ratio 1."""
+    fa = _library()
+    return fa.marchenko_pastur(fa.linear_coefficients(beta).theta1, 1.0)
+
+
 def _curve(law, points=CURVE_POINTS):
     """Grid over the support of ``law`` and the density on it."""
     lower, upper = law.support()
@@ -161,7 +168,8 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
 
     One histogram per model of ``freeattn.CHAIN_MODELS`` (pooled squared
     singular values of ``draws`` matrices of size ``n``), with the predicted
-    density of ``attention_law(beta, gamma).squared()`` over it and the
+    density of ``attention_law(beta, d_qk / n).squared()`` (the sampled
+    width ratio, ``d_qk = round(gamma * n)``, as in ``freeattn.validate``) over it and the
     Marchenko-Pastur density of the same variance dashed; a last panel plots
     the empirical quantiles of each model against the predicted ones (on the
     diagonal if the theory is right) and against Marchenko-Pastur's.
@@ -187,9 +195,10 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
     if samples is None:
         samples = chain_samples(beta, n, gamma, draws, models=models, rng=rng,
                                 executor=executor)
-    law = fa.attention_law(beta, gamma).squared()
-    theta1 = fa.linear_coefficients(beta).theta1
-    mp = fa.marchenko_pastur(theta1, 1.0)
+    # the law at the sampled width ratio d_qk/n, as freeattn.validate compares
+    d_qk = int(round(gamma * n))
+    law = fa.attention_law(beta, d_qk / n).squared()
+    mp = _mp_same_variance(beta)
     edge = law.support()[1]
     x_max = 1.25 * max(edge, mp.support()[1])
     x = np.linspace(0.0, x_max, CURVE_POINTS)[1:]
@@ -242,7 +251,7 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
     total = sum(len(v) for v in samples.values()) // max(len(samples), 1)
     fig.suptitle(
         rf"Squared singular values along the proof chain, $\beta$ = {beta:g}, "
-        rf"n = {n}, $d_{{qk}}$ = {int(round(gamma * n))}, {draws} draws "
+        rf"n = {n}, $d_{{qk}}$ = {d_qk}, {draws} draws "
         f"({total} values per model)", fontsize=12)
     return fig
 
@@ -289,8 +298,7 @@ def figure_law_vs_mp(betas=(0.5, 1.0, 1.5, 2.0), gamma=1.0, *, points=CURVE_POIN
         ax = fig.add_subplot(rows, columns, i + 1)
         law = fa.attention_law(beta, gamma).squared()
         norm = fa.operator_norm(beta, gamma)
-        theta1 = fa.linear_coefficients(beta).theta1
-        mp = fa.marchenko_pastur(theta1, 1.0)
+        mp = _mp_same_variance(beta)
         x_max = 1.12 * max(norm.squared_edge, norm.mp_squared_edge)
         x = np.linspace(0.0, x_max, points)[1:]
         pdf, mp_pdf = law.pdf(x), mp.pdf(x)
@@ -499,8 +507,7 @@ def figure_gamma(beta=1.0, gammas=(0.25, 0.5, 1.0, 2.0, 4.0), *, points=CURVE_PO
     ['density', 'CDF']
     """
     fa = _library()
-    theta1 = fa.linear_coefficients(beta).theta1
-    mp = fa.marchenko_pastur(theta1, 1.0)
+    mp = _mp_same_variance(beta)
     laws = [fa.attention_law(beta, g).squared() for g in gammas]
     x_max = 1.08 * max([law.support()[1] for law in laws] + [mp.support()[1]])
     x = np.linspace(0.0, x_max, points)[1:]
