@@ -16,9 +16,11 @@ import numpy as np
 
 from ._checks import as_real_array, check_beta, check_int, check_positive
 from ._coefficients import linear_coefficients
+from ._errors import ConvergenceError
 from ._solver import (AffineMarchenkoPasturPopulation, PointMassPopulation,
                       SampleCovarianceLaw, build_panels, poly_eval)
-from ._tolerances import (FAST_PATH_MAX_STEP, PDF_DIRECT_MAX_POINTS, PPF_MAX_ITER,
+from ._tolerances import (BRANCH_RESIDUAL_RTOL, FAST_PATH_MAX_STEP, PDF_DIRECT_MAX_POINTS,
+                          PPF_MAX_ITER,
                           STIELTJES_SERIES_RADIUS, STIELTJES_SERIES_TERMS,
                           PPF_STEP_ATOL, QUADRATURE_EXTRA_NODES, THRESHOLD_RTOL)
 
@@ -226,12 +228,21 @@ class EigenvalueLaw:
                 sel = idx == j
                 xi = xs[inside][sel]
                 u[sel] = self._polish(xi, panels[j].u(xi))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[inside] = (np.maximum(u.imag, 0.0) / (u.real ** 2 + u.imag ** 2)
-                           / (np.pi * self.ratio))
+        # select_branch admits Im u down to -BRANCH_RESIDUAL_RTOL |u| (real roots
+        # with rounding dust); such a root has density 0.  Anything below, or a
+        # non-finite u, is a wrong branch and raises instead of reading as 0.
+        bad = ~np.isfinite(u) | (u.imag < -BRANCH_RESIDUAL_RTOL * np.abs(u)) | (u == 0)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ConvergenceError(
+                f"density at x={xs[inside][k] * self._scale!r}: root u={u[k]!r} is not on the "
+                f"Stieltjes branch (Im u < -{BRANCH_RESIDUAL_RTOL:.1e} |u|, zero or non-finite)",
+                point=xs[inside][k] * self._scale, tolerance=BRANCH_RESIDUAL_RTOL)
+        out[inside] = (np.maximum(u.imag, 0.0) / (u.real ** 2 + u.imag ** 2)
+                       / (np.pi * self.ratio))
         if hard:
             out[xs == 0.0] = np.inf
-        out = np.nan_to_num(out, nan=0.0, posinf=np.inf) / self._scale
+        out = out / self._scale
         return out.reshape(x.shape) if x.ndim else float(out[0])
 
     def _polish(self, x, u):
@@ -242,7 +253,7 @@ class EigenvalueLaw:
             step = p / dp
         small = np.isfinite(step) & (np.abs(step) <= FAST_PATH_MAX_STEP * np.abs(u))
         # Near an edge the root is almost double; keep the interpolant there.
-        near_edge = u.imag < FAST_PATH_MAX_STEP ** 0.5 * np.abs(u)
+        near_edge = np.abs(u.imag) < FAST_PATH_MAX_STEP ** 0.5 * np.abs(u)
         u = np.where(small & ~near_edge, u - step, u)
         bad = ~small & ~near_edge
         if bad.any():

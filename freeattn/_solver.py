@@ -29,7 +29,7 @@ from ._errors import ConvergenceError
 from ._tolerances import (BRANCH_RESIDUAL_RTOL, CHEB_MAX_NODES, CHEB_NOISE_RTOL, EDGE_ROOT_IMAG_RTOL,
                           CHEB_START_NODES, CHEB_TAIL_RTOL,
                           CONTINUATION_DIFF_STEP, CONTINUATION_FACTOR, CONTINUATION_HALVINGS,
-                          CONTINUATION_STAGES, EDGE_MERGE_RTOL, HARD_EDGE_U_RTOL,
+                          CONTINUATION_STAGES, EDGE_MERGE_RTOL, FLOAT_TINY, HARD_EDGE_U_RTOL,
                           NEWTON_MAX_ITER, NEWTON_RTOL, PANEL_MAX_DEPTH, PANEL_MIN_WIDTH_RTOL,
                           REAL_ROOT_RTOL, ROOT_NUDGE, SUPPORT_DENSITY_FLOOR, mp_tolerance)
 
@@ -361,7 +361,7 @@ def _newton_real_root(coeffs_low_first, t):
             break
         step = f / df
         t = t - step
-        if abs(step) <= NEWTON_RTOL * max(abs(t), 1e-300):
+        if abs(step) <= NEWTON_RTOL * max(abs(t), FLOAT_TINY):
             break
     return t
 
@@ -411,7 +411,8 @@ def select_branch(candidates, z, population, c):
     # inside the support (Silverstein & Choi 1995); the Stieltjes branch is the
     # admissible root deepest in the upper half-plane.
     admissible = res < BRANCH_RESIDUAL_RTOL
-    score = np.where(admissible, candidates.imag / np.abs(candidates + 1e-300), -np.inf)
+    score = np.where(admissible,
+                     candidates.imag / np.maximum(np.abs(candidates), FLOAT_TINY), -np.inf)
     # Real roots (off the support): the Stieltjes value is the one where
     # x(u) increases (Silverstein & Choi 1995, theory eq. (6.1)).
     real = admissible & (np.abs(candidates.imag) <= REAL_ROOT_RTOL * np.abs(candidates))
@@ -745,10 +746,6 @@ def _newton_poly(coeffs, u):
 # Chebyshev panels on the support
 # --------------------------------------------------------------------------- #
 
-#: Panel kinds: which end carries a square-root (or hard-edge) singularity.
-PANEL_KINDS = ("left", "right", "smooth")
-
-
 class Panel:
     """Chebyshev representation of ``u(x + i0)`` and of the CDF on one panel.
 
@@ -805,7 +802,7 @@ class Panel:
         self.u_coef = coef(u.real) + 1j * coef(u.imag)
         self.g_coef = coef(g)
         tail = slice(-max(n // 8, 4), None)
-        self.tails = np.array([np.max(np.abs(cf[tail])) / max(np.max(np.abs(cf)), 1e-300)
+        self.tails = np.array([np.max(np.abs(cf[tail])) / max(np.max(np.abs(cf)), FLOAT_TINY)
                                for cf in (self.u_coef, self.g_coef)])
         cheb = np.polynomial.chebyshev
         self.s_range = {"left": (0.0, 1.0), "right": (-1.0, 0.0), "smooth": (-1.0, 1.0)}[kind]

@@ -9,6 +9,7 @@ import numpy as np
 
 __all__ = [
     "FLOAT_EPS",
+    "FLOAT_TINY",
     "MAX_FLOAT_EXP_ARG",
     "mp_tolerance",
 ]
@@ -18,6 +19,10 @@ FLOAT_EPS = float(np.finfo(np.float64).eps)
 
 #: Largest ``x`` with ``exp(x)`` finite in float64 (``log(float max)``).
 MAX_FLOAT_EXP_ARG = float(np.log(np.finfo(np.float64).max))
+
+#: Smallest normal float64: the floor of a denominator that may be exactly 0
+#: (a zero root or an all-zero coefficient vector), never a tolerance.
+FLOAT_TINY = float(np.finfo(np.float64).tiny)
 
 
 def mp_tolerance(dps, guard=5):

@@ -499,3 +499,17 @@ def test_marchenko_pastur_ratio_range(ratio):
                                      rel=1e-12)
     with pytest.raises(ValueError, match="ratio must be in"):
         marchenko_pastur(1.0, ratio * 0.5 if ratio < 1 else ratio * 2)
+
+
+def test_pdf_raises_on_a_root_below_the_real_axis(monkeypatch):
+    """A root with Im u < -BRANCH_RESIDUAL_RTOL |u| (the conjugate, lower-sheet root)
+    makes pdf raise ConvergenceError naming the point; it is not clamped to density 0
+    (the clamp only absorbs the rounding dust select_branch admits, eq. (5.7))."""
+    sq = attention_law(0.9, 0.7).squared()
+    engine = sq._engine
+    true_solve = engine.solve_u
+    lo, hi = sq.intervals()[-1]                         # cached before the patch
+    monkeypatch.setattr(sq, "_panel_cache", None)      # direct path: engine.solve_u
+    monkeypatch.setattr(engine, "solve_u", lambda z, guess=None: np.conj(true_solve(z, guess)))
+    with pytest.raises(ConvergenceError, match="not on the Stieltjes branch"):
+        sq.pdf(0.5 * (lo + hi))
