@@ -25,7 +25,7 @@ __all__ = [
 MAX_FLOAT_BETA = float(np.sqrt(MAX_FLOAT_EXP_ARG))
 
 
-def as_real_array(value, name):
+def as_real_array(value, name, *, finite=False):
     """Convert ``value`` to a float64 array, rejecting non-real input.
 
     Parameters
@@ -34,6 +34,8 @@ def as_real_array(value, name):
         Real scalar or array.
     name : str
         Argument name used in error messages.
+    finite : bool, optional
+        Also reject infinite entries.
 
     Returns
     -------
@@ -45,7 +47,7 @@ def as_real_array(value, name):
     TypeError
         If ``value`` is a string, a bool, complex, or not numeric.
     ValueError
-        If ``value`` contains NaN.
+        If ``value`` contains NaN (or, with ``finite=True``, an infinity).
     """
     if value is None or isinstance(value, (str, bytes, bool)):
         raise TypeError(f"{name} must be a real number or array of real numbers, "
@@ -64,6 +66,8 @@ def as_real_array(value, name):
     arr = arr.astype(np.float64)
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not be NaN, got {value!r}")
+    if finite and not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite, got {value!r}")
     return arr
 
 
@@ -87,9 +91,7 @@ def check_positive(value, name, *, upper=None, upper_name=None, inclusive_upper=
     -------
     numpy.ndarray
     """
-    arr = as_real_array(value, name)
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite, got {value!r}")
+    arr = as_real_array(value, name, finite=True)
     if (arr <= 0).any():
         rng = f"(0, {upper}]" if upper is not None else "(0, inf)"
         raise ValueError(f"{name} must be > 0 (allowed range {rng}), got {value!r}")

@@ -270,12 +270,10 @@ def _check_gram_beta(gram, beta):
     non-negative diagonal (it is ``K K^T / d_qk``); ``beta`` a real scalar in
     ``(0, 26.64]``.
     """
-    rho = as_real_array(gram, "gram")
+    rho = as_real_array(gram, "gram", finite=True)
     if rho.ndim < 2 or rho.shape[-1] != rho.shape[-2]:
         raise ValueError(f"gram must be a square matrix of shape (n, n) "
                          f"(or a stack (..., n, n)), got shape {rho.shape}")
-    if not np.isfinite(rho).all():
-        raise ValueError("gram must be finite (it is K K^T / d_qk)")
     if (np.diagonal(rho, axis1=-2, axis2=-1) < 0).any():
         raise ValueError("gram must have a non-negative diagonal "
                          "(rho_jj = |k_j|^2 / d_qk >= 0)")

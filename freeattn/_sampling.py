@@ -63,11 +63,9 @@ def _streams(rng):
 def _draw_keys(streams, n, d_qk, keys):
     if keys is None:
         return streams[_KEYS].standard_normal((n, d_qk))
-    k = as_real_array(keys, "keys")
+    k = as_real_array(keys, "keys", finite=True)
     if k.shape != (n, d_qk):
         raise ValueError(f"keys must have shape (n, d_qk) = ({n}, {d_qk}), got {k.shape}")
-    if not np.isfinite(k).all():
-        raise ValueError("keys must be finite")
     return k
 
 
@@ -430,16 +428,15 @@ def squared_singular_values(matrix):
     >>> squared_singular_values(np.diag([3.0, 1.0, 2.0]))
     array([1., 4., 9.])
     """
-    y = as_real_array(matrix, "matrix")
+    y = as_real_array(matrix, "matrix", finite=True)
     if y.ndim != 2 or min(y.shape) < 1:
         raise ValueError(f"matrix must be a non-empty 2-d array, got shape {y.shape}")
     if y.shape[0] > y.shape[1]:
         y = y.T
     gram = _blas.dsyrk(1.0, np.asarray(y.T, order="F"), trans=1)
-    # The diagonal holds the squared row norms: it is infinite exactly when an
-    # entry is infinite or the Gram matrix overflows, which would give NaN below.
+    # The diagonal holds the squared row norms: if one overflows, the
+    # eigenvalues below would be NaN.
     if not np.isfinite(np.diagonal(gram)).all():
-        raise ValueError("matrix must be finite with squared row norms below "
-                         "the float64 maximum (an entry is infinite, or Y Y^T overflows)")
+        raise ValueError("matrix is too large: its Gram matrix Y Y^T overflows float64")
     values = scipy.linalg.eigvalsh(gram, lower=False, overwrite_a=True, check_finite=False)
     return np.clip(values, 0.0, None)

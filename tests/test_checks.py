@@ -18,6 +18,13 @@ def test_nan_is_a_value_error(value):
         as_real_array(value, "x")
 
 
+def test_finite_flag_rejects_infinities_only_when_asked():
+    assert np.isinf(as_real_array([1.0, np.inf], "x")).any()
+    with pytest.raises(ValueError, match="x must be finite"):
+        as_real_array([1.0, -np.inf], "x", finite=True)
+    assert as_real_array(2, "x", finite=True) == 2.0
+
+
 @pytest.mark.parametrize("value", [0.0, -1.0, float("inf"), [1.0, -2.0]])
 def test_check_positive_rejects_non_positive_and_infinite(value):
     with pytest.raises(ValueError, match="gamma"):
