@@ -19,7 +19,8 @@ import scipy.stats
 
 from ._checks import check_int, check_positive
 from ._coefficients import linear_coefficients
-from ._laws import GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA
+from ._laws import (GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA, attention_law, marchenko_pastur,
+                    operator_norm)
 from ._sampling import CHAIN_MODELS, _check_models, _iter_chain, squared_singular_values
 
 __all__ = [
@@ -608,8 +609,6 @@ def _model_result(model, spectra, n, law, mp, edge, mp_edge, rng):
 
 def _laws(beta, gamma):
     """The limiting squared law, the MP comparison law, and their upper edges."""
-    from . import attention_law, marchenko_pastur, operator_norm
-
     theta1 = float(linear_coefficients(beta).theta1)
     norm = operator_norm(beta, gamma)
     return (attention_law(beta, gamma).squared(), marchenko_pastur(theta1, 1.0),
