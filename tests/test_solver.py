@@ -261,8 +261,8 @@ def test_continuation_path_matches_polynomial_path_eq_5_3(beta, gamma):
 
 def test_real_z_off_support_takes_increasing_branch_eq_6_1():
     """eq. (6.1): for real x above the support the Stieltjes value is the real root
-    with x'(u) > 0, which equals the limit from above (mpmath at Im z = 1e-20,
-    30 dps; rtol 1e-12) although other real roots of (5.6) solve (5.3) too."""
+    with x'(u) > 0, which equals the limit from above (mpmath at Im z = 1e-15,
+    stieltjes_mp's offset 10**-(dps//2) at 30 dps; rtol 1e-12) although other real roots of (5.6) solve (5.3) too."""
     from freeattn._coefficients import linear_coefficients
     co = linear_coefficients(1.0)
     pop = AffineMarchenkoPasturPopulation(co.alpha2 / co.theta1, co.theta2 / co.theta1, 1.0)
