@@ -38,7 +38,7 @@ _STREAMS = 4
 # A covariance factor falls back from Cholesky to a clipped eigendecomposition
 # when Cholesky fails; eigenvalues down to -_COVARIANCE_CLIP * n * eps * lambda_max
 # are round-off of a positive semi-definite matrix and are set to 0, anything more
-# negative (or NaN) means the matrix is not a covariance and raises
+# negative (or a NaN eigenvalue) means the matrix is not a covariance and raises
 # (theory/07_validation.md, section 7.1).
 _COVARIANCE_CLIP = 100.0
 
