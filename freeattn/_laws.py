@@ -431,8 +431,12 @@ def _invert_panel_cdf(panel, target):
         s[active] = new
         active = active[np.abs(new - sa) > PPF_STEP_ATOL]
         if active.size == 0:
-            break
-    return s
+            return s
+    k = int(active[0])
+    raise ConvergenceError(
+        f"quantile iteration on the panel [{panel.lo!r}, {panel.hi!r}] did not converge in "
+        f"{PPF_MAX_ITER} steps (target mass {target[k]!r}, bracket [{lo[k]!r}, {hi[k]!r}])",
+        point=float(panel.x_of_s(s[k])), tolerance=PPF_STEP_ATOL, iterations=PPF_MAX_ITER)
 
 
 class SingularValueLaw:

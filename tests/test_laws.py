@@ -515,3 +515,13 @@ def test_pdf_raises_on_a_root_below_the_real_axis(monkeypatch):
     monkeypatch.setattr(engine, "solve_u", lambda z, guess=None: np.conj(true_solve(z, guess)))
     with pytest.raises(ConvergenceError, match="not on the Stieltjes branch"):
         sq.pdf(0.5 * (lo + hi))
+
+
+def test_ppf_raises_when_the_quantile_iteration_does_not_converge(monkeypatch):
+    """With the iteration budget cut to one step the quantile solve of the panel CDF
+    (eq. (6.8)) cannot reach PPF_STEP_ATOL; ppf raises ConvergenceError instead of
+    returning the unconverged iterate."""
+    sq = attention_law(1.0, 1.0).squared()
+    monkeypatch.setattr(freeattn._laws, "PPF_MAX_ITER", 1)
+    with pytest.raises(ConvergenceError, match="quantile iteration"):
+        sq.ppf(0.37)
