@@ -55,21 +55,22 @@ MP_RATIO_RANGE = (1e-4, 1e4)
 GAMMA_RANGE = (0.02, 50.0)
 
 
+def _scalar(arr, name):
+    """``float(arr)`` for a 0-d checked array; TypeError naming ``name`` otherwise."""
+    if arr.ndim != 0:
+        raise TypeError(f"{name} must be a real scalar, got array of shape {arr.shape}")
+    return float(arr)
+
+
 def _check_gamma(gamma):
-    g = as_real_array(gamma, "gamma")
-    if g.ndim != 0:
-        raise TypeError(f"gamma must be a real scalar, got array of shape {g.shape}")
-    g = float(g)
+    g = _scalar(as_real_array(gamma, "gamma"), "gamma")
     if not (GAMMA_RANGE[0] <= g <= GAMMA_RANGE[1]):
         raise ValueError(f"gamma must be in [{GAMMA_RANGE[0]}, {GAMMA_RANGE[1]}], got {gamma!r}")
     return g
 
 
 def _check_law_args(beta, gamma):
-    b = check_beta(beta)
-    if b.ndim != 0:
-        raise TypeError(f"beta must be a real scalar, got array of shape {b.shape}")
-    b = float(b)
+    b = _scalar(check_beta(beta), "beta")
     if b > MAX_LAW_BETA:
         raise ValueError(f"beta must be in [{MIN_LAW_BETA}, {MAX_LAW_BETA}] for the spectral laws "
                          f"(beyond it theta2/theta1 = beta**2/(exp(beta**2) - 1) < 1.8e-6 and the "
@@ -677,16 +678,12 @@ def marchenko_pastur(variance, ratio=1.0):
     >>> round(float(mp.pdf(2.0)), 12)      # sqrt((8 - x) x)/(2 pi v x) at x = 2
     0.137832223855
     """
-    v = check_positive(variance, "variance")
-    if v.ndim:
-        raise TypeError("variance must be a real scalar")
-    c = check_positive(ratio, "ratio")
-    if c.ndim:
-        raise TypeError("ratio must be a real scalar")
-    if not MP_RATIO_RANGE[0] <= float(c) <= MP_RATIO_RANGE[1]:
+    v = _scalar(check_positive(variance, "variance"), "variance")
+    c = _scalar(check_positive(ratio, "ratio"), "ratio")
+    if not MP_RATIO_RANGE[0] <= c <= MP_RATIO_RANGE[1]:
         raise ValueError(f"ratio must be in [{MP_RATIO_RANGE[0]}, {MP_RATIO_RANGE[1]}], "
                          f"got {ratio!r}")
-    return _marchenko_pastur(float(v), float(c))
+    return _marchenko_pastur(v, c)
 
 
 @dataclass(frozen=True)
