@@ -361,11 +361,10 @@ class EigenvalueLaw:
         xs = x.ravel() / self._scale
         panels, below, starts, total = self._panels()
         ends = np.array([p.hi for p in panels])
-        # Mass of everything to the left of x, whole panels first.
-        out = np.where(xs >= 0, self.atom, 0.0)
+        # Mass of everything to the left of x, whole panels first (the atom at 0
+        # counts from x = 0 on).
         k = np.searchsorted(ends, xs, side="right")          # panels entirely below
-        full = np.concatenate([[self.atom], self.atom + np.cumsum([p.mass for p in panels])])
-        out = np.where(xs >= 0, full[k], out)
+        out = np.where(xs >= 0, np.append(below, total)[k], 0.0)
         idx = self._locate(xs)
         for j in np.unique(idx[idx >= 0]):
             sel = (idx == j) & (xs < ends[j])
