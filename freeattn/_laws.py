@@ -281,15 +281,7 @@ class EigenvalueLaw:
         ValueError
             If ``Im z < 0`` or ``z`` is NaN.
         """
-        zarr = np.asarray(z)
-        if zarr.dtype.kind not in "biufc" or zarr.dtype.kind == "b":
-            raise TypeError(f"z must be a complex number or array, got {z!r}")
-        zarr = zarr.astype(complex)
-        if np.isnan(zarr).any():
-            raise ValueError(f"z must not be NaN, got {z!r}")
-        if (zarr.imag < 0).any():
-            raise ValueError("z must lie in the closed upper half-plane (Im z >= 0), "
-                             f"got {z!r}")
+        zarr = _check_z(z)
         zs = zarr.ravel() / self._scale
         g = np.empty(zs.shape, dtype=complex)
         zero = zs == 0
@@ -406,6 +398,20 @@ class EigenvalueLaw:
     def squared(self):
         """Return ``self`` (an eigenvalue law is already the squared law)."""
         return self
+
+
+def _check_z(z):
+    """``z`` as a complex array: numeric, not NaN, ``Im z >= 0``."""
+    zarr = np.asarray(z)
+    if zarr.dtype.kind not in "iufc":
+        raise TypeError(f"z must be a complex number or array, got {z!r}")
+    zarr = zarr.astype(complex)
+    if np.isnan(zarr).any():
+        raise ValueError(f"z must not be NaN, got {z!r}")
+    if (zarr.imag < 0).any():
+        raise ValueError("z must lie in the closed upper half-plane (Im z >= 0), "
+                         f"got {z!r}")
+    return zarr
 
 
 def _invert_panel_cdf(panel, target):
@@ -537,14 +543,7 @@ class SingularValueLaw:
         (eq. (6.7)); accurate to about 1e-12 when ``z`` is at least a few
         percent of the support width away from the support.
         """
-        zarr = np.asarray(z)
-        if zarr.dtype.kind not in "iufc":
-            raise TypeError(f"z must be a complex number or array, got {z!r}")
-        zarr = zarr.astype(complex)
-        if np.isnan(zarr).any():
-            raise ValueError(f"z must not be NaN, got {z!r}")
-        if (zarr.imag < 0).any():
-            raise ValueError(f"z must lie in the upper half-plane (Im z >= 0), got {z!r}")
+        zarr = _check_z(z)
         zs = zarr.ravel()
         on_axis = zs.imag == 0
         for lo, hi in self.intervals():
