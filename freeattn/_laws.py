@@ -592,12 +592,18 @@ def _half_moment(sq, k):
 # Constructors
 # --------------------------------------------------------------------------- #
 
-@lru_cache(maxsize=64)
-def _attention_squared(beta, gamma):
+def _attention_population(beta, gamma):
+    """Population ``H`` of eq. (5.5) in units of ``theta1``, and ``theta1``."""
     c = linear_coefficients(beta)
     pop = AffineMarchenkoPasturPopulation(shift=c.alpha2 / c.theta1,
                                           scale=c.theta2 / c.theta1, ratio=1.0 / gamma)
-    return EigenvalueLaw(SampleCovarianceLaw(pop, 1.0), c.theta1, beta=beta, gamma=gamma,
+    return pop, c.theta1
+
+
+@lru_cache(maxsize=64)
+def _attention_squared(beta, gamma):
+    pop, theta1 = _attention_population(beta, gamma)
+    return EigenvalueLaw(SampleCovarianceLaw(pop, 1.0), theta1, beta=beta, gamma=gamma,
                          name=f"squared singular-value law beta={beta}, gamma={gamma}")
 
 
@@ -710,10 +716,8 @@ class OperatorNorm:
 
 
 def _normalized_upper_edge(beta, gamma):
-    c = linear_coefficients(beta)
-    pop = AffineMarchenkoPasturPopulation(shift=c.alpha2 / c.theta1,
-                                          scale=c.theta2 / c.theta1, ratio=1.0 / gamma)
-    return float(pop.critical_values(1.0)[-1]), c.theta1
+    pop, theta1 = _attention_population(beta, gamma)
+    return float(pop.critical_values(1.0)[-1]), theta1
 
 
 def operator_norm(beta, gamma=1.0):
