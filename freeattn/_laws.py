@@ -211,24 +211,28 @@ class EigenvalueLaw:
             lo, hi = (1.0 - np.sqrt(c)) ** 2, (1.0 + np.sqrt(c)) ** 2
             xi = xs[inside]
             out[inside] = np.sqrt((hi - xi) * (xi - lo)) / (2.0 * np.pi * c * xi)
-            if hard:
-                out[xs == 0.0] = np.inf
-            out = out / self._scale
-            return out.reshape(x.shape) if x.ndim else float(out[0])
+        else:
+            out[inside] = self._root_density(xs[inside])
+        if hard:
+            out[xs == 0.0] = np.inf
+        out = out / self._scale
+        return out.reshape(x.shape) if x.ndim else float(out[0])
+
+    def _root_density(self, xs):
+        """Normalized density at interior points from the Stieltjes-branch root."""
         direct = (self._engine.degree or 0) == 2 or (
-            self._panel_cache is None and np.count_nonzero(inside) <= PDF_DIRECT_MAX_POINTS)
+            self._panel_cache is None and xs.size <= PDF_DIRECT_MAX_POINTS)
         if direct:
-            # Quadratic forms (Marchenko-Pastur) have closed-form roots; a few
-            # points on a law not yet expanded are also solved directly.
-            u = self._engine.solve_u(xs[inside].astype(complex))
+            # Quadratic forms have closed-form roots; a few points on a law not
+            # yet expanded are also solved directly.
+            u = self._engine.solve_u(xs.astype(complex))
         else:
             panels = self._panels()[0]
-            idx = self._locate(xs[inside])
+            idx = self._locate(xs)
             u = np.empty(idx.shape, dtype=complex)
             for j in np.unique(idx):
                 sel = idx == j
-                xi = xs[inside][sel]
-                u[sel] = self._polish(xi, panels[j].u(xi))
+                u[sel] = self._polish(xs[sel], panels[j].u(xs[sel]))
         # select_branch admits Im u down to -BRANCH_RESIDUAL_RTOL |u| (real roots
         # with rounding dust); such a root has density 0.  Anything below, or a
         # non-finite u, is a wrong branch and raises instead of reading as 0.
@@ -236,15 +240,10 @@ class EigenvalueLaw:
         if bad.any():
             k = int(np.argmax(bad))
             raise ConvergenceError(
-                f"density at x={xs[inside][k] * self._scale!r}: root u={u[k]!r} is not on the "
+                f"density at x={xs[k] * self._scale!r}: root u={u[k]!r} is not on the "
                 f"Stieltjes branch (Im u < -{BRANCH_RESIDUAL_RTOL:.1e} |u|, zero or non-finite)",
-                point=xs[inside][k] * self._scale, tolerance=BRANCH_RESIDUAL_RTOL)
-        out[inside] = (np.maximum(u.imag, 0.0) / (u.real ** 2 + u.imag ** 2)
-                       / (np.pi * self.ratio))
-        if hard:
-            out[xs == 0.0] = np.inf
-        out = out / self._scale
-        return out.reshape(x.shape) if x.ndim else float(out[0])
+                point=xs[k] * self._scale, tolerance=BRANCH_RESIDUAL_RTOL)
+        return np.maximum(u.imag, 0.0) / (u.real ** 2 + u.imag ** 2) / (np.pi * self.ratio)
 
     def _polish(self, x, u):
         """One Newton step on the polynomial form; fall back to a full solve."""
