@@ -186,6 +186,14 @@ class EigenvalueLaw:
         ndarray or float
             Same shape as ``x``; 0 outside the support, ``inf`` at a hard edge.
 
+        Raises
+        ------
+        TypeError, ValueError
+            If ``x`` is not real or contains NaN.
+        ConvergenceError
+            If a point's root is off the Stieltjes branch or not finite (the
+            message quotes the point and the root).
+
         Notes
         -----
         ``f(x) = Im(-1/u(x + i0)) / (pi c)`` with ``u`` the Stieltjes-branch
@@ -193,9 +201,9 @@ class EigenvalueLaw:
         root is started from the cached Chebyshev panels of eq. (6.7) and
         polished by Newton's method; a point whose polished root fails the
         branch test is re-solved from all roots (:func:`select_branch`).  Up to
-        ``PDF_DIRECT_MAX_POINTS`` points on a law whose panels are not built yet,
-        and every point of a law with a quadratic form (Marchenko-Pastur), are
-        solved from all roots directly instead.
+        ``PDF_DIRECT_MAX_POINTS`` points on a law whose panels are not built yet
+        are solved from all roots directly instead.  Marchenko-Pastur uses its
+        closed form, theory eq. (5.4).
         """
         x = as_real_array(x, "x")
         xs = x.ravel() / self._scale
@@ -220,11 +228,8 @@ class EigenvalueLaw:
 
     def _root_density(self, xs):
         """Normalized density at interior points from the Stieltjes-branch root."""
-        direct = (self._engine.degree or 0) == 2 or (
-            self._panel_cache is None and xs.size <= PDF_DIRECT_MAX_POINTS)
-        if direct:
-            # Quadratic forms have closed-form roots; a few points on a law not
-            # yet expanded are also solved directly.
+        if self._panel_cache is None and xs.size <= PDF_DIRECT_MAX_POINTS:
+            # A few points on a law not yet expanded are solved directly.
             u = self._engine.solve_u(xs.astype(complex))
         else:
             panels = self._panels()[0]
@@ -376,6 +381,14 @@ class EigenvalueLaw:
         -------
         ndarray or float
             Smallest ``x`` with ``cdf(x) >= q``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``q`` is not real, contains NaN or lies outside ``[0, 1]``.
+        ConvergenceError
+            If the safeguarded Newton iteration does not reach ``PPF_STEP_ATOL``
+            within ``PPF_MAX_ITER`` steps.
         """
         q = as_real_array(q, "q")
         if ((q < 0) | (q > 1)).any():

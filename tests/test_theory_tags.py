@@ -14,7 +14,6 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TAG = re.compile(r"\\tag\{(\d+\.\d+)\}")
-CITE = re.compile(r"eqs?\.\s*\((\d+\.\d+)\)")
 # A citation may list several numbers: "eqs. (5.1), (5.2) and (5.4)".
 CITE_LIST = re.compile(r"eqs?\.\s*((?:\(\d+\.\d+\)(?:\s*(?:,|and|-|to|–)\s*)?)+)")
 NUMBER = re.compile(r"\((\d+\.\d+)\)")
