@@ -455,10 +455,6 @@ class SampleCovarianceLaw:
         self.population = population
         self.ratio = float(ratio)
         self._intervals = None
-        #: Degree in u of the polynomial form (None without one).
-        self.degree = (len(population.silverstein_polynomial(np.ones(1, dtype=complex),
-                                                             self.ratio)) - 1
-                       if hasattr(population, "silverstein_polynomial") else None)
 
     # -- spectral variable u -------------------------------------------------
     def solve_u(self, z, guess=None):
