@@ -185,8 +185,18 @@ def _divide(coef, zeta):
 
 
 def _log_segment(zeta):
-    """``int_{-1}^{1} ds/(s - zeta) = log(1 - zeta) - log(-1 - zeta)`` (principal)."""
-    return np.log(1.0 - zeta) - np.log(-1.0 - zeta)
+    """``int_{-1}^{1} ds/(s - zeta) = log(1 - zeta) - log(-1 - zeta)`` (principal).
+
+    A real ``zeta`` inside ``(-1, 1)`` is read from above (``zeta + i0``):
+    the principal value plus ``i pi``.  (IEEE signed zeros cannot carry that
+    side through ``1 - zeta``: ``0.0 - 0.0`` is ``+0.0``.)
+    """
+    out = np.log(1.0 - zeta) - np.log(-1.0 - zeta)
+    on_cut = (zeta.imag == 0) & (np.abs(zeta.real) < 1)
+    if on_cut.any():
+        x = zeta.real[on_cut]
+        out[on_cut] = np.log((1.0 - x) / (1.0 + x)) + 1j * np.pi
+    return out
 
 
 def _bernstein_rho(zeta):
@@ -203,8 +213,8 @@ def cauchy_integral(coef, zeta, derivative=False):
     coef : ndarray
         Chebyshev coefficients of ``g`` (real).
     zeta : ndarray
-        Complex points, 1-d.  A real ``zeta`` inside ``(-1, 1)`` is read on the
-        side given by the sign of its (signed zero) imaginary part.
+        Complex points, 1-d.  A real ``zeta`` inside ``(-1, 1)`` is read from
+        above (``zeta + i0``).
     derivative : bool
         Also return ``int g(s)/(s - zeta)**2 ds``.
 

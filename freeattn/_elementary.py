@@ -87,10 +87,13 @@ class PointMasses(SpectralLaw):
         return self.values, self.weights
 
     def _stieltjes_exact(self, z):
-        return (self.weights[None, :] / (z[:, None] - self.values[None, :])).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return (self.weights[None, :] / (z[:, None] - self.values[None, :])).sum(axis=1)
 
     def _stieltjes_derivative(self, z):
-        return -(self.weights[None, :] / (z[:, None] - self.values[None, :]) ** 2).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return -(self.weights[None, :] / (z[:, None] - self.values[None, :]) ** 2).sum(
+                axis=1)
 
     def _moments_exact(self, kmax):
         scale = max(float(np.abs(self.values).max()), np.finfo(float).tiny)

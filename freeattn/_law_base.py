@@ -63,6 +63,11 @@ HARD = Fraction(-1, 2)
 FAR_RADIUS = 1e4
 FAR_TERMS = 12
 
+#: Gauss-Legendre nodes beyond half a panel's degree used by :meth:`SpectralLaw.expect`:
+#: exact for integrands that are polynomials of degree up to ``2 * QUADRATURE_EXTRA``
+#: in the panel variable times the density's series.
+QUADRATURE_EXTRA = 32
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -173,6 +178,7 @@ class SpectralLaw:
         self._rep = None
         self._atom_cache = None
         self._interval_cache = None
+        self._support_cache = None
 
     # -- hooks --------------------------------------------------------------------
     def _support_intervals(self):
@@ -276,10 +282,12 @@ class SpectralLaw:
 
     def support(self):
         """``(lower, upper)``: smallest and largest point of the support (atoms included)."""
-        ends = [v for iv in self.interval_details() for v in (iv.lo, iv.hi)]
-        loc, mass = self.atoms()
-        ends += list(loc[mass > 0])
-        return (float(min(ends)), float(max(ends)))
+        if self._support_cache is None:
+            ends = [v for iv in self.interval_details() for v in (iv.lo, iv.hi)]
+            loc, mass = self.atoms()
+            ends += list(loc[mass > 0])
+            self._support_cache = (float(min(ends)), float(max(ends)))
+        return self._support_cache
 
     def _continuous_mass(self):
         return 1.0 - float(self.atoms()[1].sum())
@@ -556,6 +564,29 @@ class SpectralLaw:
             out += val
         return out
 
+    def expect(self, func):
+        """``E[func(X)]`` by Gauss-Legendre quadrature on the panels plus the atoms.
+
+        Parameters
+        ----------
+        func : callable
+            Vectorized real function of ``x``; it should be smooth on each
+            support interval (the quadrature is exact for polynomials of
+            moderate degree in the panel variable, theory eq. (8.15)).
+
+        Returns
+        -------
+        float
+        """
+        loc, mass = self.atoms()
+        total = float(np.sum(np.asarray(func(loc), dtype=float) * mass)) if loc.size else 0.0
+        if self.interval_details():
+            rep = self._representation()
+            x, w = rep.quadrature(QUADRATURE_EXTRA)
+            total += float(np.sum(np.asarray(func(x), dtype=float) * w)) * (
+                self._continuous_mass() / rep.total)
+        return total
+
     def moment(self, k):
         """Moment ``E[X**k]``.
 
@@ -652,15 +683,15 @@ class SpectralLaw:
         zs, shape = check_z(z)
         out = np.zeros(zs.shape, dtype=complex)
         finite = np.isfinite(zs)
+        loc, mass = self.atoms()
+        if loc.size and np.isin(zs, loc[mass > 0]).any():
+            raise ValueError(f"z is an atom of the law (a pole of G): atoms at {loc.tolist()}")
         if finite.any():
             out[finite] = self._stieltjes(zs[finite])
         return _out(out, shape)
 
     def _stieltjes(self, zs):
-        """``G`` at finite points of the closed upper half-plane."""
-        loc, mass = self.atoms()
-        if loc.size and np.isin(zs, loc[mass > 0]).any():
-            raise ValueError(f"z is an atom of the law (a pole of G): atoms at {loc.tolist()}")
+        """``G`` at finite points of the closed upper half-plane (``inf`` at an atom)."""
         out = np.empty(zs.shape, dtype=complex)
         exact_mom = None
         far = np.abs(zs) > FAR_RADIUS * self._scale()
@@ -693,6 +724,10 @@ class SpectralLaw:
         for a, m in zip(loc, mass):
             g += m / (zs - a)
         return g
+
+    def _stieltjes_pair(self, zs):
+        """``(G(z), G'(z))`` at finite points (one solve where the law can share it)."""
+        return self._stieltjes(zs), self._stieltjes_derivative(zs)
 
     def _stieltjes_derivative(self, zs):
         """``G'(z)`` (generic: from the representation and the atoms)."""

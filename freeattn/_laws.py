@@ -142,12 +142,12 @@ def _attention_population(beta, gamma):
 
 
 @lru_cache(maxsize=64)
-def _attention_squared(beta, gamma):
+def _attention_squared(beta, gamma, options=None):
     pop, theta1 = _attention_population(beta, gamma)
-    return AttentionLaw(beta, gamma, sample_covariance(pop, 1.0), theta1)
+    return AttentionLaw(beta, gamma, sample_covariance(pop, 1.0, options=options), theta1)
 
 
-def attention_law(beta, gamma=1.0):
+def attention_law(beta, gamma=1.0, *, options=None):
     """Limiting law of the singular values of ``sqrt(n) * A_perp``.
 
     Parameters
@@ -156,6 +156,8 @@ def attention_law(beta, gamma=1.0):
         Inverse temperature, ``1e-8 <= beta <= 4`` (``MIN_LAW_BETA``, ``MAX_LAW_BETA``).
     gamma : float, optional
         ``d_qk / n``, in ``[1e-4, 1e4]`` (``GAMMA_RANGE``).
+    options : SolverOptions, optional
+        Tolerances of the engine (:data:`freeattn.DEFAULT_OPTIONS`).
 
     Returns
     -------
@@ -183,13 +185,15 @@ def attention_law(beta, gamma=1.0):
     >>> round(float(sq.cdf(sq.support()[1])), 12)
     1.0
     """
+    from ._options import check_options
+
     b, g = _check_law_args(beta, gamma)
-    return _attention_singular(b, g)
+    return _attention_singular(b, g, None if options is None else check_options(options))
 
 
 @lru_cache(maxsize=64)
-def _attention_singular(beta, gamma):
-    return SingularValueLaw(_attention_squared(beta, gamma))
+def _attention_singular(beta, gamma, options=None):
+    return SingularValueLaw(_attention_squared(beta, gamma, options))
 
 
 @dataclass(frozen=True)

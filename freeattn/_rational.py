@@ -197,6 +197,10 @@ class RationalTransform:
     def derivative(self, x):
         return self.value_and_derivative(x)[1]
 
+    def at_zero(self):
+        """The value at 0 (``R(0) = m_1``, ``S(0) = 1/m_1``)."""
+        return self._n[0] / self._d[0]
+
     def plus(self, other, source=None):
         """``self + other`` (the R-transform of a free additive convolution)."""
         num = padd(pmul(self.num, other.den), pmul(other.num, self.den))

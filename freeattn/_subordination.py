@@ -66,6 +66,16 @@ CLUSTER_RTOL = 1e-6
 #: times ``|t|``; it is then polished on the real line.
 REAL_CRITICAL_RTOL = 1e-7
 
+#: Continuation of the generic solver: ``Im z`` shrinks by this factor per stage
+#: from ``4 |z|`` down to ``CONTINUATION_FLOOR * scale``, then the target itself
+#: is solved from there (the solution is continuous up to the real axis).
+CONTINUATION_FACTOR = 0.25
+CONTINUATION_FLOOR = 1e-7
+
+#: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
+#: the inverse map counts as not positive in the generic support search.
+DPHI_FLOOR = 1e-10
+
 #: Newton steps polishing companion-matrix eigenvalues: they are backward
 #: stable, so a simple root needs 2-3 steps from the nudged start (quadratic
 #: convergence from a relative offset 1e-6); a multiple root stalls and stops.
@@ -159,7 +169,7 @@ class RLevel:
         return tau + r, gb, dtau + dr * dgb, dgb
 
     def guess(self, z):
-        return z - self.transform(np.zeros(1))[0]
+        return z - self.transform.at_zero()
 
     def rational(self, n, d, a, b):
         rn, rd = compose(self.transform.num, self.transform.den, a, b)
@@ -203,7 +213,7 @@ class SLevel:
         return z, gb * sw, dz, dgb * sw + gb * dsw
 
     def guess(self, z):
-        return z * self.transform(np.zeros(1))[0]
+        return z * self.transform.at_zero()
 
     def rational(self, n, d, a, b):
         wn = padd(pmul(n, a), -pmul(d, b))
@@ -758,9 +768,7 @@ class GenericSolver:
         self.scale = max(abs(lo), abs(hi), 1e-300)
 
     def _phi(self, tau):
-        b = self.constituent
-        gb = b._stieltjes(tau)
-        dgb = b._stieltjes_derivative(tau)
+        gb, dgb = self.constituent._stieltjes_pair(tau)
         return self.level.apply(tau, gb, np.ones_like(tau), dgb)
 
     def solve(self, z, guess=None):
@@ -771,18 +779,27 @@ class GenericSolver:
         eta0 = 4.0 * zabs
         tau = self.level.guess(z.real + 1j * eta0) if guess is None else np.asarray(guess,
                                                                                     complex)
-        stages = [eta0 * 0.5 ** k for k in range(opts.continuation_stages)]
-        if guess is not None:
-            stages = []
+        stages = []
+        if guess is None:
+            eta = eta0
+            for _ in range(opts.continuation_stages):
+                stages.append(eta)
+                eta = eta * CONTINUATION_FACTOR
+                if np.all(eta < CONTINUATION_FLOOR * scale):
+                    break
         for eta in stages + [None]:
             zk = z if eta is None else z.real + 1j * np.maximum(eta, z.imag)
             if eta is not None and np.all(eta <= z.imag):
                 continue
             tau = self._newton(tau, zk)
-        zz, g, _, _ = self._phi(tau)
+        zz, g, dz, _ = self._phi(tau)
         res = np.abs(zz - z) / (np.abs(z) + scale)
         bad = ~np.isfinite(res) | (res > opts.branch_rtol) | (tau.imag < -opts.branch_rtol
                                                                * np.abs(tau))
+        # A real subordination point is the Stieltjes value only where the map
+        # increases (eq. (8.11)); a real root on a decreasing branch is spurious.
+        real = tau.imag <= opts.real_root_rtol * np.abs(tau)
+        bad |= real & (dz.real <= 0)
         if bad.any():
             if guess is not None:
                 tau2, g2 = self.solve(z[bad])
@@ -796,22 +813,32 @@ class GenericSolver:
         return tau, g
 
     def _newton(self, tau, zk):
+        """Newton steps on ``Phi(tau) = zk``, each point until its step is a few ulps.
+
+        A step that would leave the upper half-plane is halved (the
+        subordination point stays in the closed upper half-plane).
+        """
         opts = self.options
+        tau = np.array(tau, dtype=complex)
+        active = np.arange(tau.size)
         for _ in range(opts.newton_max_iter):
-            zz, _, dz, _ = self._phi(tau)
+            ta = tau[active]
+            zz, _, dz, _ = self._phi(ta)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                step = (zz - zk) / dz
+                step = (zz - zk[active]) / dz
             step = np.where(np.isfinite(step), step, 0)
-            new = tau - step
+            new = ta - step
             for _ in range(30):
                 out = new.imag < 0
                 if not out.any():
                     break
                 step = np.where(out, step / 2, step)
-                new = tau - step
+                new = ta - step
             new = np.where(new.imag < 0, new.real + 0j, new)
-            tau = new
-            if np.all(np.abs(step) <= opts.newton_rtol * np.maximum(np.abs(tau), 1e-300)):
+            tau[active] = new
+            done = np.abs(step) <= opts.newton_rtol * np.maximum(np.abs(new), 1e-300)
+            active = active[~done]
+            if active.size == 0:
                 break
         return tau
 
@@ -825,7 +852,10 @@ class GenericSolver:
         for glo, ghi in gaps:
             taus = _gap_grid(glo, ghi, opts.critical_grid, self.scale)
             dphi = self._dphi_real(taus)
-            pos = dphi > 0
+            # Phi' -> Phi'(oo) (1 for R-levels, 1/S(0) for S-levels) far out; values
+            # within rounding of 0 are not an increasing branch (a degenerate critical
+            # point, e.g. Bernoulli ⊞ Bernoulli at x = 1).
+            pos = dphi > DPHI_FLOOR * self._dphi_infinity()
             if not pos.any():
                 continue
             # Maximal runs of positive derivative, refined by bisection at the ends.
@@ -854,6 +884,12 @@ class GenericSolver:
             out.append([float(lo), float(hi), SOFT, SOFT])
         return _snap_hard_edge(out, self.level.hard_edge(b), opts)
 
+    def _dphi_infinity(self):
+        level = self.level
+        if level.kind == "S":
+            return abs(1.0 / level.transform.at_zero())
+        return 1.0
+
     def _dphi_real(self, taus):
         _, _, dz, _ = self._phi(taus.astype(complex))
         return dz.real
@@ -861,18 +897,34 @@ class GenericSolver:
     def _zero(self, a, b):
         from scipy.optimize import brentq
 
+        floor = DPHI_FLOOR * self._dphi_infinity()
+
         def f(t):
-            return float(self._dphi_real(np.array([t]))[0])
+            return float(self._dphi_real(np.array([t]))[0]) - floor
         fa, fb = f(a), f(b)
         if fa * fb > 0:
             return a if abs(fa) < abs(fb) else b
         return brentq(f, a, b, xtol=4 * _EPS * max(abs(a), abs(b)), rtol=4 * _EPS)
 
     def _phi_real_limit(self, tau, side):
+        """``lim Phi`` at an end of an increasing run (``side=+1``: its left end).
+
+        At an end that is an atom or an edge of the constituent, ``Phi`` is
+        evaluated a few ulps inside the gap; a value beyond ``1/eps`` times the
+        scale is the pole's infinity.
+        """
         if np.isinf(tau):
             return tau
-        z = self._phi(np.array([complex(tau)]))[0][0]
-        if not np.isfinite(z):
+        t = tau
+        with np.errstate(all="ignore"):
+            try:
+                z = self._phi(np.array([complex(t)]))[0][0]
+            except ValueError:
+                z = np.nan
+            if not np.isfinite(z):
+                t = tau + side * 64 * _EPS * max(abs(tau), self.scale)
+                z = self._phi(np.array([complex(t)]))[0][0]
+        if not np.isfinite(z) or abs(z) > self.scale / _EPS:
             return -np.inf if side > 0 else np.inf
         return float(z.real)
 
@@ -947,11 +999,13 @@ class SubordinationLaw(SpectralLaw):
         self._name = name
         base_curve = constituent._curve()
         curve = None
-        if base_curve is not None and level.kind != "numeric":
+        if base_curve is not None and getattr(getattr(level, "transform", None), "rational",
+                                              True):
             curve = base_curve.extend(level)
             if curve.degree > self.options.max_rational_degree:
                 curve = None
         self._curve_cache = curve
+        self._boundary_cache = None
         hard = level.hard_edge(constituent)
         if curve is not None:
             self._solver = RationalSolver(curve, self.options, hard)
@@ -1010,7 +1064,10 @@ class SubordinationLaw(SpectralLaw):
 
     def _density(self, x):
         z = x.astype(complex)
-        _, g = self._solver.solve(z)
+        if isinstance(self._solver, GenericSolver):
+            g = self._generic_boundary(z)
+        else:
+            _, g = self._solver.solve(z)
         bad = ~np.isfinite(g) | (g.imag > self.options.branch_rtol * np.abs(g))
         if bad.any():
             k = int(np.argmax(bad))
@@ -1022,15 +1079,42 @@ class SubordinationLaw(SpectralLaw):
     def _stieltjes_exact(self, z):
         return self._solver.solve(z)[1]
 
+    def _generic_boundary(self, z):
+        """Boundary values on the support, warm-started from earlier solves.
+
+        The subordination point is continuous along the support, so each new
+        point starts Newton from the points already solved (interpolated);
+        points that fail the branch test are solved by continuation.
+        """
+        cache = self._boundary_cache
+        if cache is None or cache[0].size < 2:
+            tau, g = self._solver.solve(z)
+        else:
+            xs, taus = cache
+            guess = np.interp(z.real, xs, taus.real) + 1j * np.interp(z.real, xs, taus.imag)
+            tau, g = self._solver.solve(z, guess=guess)
+        if cache is None:
+            xs, taus = z.real, tau
+        else:
+            xs, taus = np.concatenate([cache[0], z.real]), np.concatenate([cache[1], tau])
+        order = np.argsort(xs)
+        self._boundary_cache = (xs[order], taus[order])
+        return g
+
     def _stieltjes_derivative(self, z):
+        return self._stieltjes_pair(z)[1]
+
+    def _stieltjes_pair(self, z):
+        """``G`` and ``G' = (dG/dtau)/(dz/dtau)`` from one solve."""
         if isinstance(self._solver, RationalSolver):
-            t, _ = self._solver.solve(z)
+            t, g = self._solver.solve(z)
             zs, gs, dzs, dgs = self._solver.curve.stages(t)
-            return dgs[-1] / dzs[-1]
-        tau, _ = self._solver.solve(z)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return g, dgs[-1] / dzs[-1]
+        tau, g = self._solver.solve(z)
         _, _, dz, dg = self._solver._phi(tau)
-        b = self.constituent
-        return dg / dz
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return g, dg / dz
 
     def _moments_exact(self, kmax):
         return self.level.moments(self.constituent, kmax)
@@ -1160,7 +1244,8 @@ def free_additive(a, b, *, options=None):
     elif ra is None:
         a, b, ra = b, a, rb
     # Collapse R-levels: (c ⊞ d) ⊞ a = d ⊞ (R_a + R_c).
-    if isinstance(b, SubordinationLaw) and b.level.kind == "R":
+    if isinstance(b, SubordinationLaw) and b.level.kind == "R" and getattr(
+            ra, "rational", True) and getattr(b.level.transform, "rational", True):
         partner = free_additive(a, b.level.partner) if ra.source is not None else None
         combined = ra.plus(b.level.transform, source=partner)
         return SubordinationLaw(RLevel(combined, partner), b.constituent, opts)
@@ -1211,16 +1296,216 @@ def free_multiplicative(a, b, *, options=None):
         sa = numerical_s_transform(a)
     elif sa is None:
         a, b, sa = b, a, sb
-    if isinstance(b, SubordinationLaw) and b.level.kind == "S":
+    if isinstance(b, SubordinationLaw) and b.level.kind == "S" and getattr(
+            sa, "rational", True) and getattr(b.level.transform, "rational", True):
         partner = free_multiplicative(a, b.level.partner)
         combined = sa.times(b.level.transform, source=partner)
         return SubordinationLaw(SLevel(combined, partner), b.constituent, opts)
     return SubordinationLaw(SLevel(sa, a), b, opts)
 
 
+class _NumericalTransform:
+    """R- or S-transform of a law evaluated by inverting its Stieltjes transform.
+
+    ``R(g) = omega - 1/g`` with ``G_a(omega) = g`` (eq. (8.8)); ``S(w) =
+    (1 + w)/(w xi)`` with ``xi G_a(xi) = 1 + w`` (eq. (8.9)).  The inverse is
+    found by Newton's method, continued from the expansion point (``g = 0``:
+    ``omega ~ 1/g + m_1``; ``w = 0``: ``xi ~ m_1/w``) along a straight path;
+    on the real line it is the monotone inverse on the outer gaps of the
+    support (the continuation from the expansion point), ``nan`` beyond the
+    range there.
+    """
+
+    rational = False
+
+    def __init__(self, law, kind):
+        self.law = law
+        self.source = law
+        self.kind = kind
+        self.mean = law.mean()
+        if kind == "S" and self.mean <= 0:
+            raise ValueError("a free multiplicative convolution needs laws with a positive mean")
+        self.lo, self.hi = law.support()
+        self.scale = max(abs(self.lo), abs(self.hi), _TINY)
+        self._coef = None
+
+    def _h(self, y):
+        """``h(y)`` and ``h'(y)``: ``G`` for R, ``y G(y)`` for S."""
+        g = self.law._stieltjes(y)
+        dg = self.law._stieltjes_derivative(y)
+        if self.kind == "R":
+            return g, dg
+        return y * g, g + y * dg
+
+    def _target(self, x):
+        return x if self.kind == "R" else 1.0 + x
+
+    def _start(self, x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1.0 / x + self.mean if self.kind == "R" else self.mean / x
+
+    def _invert(self, x):
+        x = np.asarray(x, dtype=complex)
+        out = np.full(x.shape, np.nan + 0j)
+        real = x.imag == 0
+        if real.any():
+            out[real] = self._invert_real(x[real].real)
+        if (~real).any():
+            out[~real] = self._invert_complex(x[~real])
+        return out
+
+    def _invert_complex(self, x):
+        y = None
+        for s in CONTINUATION_PATH:
+            xs = s * x
+            y = self._start(xs) if y is None else y
+            y = self._newton(y, self._target(xs))
+        h, _ = self._h(y)
+        res = np.abs(h - self._target(x)) / np.maximum(np.abs(self._target(x)), _TINY)
+        return np.where(res <= 1e-10, y, np.nan)
+
+    def _newton(self, y, v):
+        for _ in range(40):
+            h, dh = self._h(y)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                step = (h - v) / dh
+            step = np.where(np.isfinite(step), step, 0)
+            new = y - step
+            for _ in range(30):
+                out = new.imag < 0
+                if not out.any():
+                    break
+                step = np.where(out, step / 2, step)
+                new = y - step
+            y = new
+            if np.all(np.abs(step) <= 8 * _EPS * np.abs(y)):
+                break
+        return y
+
+    def _invert_real(self, x):
+        """Monotone inverse on the outer gap reached from the expansion point (vectorized)."""
+        out = np.full(x.shape, np.nan)
+        lo, hi, scale = self.lo, self.hi, self.scale
+        v = self._target(x)
+        if self.kind == "R":
+            right, left = x > 0, x < 0
+        else:
+            right, left = x > 0, (x > -1) & (x < 0)
+        edge_left = lo if self.kind == "R" else min(lo, 0.0)
+        for mask, edge, sign in ((right, hi, 1.0), (left, edge_left, -1.0)):
+            if not mask.any():
+                continue
+            vm = v[mask]
+            near = np.full(vm.shape, edge + sign * 16 * _EPS * scale)
+            far = np.full(vm.shape, edge + sign * scale)
+            fn = self._h_real(near) - vm
+            ff = self._h_real(far) - vm
+            for _ in range(1100):
+                grow = np.isfinite(fn) & (fn * ff > 0) & (np.abs(far) < 1e300)
+                if not grow.any():
+                    break
+                far = np.where(grow, edge + 4.0 * (far - edge), far)
+                ff = np.where(grow, self._h_real(far) - vm, ff)
+            ok = np.isfinite(fn) & np.isfinite(ff) & (fn * ff <= 0)
+            a, b, fa = near.copy(), far.copy(), fn.copy()
+            y = 0.5 * (a + b)
+            for _ in range(200):
+                with np.errstate(all="ignore"):
+                    h, dh = self._h(y.astype(complex))
+                fy = h.real - vm
+                left_half = fa * fy <= 0
+                b = np.where(left_half, y, b)
+                a = np.where(left_half, a, y)
+                fa = np.where(left_half, fa, fy)
+                with np.errstate(all="ignore"):
+                    newton = y - fy / dh.real
+                inside = np.isfinite(newton) & (newton > np.minimum(a, b)) & (
+                    newton < np.maximum(a, b))
+                new = np.where(inside, newton, 0.5 * (a + b))
+                done = np.abs(new - y) <= 4 * _EPS * np.maximum(np.abs(y), scale)
+                y = new
+                if np.all(done | ~ok):
+                    break
+            out[mask] = np.where(ok, y, np.nan)
+        return out
+
+    def _h_real(self, y):
+        with np.errstate(all="ignore"):
+            return self._h(np.asarray(y, dtype=complex))[0].real
+
+    def _series(self):
+        """Coefficients of ``R(g) = sum kappa_{n+1} g**n`` or of ``S(w)`` at 0 (eq. (8.5))."""
+        if self._coef is None:
+            sc, m = self.law._scaled_moments(SERIES_TERMS + 1)
+            m = np.asarray(m, dtype=float)
+            if self.kind == "R":
+                kappa = moments_to_free_cumulants(m[1:]) * sc ** np.arange(1, m.size)
+                self._coef = kappa[:SERIES_TERMS]
+            else:
+                chi = series_reversion(m[1:] * sc ** np.arange(1, m.size))  # chi_1 .. chi_K
+                # S(w) = chi(w)(1 + w)/w = sum_n (chi_{n+1} + chi_n) w**n, chi_0 = 0.
+                c = chi[:SERIES_TERMS].copy()
+                c[1:] += chi[:SERIES_TERMS - 1]
+                self._coef = c
+        return self._coef
+
+    def value_and_derivative(self, x):
+        x = np.asarray(x, dtype=complex)
+        small = np.abs(x) * (self.scale if self.kind == "R" else 1.0) <= SERIES_RADIUS
+        if small.all():
+            return self._series_value(x)
+        y = self._invert(np.where(small, 1.0 + 0j, x))
+        ok = np.isfinite(y)
+        h, dh = self._h(np.where(ok, y, 1.0 + 1j))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if self.kind == "R":
+                val = y - 1.0 / x
+                der = 1.0 / dh + 1.0 / (x * x)
+            else:
+                dy = 1.0 / dh
+                val = (1.0 + x) / (x * y)
+                der = (x * y - (1.0 + x) * (y + x * dy)) / (x * y) ** 2
+        val, der = np.where(ok, val, np.nan), np.where(ok, der, np.nan)
+        if small.any():
+            sv, sd = self._series_value(x[small])
+            val[small], der[small] = sv, sd
+        return val, der
+
+    def _series_value(self, x):
+        c = self._series()
+        val = np.zeros(x.shape, dtype=complex)
+        der = np.zeros(x.shape, dtype=complex)
+        for n in range(c.size - 1, -1, -1):
+            der = der * x + val
+            val = val * x + c[n]
+        return val, der
+
+    def __call__(self, x):
+        return self.value_and_derivative(x)[0]
+
+    def at_zero(self):
+        """``R(0) = m_1`` or ``S(0) = 1/m_1``."""
+        return self.mean if self.kind == "R" else 1.0 / self.mean
+
+
+#: Terms of the power series of a numerical R- or S-transform used next to its
+#: expansion point, and the radius (``|g| * scale`` for R, ``|w|`` for S) within
+#: which it replaces the inversion (whose ``omega - 1/g`` cancels there); the
+#: series converge in a disk of radius about ``1/(6 scale)`` (R) and ``1/4`` (S),
+#: so the truncation error is below ``(6 * SERIES_RADIUS)**SERIES_TERMS`` ~ 1e-22.
+SERIES_TERMS = 24
+SERIES_RADIUS = 0.02
+
+#: Fractions of the way from the expansion point at which the numerical
+#: inverse of a Stieltjes transform is re-solved (continuation path).
+CONTINUATION_PATH = (1e-3, 1e-2, 0.1, 0.3, 0.6, 1.0)
+
+
 def numerical_r_transform(law):
-    raise NotImplementedError("free_additive needs one law with a known R-transform")
+    """The R-transform of any law, by inverting its Stieltjes transform (eq. (8.8))."""
+    return _NumericalTransform(law, "R")
 
 
 def numerical_s_transform(law):
-    raise NotImplementedError("free_multiplicative needs one law with a known S-transform")
+    """The S-transform of any law on ``[0, oo)`` (eq. (8.9))."""
+    return _NumericalTransform(law, "S")

@@ -15,6 +15,10 @@ from ._rational import RationalTransform, compose, pmul, padd
 
 __all__ = ["AffineLaw", "SingularValueLaw", "affine"]
 
+#: Below ``|z|**2 <= _TINY_SQ * scale**2`` the square ``z**2`` underflows against the
+#: support, and the singular-value law's transform is taken from its representation.
+_TINY_SQ = 1e-280
+
 
 def _finite_scalar(value, name):
     from ._elementary import _real_scalar
@@ -111,10 +115,15 @@ class AffineLaw(SpectralLaw):
         return np.conj(self.base._stieltjes(np.conj(w))) / self.scale
 
     def _stieltjes_derivative(self, z):
+        return self._stieltjes_pair(z)[1]
+
+    def _stieltjes_pair(self, z):
         w = self._to_base(z)
         if self.scale > 0:
-            return self.base._stieltjes_derivative(w) / self.scale ** 2
-        return np.conj(self.base._stieltjes_derivative(np.conj(w))) / self.scale ** 2
+            g, dg = self.base._stieltjes_pair(w)
+            return g / self.scale, dg / self.scale ** 2
+        g, dg = self.base._stieltjes_pair(np.conj(w))
+        return np.conj(g) / self.scale, np.conj(dg) / self.scale ** 2
 
     def _moments_exact(self, kmax):
         from ._subordination import affine_moments
@@ -208,7 +217,7 @@ class SingularValueLaw(SpectralLaw):
 
     def _pdf_closed(self, s):
         out = np.zeros(s.shape)
-        pos = s > 0
+        pos = (s > 0) & np.isfinite(s)
         if pos.any():
             out[pos] = 2.0 * s[pos] * np.asarray(self._sq.pdf(s[pos] ** 2), dtype=float)
         zero = s == 0
@@ -229,6 +238,57 @@ class SingularValueLaw(SpectralLaw):
 
     def _quantile(self, q, upper):
         return np.sqrt(np.maximum(self._sq._quantile(q, upper), 0.0))
+
+    def _stieltjes_exact(self, z):
+        """``G_s(z) = 2 z G_x(z**2) + G_s(-z)`` for ``Re z >= 0`` (theory eq. (8.17)).
+
+        The first term uses the squared law's own solver; ``-z`` is then at
+        least ``|z|`` away from the support ``[0, oo)``, where the
+        representation's quadrature is accurate.  For ``Re z < 0`` the
+        representation is used directly (``z`` is away from the support except
+        next to 0, where the singularity is subtracted).
+        """
+        out = np.empty(z.shape, dtype=complex)
+        right = z.real >= 0
+        if right.any():
+            zr = z[right]
+            loc, mass = self.atoms()
+            tiny = np.abs(zr) ** 2 <= _TINY_SQ * max(self.support()[1], 1.0) ** 2
+            g = np.empty(zr.shape, dtype=complex)
+            big = ~tiny
+            if big.any():
+                zb = zr[big]
+                g[big] = 2.0 * zb * self._sq._stieltjes(zb * zb) + \
+                    self._stieltjes_from_representation(-zb)
+            if tiny.any():
+                g[tiny] = self._stieltjes_from_representation(zr[tiny])
+            out[right] = g
+        if (~right).any():
+            out[~right] = self._stieltjes_from_representation(z[~right])
+        return out
+
+    def _stieltjes_derivative(self, z):
+        return self._stieltjes_pair(z)[1]
+
+    def _stieltjes_pair(self, z):
+        """``G_s`` and ``G_s'`` from one solve of the squared law (eq. (8.17))."""
+        g = np.empty(z.shape, dtype=complex)
+        dg = np.empty(z.shape, dtype=complex)
+        right = (z.real >= 0) & (np.abs(z) ** 2 > _TINY_SQ * max(self.support()[1], 1.0) ** 2)
+        if right.any():
+            zr = z[right]
+            w = zr * zr
+            gx, dgx = self._sq._stieltjes_pair(w)
+            rep, drep = self._representation_pair(-zr)
+            g[right] = 2.0 * zr * gx + rep
+            dg[right] = 2.0 * gx + 4.0 * w * dgx - drep
+        if (~right).any():
+            g[~right], dg[~right] = self._representation_pair(z[~right])
+        return g, dg
+
+    def _representation_pair(self, z):
+        return (self._stieltjes_from_representation(z),
+                SpectralLaw._stieltjes_derivative(self, z))
 
     def moment(self, k):
         """``E[s**k]``: even orders from the squared law, odd ones by quadrature (eq. (8.17))."""
