@@ -59,8 +59,10 @@ Method
    ``z = x + i Y`` (``Y = 1000 (1 + sqrt(m2))``, where the root is picked next to
    the moment series ``sum_k m_k / z^(k+1)``) down the vertical line to the target
    ``Im z``: at each step ``mpmath.polyroots`` (40 digits) and the root nearest a
-   linear predictor; a step is accepted only when the nearest root is at most 0.3
-   times as far as the second nearest, otherwise it is shortened.  On the real axis
+   predictor (quadratic extrapolation of ``log G`` in ``log Im z``); a step is
+   accepted only when the nearest root is at most 0.1 times as far from the
+   prediction as the second nearest, and moved by less than half its distance to
+   the other roots, otherwise it is shortened (``Law.track``).  On the real axis
    the path goes down to ``Im z = 1e-30`` and takes a last step to ``Im z = 0``
    (the limit ``G(x + i0)``; that root must be a million times closer than any other).
 
@@ -70,9 +72,11 @@ Method
    density (continuation) is zero on one side and positive on the other, at a
    distance ``delta`` (``DELTA_REL`` times the scale, and well below the spacing of the
    candidates); both positive marks an interior point, both zero an outside point.
+   (Where all roots of ``P(x, .)`` are real the density is 0 without continuation.)
    An atom can only sit where the leading coefficient vanishes; its mass is
-   ``lim i eta G(r + i eta)`` (values at ``eta = 1e-25`` and ``1e-32`` must agree),
-   and it is matched to a rational with a small denominator to 1e-30.
+   ``V(r) = lim (z - r) G(z)``, a root of the lowest-order part of ``P(z, V/(z - r))``
+   at ``z -> r`` (exact, sympy); the Stieltjes branch's ``V`` (continued to
+   ``z = r + i 1e-10`` and ``r + i 1e-20``) tells which root (``atom_mass``).
 
 4. Density at ``DENSITY_FRACTIONS`` of each band, by the continuation of 2.  For the
    quadratures, the density at a real point is taken as the only root of ``P(x, .)``
@@ -109,7 +113,6 @@ pipeline; the Silverstein and boxtimes polynomials against each other.
 import json
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import mpmath
@@ -471,9 +474,10 @@ class Law:
     def roots(self, zz, init=None):
         return _roots(self.coeffs(zz), init)
 
-    def polish(self, zz, g):
-        """Newton steps on P(zz, .) from g; checks the residual."""
-        cs = self.coeffs(zz)
+    def polish(self, zz, g, cs=None):
+        """Newton steps on P(zz, .) (or on the polynomial ``cs``) from g; checks the
+        residual."""
+        cs = self.coeffs(zz) if cs is None else cs
         dcs = [c * (len(cs) - 1 - k) for k, c in enumerate(cs[:-1])]
         for _ in range(4):
             p = mpmath.polyval(cs, g)
@@ -492,41 +496,83 @@ class Law:
 
     def stieltjes(self, zz):
         """G(zz) on the Stieltjes branch by continuation from x + iY (Im zz >= 0)."""
+        return self.track(zz)
+
+    def track(self, zz, center=None):
+        """Continuation of the Stieltjes branch down the line Re z = Re zz.
+
+        Returns ``G(zz)``, or with ``center = a`` the value ``(zz - a) G(zz)`` (which
+        tends to the mass of an atom at ``a`` as ``zz -> a``).  The tracked variable is
+        ``V = G`` or ``V = (z - a) G``: next to an atom, two roots ``m/(z - a) + O(1)``
+        agree to a relative ``|z - a|``, while their ``V`` differ by ``O(|z - a|)`` out of
+        ``O(1)`` and move by as much per step, so that the steps stay long.
+
+        A step from ``Im z = eta`` to ``eta / f`` is accepted when (a) the root nearest the
+        predictor (quadratic extrapolation of ``log V`` in ``log eta``, exact for power
+        laws) is at most 0.1 times as far from it as the second nearest, and (b) it moved
+        by less than half the distance from the previous value to the previous other
+        roots (so no step can land on a neighbouring root); otherwise ``f`` is reduced.
+        """
         x, target = mpmath.re(zz), mpmath.im(zz)
         assert target >= 0
+        assert center is None or target > 0
+
+        def v_coeffs(z_here):
+            # P(z, V/(z - a)) (z - a)^n: the coefficient of V^(n-j) is c_j(z) (z - a)^j.
+            cs = self.coeffs(z_here)
+            return cs if center is None else [c * (z_here - center) ** j for j, c in enumerate(cs)]
+
         top = 1000 * self.scale
         eta = max(top, 10 * target)
         here = mpmath.mpc(x, eta)
-        roots = self.roots(here)
-        guess = self.series(here)
+        roots = _roots(v_coeffs(here))
+        guess = self.series(here) * (1 if center is None else here - center)
         dist = sorted(((abs(r - guess), r) for r in roots), key=lambda p: p[0])
         assert dist[0][0] < mpmath.mpf(10) ** -10 * abs(guess), dist
         assert len(dist) == 1 or dist[0][0] < mpmath.mpf(10) ** -3 * dist[1][0]
-        g, g_prev, eta_prev = dist[0][1], None, None
+        v = dist[0][1]
+        others = [r for r in roots if r != v]
+        history = [(mpmath.log(eta), mpmath.log(v))]
         roots_here = roots
         stop = target if target > 0 else ETA_FLOOR
         factor = mpmath.mpf(4)
         steps = 0
         while eta > stop:
             new_eta = max(eta / factor, stop)
-            if g_prev is None:
-                pred = g
-            else:
-                pred = g + (new_eta - eta) * (g - g_prev) / (eta - eta_prev)
+            s_new = mpmath.log(new_eta)
+            pts = history[-3:]
+            log_pred = mpmath.mpf(0)
+            for i, (si, li) in enumerate(pts):
+                basis = mpmath.mpf(1)
+                for j, (sj, _) in enumerate(pts):
+                    if j != i:
+                        basis *= (s_new - sj) / (si - sj)
+                log_pred += basis * li
+            pred = mpmath.exp(log_pred)
             zn = mpmath.mpc(x, new_eta)
-            roots = self.roots(zn, roots_here)
-            dist = sorted(((abs(r - pred), r) for r in roots), key=lambda p: p[0])
-            ok = len(dist) == 1 or dist[0][0] < mpmath.mpf("0.3") * dist[1][0]
+            cs = v_coeffs(zn)
+            vs = _roots(cs, roots_here)
+            order = sorted(range(len(vs)), key=lambda k: abs(vs[k] - pred))
+            best = order[0]
+            ok = len(vs) == 1 or abs(vs[best] - pred) < mpmath.mpf("0.1") * abs(vs[order[1]] - pred)
+            if ok and others:
+                ok = abs(vs[best] - v) < mpmath.mpf("0.5") * min(abs(o - v) for o in others)
             if not ok:
                 factor = mpmath.sqrt(factor)
                 assert factor > 1 + mpmath.mpf(10) ** -6, ("continuation stalled", zz, eta)
                 continue
-            g_prev, eta_prev = g, eta
-            g, eta = self.polish(zn, dist[0][1]), new_eta
-            roots_here = roots
+            v = self.polish(zn, vs[best], cs)
+            others = [vs[k] for k in order[1:]]
+            eta = new_eta
+            log_v = mpmath.log(v)
+            # Unwrap: the branch of log nearest the prediction.
+            log_v += 2j * mpmath.pi * mpmath.nint(mpmath.im(log_pred - log_v) / (2 * mpmath.pi))
+            history.append((s_new, log_v))
+            roots_here = vs
             factor = min(factor ** 2, mpmath.mpf(4))
             steps += 1
-            assert steps < 5000
+            assert steps < 5000, ("continuation too long", zz, eta)
+        g = v
         if target == 0:                         # last step to the real axis
             zn = mpmath.mpc(x, target)
             roots = self.roots(zn, roots_here)
@@ -536,11 +582,23 @@ class Law:
             assert len(dist) == 1 or dist[0][0] < mpmath.mpf(10) ** -6 * dist[1][0], (zz, dist)
             assert dist[0][0] < mpmath.mpf(10) ** -12 * (1 + abs(g)), (zz, dist[:2])
             g = self.polish(zn, dist[0][1])
-        return g
+            return g
+        return v
 
     def density(self, x):
         g = self.stieltjes(mpmath.mpc(x, 0))
         return max(-mpmath.im(g), 0) / mpmath.pi, g
+
+    def density_for_classification(self, x):
+        """Density at real x: exactly 0 when every root of P(x, .) is real (then so is
+        G(x + i0), whichever root it is); otherwise by continuation.  Next to an atom, the
+        continuation would have to tell apart two roots ``m/(z - a) + O(1)``, equal to a
+        relative ``|z - a|``; there all roots are real and it is not needed."""
+        roots = self.roots(mpmath.mpf(x))
+        tol = mpmath.mpf(10) ** (-(mpmath.mp.dps // 2))
+        if all(abs(mpmath.im(r)) <= tol * (1 + abs(r)) for r in roots):
+            return mpmath.mpf(0)
+        return self.density(x)[0]
 
     def shifted(self, edge):
         """Coefficients of P(edge + d, G) as polynomials in d (Taylor shift, exact when the
@@ -604,6 +662,11 @@ def _roots(coeffs, init=None, extraprec=ROOT_EXTRAPREC):
     root (next to an atom, ``|G| ~ 1/eta``) needs more guard bits: on failure the guard
     bits are raised, up to 2000.  A root that is kept is then Newton-polished
     (Law.polish)."""
+    while coeffs[0] == 0:                   # the degree drops where P's leading coefficient vanishes
+        coeffs = coeffs[1:]
+    # Guard bits for the size of the roots (Cauchy bound), as the tolerance is absolute.
+    bound = 1 + max(abs(c / coeffs[0]) for c in coeffs[1:])
+    extraprec += int(mpmath.log(bound, 2))
     if init is not None:
         try:
             return mpmath.polyroots(coeffs, maxsteps=100, extraprec=extraprec,
@@ -659,8 +722,8 @@ def support(law_num):
     delta = min(DELTA_REL * law_num.scale, spacing / 1000)
     classified = []
     for value, exact in cands:
-        left = law_num.density(value - delta)[0]
-        right = law_num.density(value + delta)[0]
+        left = law_num.density_for_classification(value - delta)
+        right = law_num.density_for_classification(value + delta)
         pos_l, pos_r = left > POSITIVE_DENSITY, right > POSITIVE_DENSITY
         kind = {(False, True): "left_edge", (True, False): "right_edge",
                 (True, True): "interior", (False, False): "outside"}[(pos_l, pos_r)]
@@ -681,15 +744,43 @@ def support(law_num):
     assert start is None
     atoms = []
     for value, exact in cand_lead:
-        etas = [mpmath.mpf(10) ** -25, mpmath.mpf(10) ** -32]
-        masses = [mpmath.re(1j * e * law_num.stieltjes(mpmath.mpc(value, e))) for e in etas]
-        if masses[0] > mpmath.mpf(10) ** -10 and abs(masses[0] - masses[1]) < mpmath.mpf(10) ** -15:
-            frac = Fraction(mpmath.nstr(masses[1], DPS)).limit_denominator(10 ** 6)
-            exact_mass = frac if abs(masses[1] - mpmath.mpf(frac.numerator) / frac.denominator) \
-                < mpmath.mpf(10) ** -30 else None
-            atoms.append({"location": value, "location_exact": exact, "mass": masses[1],
-                          "mass_exact": exact_mass})
+        mu, v_eta = atom_mass(law_num, value, exact)
+        if mu != 0:
+            atoms.append({"location": value, "location_exact": exact, "mass_exact": mu,
+                          "mass": _mpf_of(mu) if mu.is_Rational else mpmath.mpf(str(mu.evalf(DPS + 10))),
+                          "mass_by_continuation": v_eta})
     return disc, classified, bands, atoms
+
+
+def atom_mass(law_num, value, exact):
+    """Mass of the atom at a root ``a`` of P's leading coefficient (0 if none), exactly.
+
+    With ``G = V/(z - a)``, ``Q(z, V) = P(z, V/(z - a)) (z - a)^n``; at ``z = a + t`` its
+    lowest order in ``t`` is a polynomial ``q(V)`` whose roots are the possible values of
+    ``V(a) = lim (z - a) G(z)``, the atom's mass.  The Stieltjes branch picks one: ``V`` is
+    continued (``Law.track`` with ``center = a``) to ``z = a + i 1e-10`` and ``a + i 1e-20``,
+    where it must approach one root of ``q`` (by a factor > 10 between the two, and be
+    within 1e-6 of it).  The mass is that root, exact (sympy)."""
+    assert exact.is_Rational, "atoms at irrational points are not implemented"
+    t, v = sp.symbols("t V")
+    n = sp.Poly(law_num.expr, G).degree()
+    q_full = sp.expand(law_num.expr.subs(G, v / t).subs(z, exact + t) * t ** n)
+    q_poly = sp.Poly(q_full, t)
+    lowest = min(m[0] for m in q_poly.monoms())
+    q = sp.Poly(q_poly.coeff_monomial(t ** lowest), v)
+    candidates = sorted(set(q.all_roots()), key=lambda r: complex(r.evalf()).real)
+    values = [mpmath.mpc(str(sp.re(c).evalf(DPS)), str(sp.im(c).evalf(DPS))) for c in candidates]
+    # Two roots ~ m/(z - a) agree to a relative |z - a|: 20 more digits keep their V
+    # apart at Im z = 1e-20.
+    with mpmath.workdps(DPS + 20):
+        v_far = law_num.track(mpmath.mpc(value, mpmath.mpf(10) ** -10), center=value)
+        v_near = law_num.track(mpmath.mpc(value, mpmath.mpf(10) ** -20), center=value)
+    k = min(range(len(values)), key=lambda i: abs(v_near - values[i]))
+    d_far, d_near = abs(v_far - values[k]), abs(v_near - values[k])
+    # V -> root like Im z (atom) or like (Im z)^alpha, alpha in (0, 1) (hard edge, root 0).
+    assert d_near < mpmath.mpf(10) ** -6 and (d_near == 0 or d_far > 10 * d_near), \
+        ("atom mass: V does not settle on a root of q", value, candidates, v_far, v_near)
+    return sp.nsimplify(candidates[k]), v_near
 
 
 def half_band_integral(f, edge, mid, classified):
@@ -810,9 +901,8 @@ def build_case(case):
         out["edges"] = [_s(v) for band in bands for v in band]
         out["bands"] = [[_s(lo), _s(hi)] for lo, hi in bands]
         out["atoms"] = [{"location": _s(a["location"]), "location_exact": _exact_str(a["location_exact"]),
-                         "mass": _s(a["mass"]),
-                         "mass_exact": (f"{a['mass_exact'].numerator}/{a['mass_exact'].denominator}"
-                                        if a["mass_exact"] is not None else None)}
+                         "mass": _s(a["mass"]), "mass_exact": str(a["mass_exact"]),
+                         "mass_by_continuation_at_eta_1e-20": _s(mpmath.re(a["mass_by_continuation"]), 20)}
                         for a in atoms]
         # Density table, by continuation; the quadrature's root rule checked against it.
         dens, worst_fast = [], mpmath.mpf(0)
