@@ -156,7 +156,8 @@ def _negative_im_density(coeffs):
 def _discriminant_polynomial(coefficients, degree):
     """Coefficients (highest first) of disc_G(P(z, G)) as a polynomial in z of at most
     ``degree``, from its values at ``degree + 1`` integer nodes (exact up to round-off
-    of the working precision); leading coefficients that vanish to round-off are dropped."""
+    of the working precision); leading coefficients that vanish to round-off are dropped,
+    and so are trailing ones (a factor z^k)."""
     nodes = [mp.mpf(k) for k in range(-(degree // 2), degree - degree // 2 + 1)]
     values = [_cubic_discriminant(*coefficients(t)) for t in nodes]
     vandermonde = mp.matrix([[t ** p for p in range(degree, -1, -1)] for t in nodes])
@@ -165,6 +166,10 @@ def _discriminant_polynomial(coefficients, degree):
     size = max(abs(c) for c in coeffs)
     while abs(coeffs[0]) < size * mp.mpf(10) ** (-mp.mp.dps // 2):
         coeffs = coeffs[1:]
+    # Roots at z = 0 (a multiple root where P's leading coefficient in G vanishes) are
+    # dropped: 0 is not an edge of these laws, and a multiple root slows polyroots.
+    while abs(coeffs[-1]) < size * mp.mpf(10) ** (-mp.mp.dps // 2):
+        coeffs = coeffs[:-1]
     return coeffs
 
 
