@@ -171,6 +171,18 @@ def test_gaussian_rows_cholesky_and_clipped_fallback():
         _gaussian_rows(np.eye(2), np.diag([1.0, -1.0]))
 
 
+def test_covariance_round_off_tolerance_is_100_n_eps():
+    """Section 7.1 of theory/07_validation.md: an eigenvalue down to
+    -100 n eps lambda_max is round-off and is clipped to 0; one ten times more
+    negative means the matrix is not a covariance.  diag(1, -10 n eps) and
+    diag(1, -1000 n eps) (n = 2) sit a factor 10 on either side of the tolerance."""
+    eps = np.finfo(float).eps
+    rows = _gaussian_rows(np.eye(2), np.diag([1.0, -10 * 2 * eps]))
+    np.testing.assert_array_equal(rows.T @ rows, np.diag([1.0, 0.0]))
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        _gaussian_rows(np.eye(2), np.diag([1.0, -1000 * 2 * eps]))
+
+
 # ---------------------------------------------------------------- spectrum
 
 
@@ -214,6 +226,31 @@ def test_bad_input(kwargs, error, match):
         sample_attention(**kwargs)
     with pytest.raises(error, match=match):
         sample_model("linear", **kwargs)
+
+
+@pytest.mark.parametrize("rng, error", [("abc", TypeError), (-1, ValueError),
+                                        (1.5, TypeError), (True, TypeError),
+                                        (object(), TypeError)])
+def test_bad_rng_is_named(rng, error):
+    """A bad seed is a TypeError/ValueError naming rng and what it may be, not
+    numpy's SeedSequence message."""
+    for sample in (lambda: sample_attention(10, 3, 1.0, rng=rng),
+                   lambda: sample_model("linear", 10, 3, 1.0, rng=rng),
+                   lambda: sample_chain(10, 3, 1.0, rng=rng)):
+        with pytest.raises(error, match="rng must be None, a non-negative integer"):
+            sample()
+
+
+def test_seed_sequence_is_a_seed():
+    """The same SeedSequence object gives the same matrix twice (it is copied, not
+    spawned from), as the same integer does; a Generator advances."""
+    seed = np.random.SeedSequence(8)
+    first = sample_model("linear", 8, 4, 1.0, rng=seed)
+    np.testing.assert_array_equal(sample_model("linear", 8, 4, 1.0, rng=seed), first)
+    np.testing.assert_array_equal(sample_model("linear", 8, 4, 1.0, rng=8), first)
+    generator = np.random.default_rng(8)
+    np.testing.assert_array_equal(sample_model("linear", 8, 4, 1.0, rng=generator), first)
+    assert not np.array_equal(sample_model("linear", 8, 4, 1.0, rng=generator), first)
 
 
 def test_bad_model_and_dtype():
