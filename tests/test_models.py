@@ -123,7 +123,7 @@ def test_register_rejects_bad_models(registered):
 
 
 def test_common_mode_is_removed_and_the_rest_interlaces(registered):
-    """sqrt(n) A = sqrt(n) A_perp + 11^T/sqrt(n) with A_perp 1 = 0, so
+    """eq. (7.14): sqrt(n) A = sqrt(n) A_perp + 11^T/sqrt(n) with A_perp 1 = 0, so
     M M^T = Y Y^T + 11^T: a rank-one positive perturbation, whose eigenvalues
     interlace those of the attention model (Weyl): a_i <= u_i <= a_{i+1}.  Removing
     the common mode (the top value, >= n) leaves a bulk as close to the law as the
