@@ -104,8 +104,6 @@ def scores_product(q, k):
     return gemm(1.0, k.T, q.T, trans_a=True).T
 
 
-_scores = scores_product
-
 
 def softmax_rows(scores, beta):
     """Row softmax of ``beta * scores``, overwriting ``scores``.
@@ -122,8 +120,6 @@ def softmax_rows(scores, beta):
         scores /= scores.sum(axis=1, keepdims=True)
     return scores
 
-
-_softmax_rows = softmax_rows
 
 
 def sample_attention(n, d_qk, beta, *, rng=None, dtype=np.float64):
@@ -215,8 +211,6 @@ def gaussian_rows(noise, cov):
         return noise @ (vectors * np.sqrt(np.clip(values, 0.0, None))).T
     return blas.dtrmm(1.0, factor, noise.T, side=0, lower=1).T
 
-
-_gaussian_rows = gaussian_rows
 
 
 def key_gram(k):

@@ -18,8 +18,7 @@ import numpy as np
 from . import _statistics as stats
 from ._checks import check_int, check_positive
 from ._coefficients import linear_coefficients
-from ._draws import (DrawError, check_progress, root_seed, run_draw, run_draws,  # noqa: F401
-                     seed_dict)
+from ._draws import DrawError, check_progress, root_seed, run_draws, seed_dict
 from ._models import (CHAIN_MODELS, GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA, check_options,
                       resolve_models, same_variance_mp, single_head_law)
 from ._render import Column, Document, Table, jsonable, render, to_json
