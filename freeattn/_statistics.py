@@ -98,21 +98,34 @@ def split_bulk(values, n, squared_edge, *, zeros=0, common_mode=0, outliers=0):
     return values[zeros:len(values) - removed_top], zeros + removed_top
 
 
-def ks_distance(cdf_sorted):
+def ks_distance(cdf_sorted, cdf_left_sorted=None):
     """KS distance of sorted points given their theoretical CDF values (theory eq. (7.9)).
 
-    ``max_i max(i/N - F(x_(i)), F(x_(i)) - (i-1)/N)`` over the ``N`` values
-    ``F(x_(1)) <= ... <= F(x_(N))``.
+    ``max_i max(i/N - F(x_(i)), F(x_(i)-) - (i-1)/N)`` over the ``N`` values
+    ``x_(1) <= ... <= x_(N)``, ``F(x-)`` the left limit of the CDF.
+
+    Parameters
+    ----------
+    cdf_sorted : array_like
+        ``F(x_(i))``, ascending.
+    cdf_left_sorted : array_like, optional
+        ``F(x_(i)-)``; differs from ``F(x_(i))`` only at an atom of the law (a
+        tall model's law has one at 0).  Default: ``cdf_sorted`` (no atom).
 
     Examples
     --------
     >>> ks_distance(np.array([0.5]))        # one point at the median
     0.5
+    >>> # law with an atom 1/2 at 0 (uniform above); points 0, 0, 1/2, 1
+    >>> cdf = np.array([0.5, 0.5, 0.75, 1.0])
+    >>> ks_distance(cdf, cdf - 0.5 * (np.arange(4) < 2))
+    0.25
     """
     cdf_sorted = np.asarray(cdf_sorted, dtype=float)
+    left = cdf_sorted if cdf_left_sorted is None else np.asarray(cdf_left_sorted, dtype=float)
     m = len(cdf_sorted)
     upper = np.arange(1, m + 1) / m
-    return float(max(np.max(upper - cdf_sorted), np.max(cdf_sorted - (upper - 1.0 / m))))
+    return float(max(np.max(upper - cdf_sorted), np.max(left - (upper - 1.0 / m))))
 
 
 def w1_distance(sorted_x, cdf, support):

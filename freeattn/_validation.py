@@ -288,6 +288,14 @@ def _check_validate_args(beta, gamma, n, draws, models, progress, options=None):
     return float(b), ratio, n, d_qk, draws, models, options
 
 
+def _ks(law, sorted_x):
+    """KS distance to ``law`` (theory eq. (7.9)), with the left limit of its CDF at
+    its atom at 0 (``law.atom``; the squared values of a tall model are 0 there)."""
+    cdf = np.asarray(law.cdf(sorted_x), dtype=float)
+    atom = float(getattr(law, "atom", 0.0) or 0.0)
+    return stats.ks_distance(cdf, cdf - atom * (sorted_x <= 0.0) if atom else None)
+
+
 def _model_result(model, spectra, n, law, reference, rng):
     """Statistics of one model from its per-draw ascending spectra."""
     edge = float(law.support()[1]) if law is not None else math.nan
@@ -301,13 +309,11 @@ def _model_result(model, spectra, n, law, reference, rng):
     def distances(target):
         if target is None:
             return math.nan, math.nan
-        return (stats.ks_distance(target.cdf(pooled)),
-                stats.w1_distance(pooled, target.cdf, target.support()))
+        return (_ks(target, pooled), stats.w1_distance(pooled, target.cdf, target.support()))
 
     ks, w1 = distances(law)
     ks_mp, w1_mp = distances(reference)
-    ks_per_draw = tuple(stats.ks_distance(law.cdf(b)) if law is not None else math.nan
-                        for b in bulks)
+    ks_per_draw = tuple(_ks(law, b) if law is not None else math.nan for b in bulks)
     ks_noise, w1_noise = stats.bootstrap_noise(bulks, rng)
     moment_stats = [stats.mean_and_se([np.mean(b ** k) for b in bulks])
                     for k in stats.MOMENT_ORDERS]

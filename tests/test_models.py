@@ -225,3 +225,31 @@ def test_new_intermediate_gets_its_own_stream():
     finally:
         del _models._INTERMEDIATES[name]
         _models._STREAMS.remove(name)
+
+
+def _tall(draw):
+    """G/sqrt(n), G an n x n/2 i.i.d. N(0, 1) matrix: a tall model."""
+    return draw.take("linear_noise")[:, :draw.n // 2] / np.sqrt(draw.n)
+
+
+def _tall_law(beta, gamma):
+    """The n eigenvalues of Y Y^T: an atom 1/2 at 0 and the Marchenko-Pastur law of
+    G^T G/n (ratio 1/2): marchenko_pastur(1/2, 2), mean (n/2)/n = 1/2."""
+    return freeattn.marchenko_pastur(0.5, 2.0)
+
+
+def test_tall_model_compares_its_zeros_with_the_atom(registered):
+    """eqs. (7.7), (7.9): a tall n x n/2 model has n/2 zero eigenvalues of Y Y^T, and
+    its law an atom 1/2 at 0; the KS distance takes the CDF's left limit there, so the
+    zeros match the atom (without the left limit the distance would be >= 1/2)."""
+    registered(Model("tall_test", _tall, uses=("linear_noise",), law=_tall_law))
+    y = freeattn.sample_model("tall_test", 100, 100, 1.0, rng=0)
+    assert y.shape == (100, 50)
+    spectrum = freeattn.MODELS["tall_test"].spectrum(y)
+    assert len(spectrum) == 100 and np.all(spectrum[:50] == 0) and spectrum[50] > 0
+    report = freeattn.validate(1.0, 1.0, 200, 3, models=("tall_test",), rng=0,
+                               progress=False)
+    res = report.results["tall_test"]
+    assert _tall_law(1.0, 1.0).atom == 0.5
+    assert res.ks < 0.05 and res.ks < 3 * res.ks_noise
+    assert res.moments[0] == pytest.approx(0.5, rel=0.05)       # the atom counts in the mean

@@ -72,6 +72,17 @@ def test_ks_hand_computed():
     assert stats.ks_distance([0.1, 0.2, 0.9]) == pytest.approx(2 / 3 - 0.2, rel=1e-15)
 
 
+def test_ks_with_an_atom_hand_computed():
+    """eq. (7.9) with the left limit F(x-): the law with an atom 1/2 at 0 and uniform
+    density 1/2 on (0, 1), points 0, 0, 1/2, 1.  F_N - F is 0 at 0 and at 1/2 and
+    reaches 1/4 just below 1/2 and just below 1: KS = 1/4.  Without the left limit,
+    the first point alone would give F(0) - 0 = 1/2."""
+    cdf = np.array([0.5, 0.5, 0.75, 1.0])
+    left = np.array([0.0, 0.0, 0.75, 1.0])
+    assert stats.ks_distance(cdf, left) == pytest.approx(0.25, rel=1e-15)
+    assert stats.ks_distance(cdf) == pytest.approx(0.5, rel=1e-15)
+
+
 def test_w1_closed_forms():
     """eq. (7.10): W1 of m points at the cell midpoints (i - 1/2)/m to U(0, 1) is
     1/(4m) (two triangles of legs 1/(2m) per cell); one point at 1/2 gives 1/4."""
