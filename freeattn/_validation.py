@@ -381,12 +381,13 @@ def validate(beta, gamma=1.0, n=1000, draws=10, *, models=CHAIN_MODELS, rng=None
     Parameters
     ----------
     beta : float
-        Inverse temperature, ``1e-8 <= beta <= 4`` (the range of the law).
+        Inverse temperature, in the range of the limiting law
+        (``MIN_LAW_BETA <= beta <= MAX_LAW_BETA``, ``[1e-8, 4]``).
     gamma : float, optional
         Width ratio; ``d_qk = round(gamma * n)``.  The samples are compared with
         the law at the sampled ratio ``d_qk / n`` (equal to ``gamma`` when
         ``gamma * n`` is an integer), which is what the report's ``gamma`` holds;
-        it must lie in ``[0.02, 50]``.
+        it must lie in the law's range ``GAMMA_RANGE``.
     n : int, optional
         Matrix size, ``n >= 2`` (and larger than the non-bulk values a model
         removes).
