@@ -65,10 +65,11 @@ QUANTILE_LEVELS = np.linspace(0.005, 0.995, 199)
 #: a density panel is set by the curve on [EDGE_FRACTION*edge, edge].
 EDGE_FRACTION = 0.05
 
-# One colour per chain model (colour-blind safe "tab10" order) so the same
-# model has the same colour in every panel.
+# One colour per model ("tab10" order, without the gray of the Marchenko-Pastur
+# curves) so the same model has the same colour in every panel; the chain's six
+# come first, further registered models take the next ones.
 _MODEL_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
-                  "tab:brown")
+                  "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 _THEORY_STYLE = {"color": "black", "linewidth": 2.0, "zorder": 5}
 _MP_STYLE = {"color": "tab:gray", "linewidth": 1.6, "linestyle": "--", "zorder": 4}
 
