@@ -38,16 +38,22 @@ from ._laws import (
     marchenko_pastur,
     operator_norm,
 )
-from ._sampling import (
+from ._sampling import sample_attention, squared_singular_values
+from ._models import (
     CHAIN_MODELS,
-    sample_attention,
+    MODELS,
+    Draw,
+    Intermediate,
+    Model,
+    register_intermediate,
+    register_model,
     sample_chain,
     sample_model,
-    squared_singular_values,
+    unregister_model,
 )
+from ._draws import DrawError
 from ._validation import (
     ConvergenceReport,
-    DrawError,
     ModelResult,
     RateFit,
     ValidationReport,
@@ -92,6 +98,13 @@ __all__ = [
     "alpha2_fraction",
     "hermite_table",
     "CHAIN_MODELS",
+    "MODELS",
+    "Model",
+    "Draw",
+    "Intermediate",
+    "register_model",
+    "unregister_model",
+    "register_intermediate",
     "sample_attention",
     "sample_chain",
     "sample_model",
