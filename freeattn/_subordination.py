@@ -844,44 +844,51 @@ class GenericSolver:
 
     # -- the support ---------------------------------------------------------------------
     def support(self):
-        """Support from the zeros of ``Phi'`` on the gaps of the constituent (eq. (8.12))."""
+        """Support from the zeros of ``Phi'`` on the gaps of the constituent (eq. (8.12)).
+
+        An end of an increasing run is a zero of ``Phi'`` (a soft edge of the
+        law) or an end of the gap; a gap end that is an edge of the
+        constituent is mapped diffeomorphically (``Phi' > 0`` there), so the
+        law's edge keeps the constituent's exponent (eq. (8.13)).
+        """
         b = self.constituent
         opts = self.options
-        gaps = _gaps(b)
-        pieces = []
-        for glo, ghi in gaps:
+        pieces = []                       # (x_left, x_right, exponent_left, exponent_right)
+        floor = DPHI_FLOOR * self._dphi_infinity()
+        for glo, ghi, e_glo, e_ghi in _gaps(b):
             taus = _gap_grid(glo, ghi, opts.critical_grid, self.scale)
-            dphi = self._dphi_real(taus)
-            # Phi' -> Phi'(oo) (1 for R-levels, 1/S(0) for S-levels) far out; values
-            # within rounding of 0 are not an increasing branch (a degenerate critical
-            # point, e.g. Bernoulli ⊞ Bernoulli at x = 1).
-            pos = dphi > DPHI_FLOOR * self._dphi_infinity()
-            if not pos.any():
-                continue
-            # Maximal runs of positive derivative, refined by bisection at the ends.
-            runs = _runs(pos)
-            for i, j in runs:
-                left = glo if i == 0 else self._zero(taus[i - 1], taus[i])
-                right = ghi if j == taus.size - 1 else self._zero(taus[j], taus[j + 1])
-                xl = self._phi_real_limit(left, +1)
-                xr = self._phi_real_limit(right, -1)
-                pieces.append((xl, xr))
-        pieces.sort()
+            pos = self._dphi_real(taus) > floor
+            for i, j in _runs(pos):
+                if i == 0:
+                    left, e_left = glo, e_glo
+                else:
+                    left, e_left = self._zero(taus[i - 1], taus[i]), SOFT
+                if j == taus.size - 1:
+                    right, e_right = ghi, e_ghi
+                else:
+                    right, e_right = self._zero(taus[j], taus[j + 1]), SOFT
+                pieces.append((self._phi_real_limit(left, +1), self._phi_real_limit(right, -1),
+                               e_left, e_right))
+        scale = max((abs(v) for p in pieces for v in p[:2] if np.isfinite(v)), default=1.0)
+        pieces = [p for p in pieces if p[1] - p[0] > opts.edge_merge_rtol * scale]
+        pieces.sort(key=lambda p: p[0])
         merged = []
         for p in pieces:
             if merged and p[0] <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], p[1]))
+                if p[1] > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], p[1], merged[-1][2], p[3])
             else:
                 merged.append(p)
         if not merged or merged[0][0] != -np.inf or merged[-1][1] != np.inf:
             raise ConvergenceError(f"the outside of the support found from Phi' does not reach "
-                                   f"+-infinity: {merged}")
+                                   f"+-infinity: {[(p[0], p[1]) for p in merged]}")
         out = []
         for left, right in zip(merged[:-1], merged[1:]):
             lo, hi = left[1], right[0]
             if hi - lo <= opts.edge_merge_rtol * max(abs(lo), abs(hi), _TINY):
                 continue
-            out.append([float(lo), float(hi), SOFT, SOFT])
+            out.append([float(lo), float(hi), SOFT if left[3] is None else left[3],
+                        SOFT if right[2] is None else right[2]])
         return _snap_hard_edge(out, self.level.hard_edge(b), opts)
 
     def _dphi_infinity(self):
@@ -930,21 +937,27 @@ class GenericSolver:
 
 
 def _gaps(law):
-    """Open gaps of the support of a law (atoms removed), including the two rays."""
+    """Open gaps of the support of a law, with the density exponent at each finite end.
+
+    Returns ``(lo, hi, exponent_at_lo, exponent_at_hi)``; an end that is an
+    atom gets ``None`` (the map has a pole there), the rays ``+-inf`` get
+    ``None`` too.
+    """
     points = []
     for iv in law.interval_details():
-        points.append((iv.lo, iv.hi))
+        points.append((iv.lo, iv.hi, iv.lo_exponent, iv.hi_exponent))
     loc, mass = law.atoms()
     for a in loc[mass > 0]:
-        points.append((a, a))
-    points.sort()
+        points.append((a, a, None, None))
+    points.sort(key=lambda p: (p[0], p[1]))
     gaps = []
-    left = -np.inf
-    for lo, hi in points:
+    left, e_left = -np.inf, None
+    for lo, hi, e_lo, e_hi in points:
         if lo > left:
-            gaps.append((left, lo))
-        left = max(left, hi)
-    gaps.append((left, np.inf))
+            gaps.append((left, lo, e_left, e_lo))
+        if hi >= left:
+            left, e_left = hi, e_hi
+    gaps.append((left, np.inf, e_left, None))
     return gaps
 
 
