@@ -72,6 +72,11 @@ REAL_CRITICAL_RTOL = 1e-7
 CONTINUATION_FACTOR = 0.25
 CONTINUATION_FLOOR = 1e-7
 
+#: Secant steps of ``mpmath.findroot`` in the arbitrary-precision path (it
+#: starts from the float solution, so a few dozen suffice; the margin covers
+#: starts next to a hard edge, where the float point has few correct digits).
+MP_MAX_STEPS = 200
+
 #: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
 #: the inverse map counts as not positive in the generic support search.
 DPHI_FLOOR = 1e-10
@@ -1132,6 +1137,49 @@ class SubordinationLaw(SpectralLaw):
     def _moments_exact(self, kmax):
         return self.level.moments(self.constituent, kmax)
 
+    def _tau(self, z):
+        """Float outermost subordination point at each ``z`` (1-d)."""
+        if isinstance(self._solver, RationalSolver):
+            t, _ = self._solver.solve(z)
+            return self._solver.curve.stages(t, derivatives=False)[0][-2]
+        return self._solver.solve(z)[0]
+
+    def _mp_stieltjes(self, z):
+        """Solve ``Phi(tau) = z`` with ``mpmath.findroot`` (eq. (8.10)) at the working precision.
+
+        Started from the float solution (or, when that fails, from the
+        continuation of the float solver at ``Re z + i``), it is an
+        independent solve of the transcendental equation with the
+        constituent's arbitrary-precision transform; the residual is checked
+        against ``mp_tolerance`` of the working precision.
+        """
+        import mpmath
+        from ._tolerances import mp_tolerance
+
+        phi = self.level.mp(mpmath)
+        b = self.constituent
+        zc = complex(z)
+        try:
+            start = complex(self._tau(np.array([zc]))[0])
+        except ConvergenceError:
+            start = complex(self._tau(np.array([complex(zc.real, max(zc.imag, 1.0))]))[0])
+
+        def f(tau):
+            return phi(tau, b._mp_stieltjes(tau))[0] - z
+
+        tau = mpmath.findroot(f, mpmath.mpc(start.real, start.imag), verify=False,
+                              maxsteps=MP_MAX_STEPS)
+        tol = mp_tolerance(mpmath.mp.dps) * (abs(z) + abs(tau))
+        res = abs(f(tau))
+        # Next to an edge the root is nearly double and its imaginary part is
+        # only sqrt(tol)-accurate.
+        if res > tol or tau.imag < -mpmath.sqrt(tol) * abs(tau):
+            raise ConvergenceError(
+                f"mpmath subordination solve at z={complex(z)!r}: residual {float(res):.3e} "
+                f"(tolerance {float(tol):.1e}), tau={complex(tau)!r}", point=complex(z),
+                residual=float(res), tolerance=float(tol))
+        return phi(tau, b._mp_stieltjes(tau))[1]
+
     def _r_transform(self):
         if self.level.kind != "R":
             return None
@@ -1495,6 +1543,21 @@ class _NumericalTransform:
 
     def __call__(self, x):
         return self.value_and_derivative(x)[0]
+
+    def mp_callable(self, mpmath):
+        """The transform at the working precision: ``findroot`` on the law's mp transform."""
+        law = self.law
+
+        def h(y):
+            g = law._mp_stieltjes(y)
+            return g if self.kind == "R" else y * g
+
+        def f(x):
+            target = x if self.kind == "R" else 1 + x
+            start = complex(self._invert(np.array([complex(x)]))[0])
+            y = mpmath.findroot(lambda yy: h(yy) - target, mpmath.mpc(start.real, start.imag))
+            return y - 1 / x if self.kind == "R" else (1 + x) / (x * y)
+        return f
 
     def at_zero(self):
         """``R(0) = m_1`` or ``S(0) = 1/m_1``."""
