@@ -32,6 +32,7 @@ import scipy.integrate
 import scipy.stats
 
 import freeattn as fa
+from law_quadrature import decade_rule, stieltjes_reference
 
 # --------------------------------------------------------------------------- #
 # The laws
@@ -533,71 +534,11 @@ def test_density_and_cdf_far_from_the_support(case_id):
     assert g == pytest.approx(1e-300, rel=1e-12)
 
 
-#: Gauss-Legendre nodes per decade of distance to an edge in
-#: :func:`_density_integral_errors` (the integrand ``pdf(x) (x - edge)`` is smooth
-#: in ``log(x - edge)`` over a decade, so 24 nodes reach rounding).
-DECADE_NODES = 24
-#: Decades resolved next to each edge; the mass closer than
-#: ``10**-EDGE_DECADES`` of the width is taken from the local power law
-#: ``pdf ~ |x - edge|**eta`` (at most ``1e-16**(1/3) ~ 5e-6`` of the mass for the
-#: steepest edge ``eta = -2/3``, with a relative correction of the same order).
-EDGE_DECADES = 16
-
-
-#: Sub-pieces per decade: keeps the quadrature of ``1/(z - x)`` float accurate
-#: for ``Im z`` down to 0.1 of the width (the pole's offset in ``log |x - edge|``
-#: is then >= 0.4, i.e. more than the half-length 0.29 of a sub-piece).
-DECADE_SPLIT = 4
-
-
-def _decade_rule(law):
-    """A quadrature rule for ``int g(x) pdf(x) dx`` built without the law's own.
-
-    Each interval is cut at its midpoint and towards both edges at distances
-    ``w/2 * 10**-k`` (k = 0..EDGE_DECADES, stopping where ``edge +- d`` is no
-    longer resolved in floats); each decade is split in ``DECADE_SPLIT`` and
-    integrated by Gauss-Legendre in ``log |x - edge|``.  The sliver closer to
-    the edge than the last distance is a power law with the local exponent read
-    off the last decade (the stated exponent of ``interval_details`` is only
-    asymptotic: at beta = 1e-6 the attention law's ``x**(-1/2)`` hard edge takes
-    over from ``x**(-2/3)`` only below ~1e-17 of its width).
-
-    Returns
-    -------
-    pieces : list of (l, r, x, w)
-        A decade ``[l, r]``, its nodes and weights (``sum w * pdf(x) * g(x)``).
-    slivers : list of (edge, mass)
-    """
-    t, wt = np.polynomial.legendre.leggauss(DECADE_NODES)
-    pieces, slivers = [], []
-    for iv in law.interval_details():
-        a, b = iv.lo, iv.hi
-        half = 0.5 * (b - a)
-        for edge, sign in ((a, 1.0), (b, -1.0)):
-            floor = 1e3 * np.finfo(float).eps * abs(edge)
-            dist = half * 10.0 ** -np.arange(EDGE_DECADES + 1)
-            dist = dist[dist >= floor]
-            for far, near in zip(dist[:-1], dist[1:]):
-                cuts = np.linspace(math.log(near), math.log(far), DECADE_SPLIT + 1)
-                xs, ws = [], []
-                for u0, u1 in zip(cuts[:-1], cuts[1:]):
-                    d = np.exp(0.5 * (u1 - u0) * t + 0.5 * (u1 + u0))
-                    xs.append(edge + sign * d)
-                    ws.append(0.5 * (u1 - u0) * wt * d)
-                l, r = sorted((edge + sign * near, edge + sign * far))
-                pieces.append((l, r, np.concatenate(xs), np.concatenate(ws)))
-            f_far = law.pdf(edge + sign * dist[-2])
-            f_near = law.pdf(edge + sign * dist[-1])
-            eta = math.log(f_far / f_near) / math.log(dist[-2] / dist[-1])
-            slivers.append((edge, f_near * dist[-1] / (1.0 + eta)))
-    return pieces, slivers
-
-
 def _density_integral_errors(law):
     """Largest ``|integral of pdf over a decade - CDF increment|``, the total
     integral (decades and slivers) and the slivers' mass."""
     loc, mass = law.atoms()
-    pieces, slivers = _decade_rule(law)
+    pieces, slivers = decade_rule(law)
     worst, total = 0.0, 0.0
     for l, r, x, w in pieces:
         val = float(np.sum(w * law.pdf(x)))
@@ -606,23 +547,6 @@ def _density_integral_errors(law):
         total += val
     sliver_mass = sum(m for _, m in slivers)
     return worst, total + sliver_mass, sliver_mass
-
-
-def _stieltjes_reference(law, z):
-    """``int dmu(x)/(z - x)`` from the density by :func:`_decade_rule`, plus atoms,
-    and ``int dmu(x)/|z - x|`` (the size of the terms, the scale of rounding)."""
-    pieces, slivers = _decade_rule(law)
-    x = np.concatenate([p[2] for p in pieces]) if pieces else np.empty(0)
-    w = np.concatenate([p[3] for p in pieces]) if pieces else np.empty(0)
-    wf = w * law.pdf(x)
-    z = np.atleast_1d(np.asarray(z, dtype=complex))
-    g = (wf[None, :] / (z[:, None] - x[None, :])).sum(axis=1)
-    size = (wf[None, :] / np.abs(z[:, None] - x[None, :])).sum(axis=1)
-    loc, mass = law.atoms()
-    for a, m in list(slivers) + list(zip(loc, mass)):
-        g += m / (z - a)
-        size += m / np.abs(z - a)
-    return g, size
 
 
 @pytest.mark.parametrize("case_id", over_laws("density_integral"))
@@ -662,8 +586,8 @@ def _stieltjes_error(law, z=None):
     """Largest ``|G - reference| / (STIELTJES_RTOL int dmu/|z - x| + SLIVER_RTOL *
     sum(sliver mass / |z - edge|))``: at most 1 when the check passes."""
     z = _stieltjes_points(law) if z is None else z
-    ref, size = _stieltjes_reference(law, z)
-    _, slivers = _decade_rule(law)
+    ref, size = stieltjes_reference(law, z)
+    _, slivers = decade_rule(law)
     allowed = STIELTJES_RTOL * size + SLIVER_RTOL * sum(
         (m / np.abs(z - e) for e, m in slivers), np.zeros(z.shape))
     return float(np.max(np.abs(law.stieltjes(z) - ref) / allowed))
@@ -672,7 +596,7 @@ def _stieltjes_error(law, z=None):
 @pytest.mark.parametrize("case_id", over_laws("stieltjes_quadrature"))
 def test_stieltjes_matches_quadrature_off_the_axis(case_id):
     """``stieltjes(z)`` (the law's own solver) against ``int dmu(x)/(z - x)`` by
-    quadrature of its density (:func:`_decade_rule`, independent of the law's
+    quadrature of its density (:func:`law_quadrature.decade_rule`, independent of the law's
     representation) plus the atoms, at ``Im z`` = 0.1 and 1 interval width
     above its ends and centre (``STIELTJES_RTOL`` relative to
     ``int dmu(x)/|z - x|``, plus the 5%
