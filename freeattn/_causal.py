@@ -83,6 +83,13 @@ NEWTON_STEP_TOL = 1e-13
 #: below NEWTON_STEP_TOL: this saves the last confirming iteration.
 NEWTON_QUADRATIC_MAX = 1e-5
 
+#: The chord iteration keeps its Jacobian while each step is at most this
+#: fraction of the previous one (it then gains >= 1 digit per cheap step).
+CHORD_MIN_CONTRACTION = 0.1
+
+#: Atlas points used for the interpolated starting guess of a query (cubic).
+GUESS_POINTS = 4
+
 #: A converged solve must leave a residual below this (max norm of the
 #: integrated equations, whose terms are O(1)); anything larger is reported.
 RESIDUAL_TOL = 1e-10
@@ -136,6 +143,19 @@ NEAR_EDGE_MIN_STEP = 1e-6
 #: round-off).
 ADMISSIBLE_TOL = 1e-8
 
+#: The logarithm of the Gelfand-Yaglom solution g2 is continued along x from
+#: the phases of its interpolant on a grid PHASE_REFINE times finer.  Between
+#: two fine points g2 is a straight segment to many digits, which subtends an
+#: angle < pi at the origin, so np.angle of the ratio is the true phase step
+#: even where g2 passes close to 0 (next to a gap, where it crosses 0 on the
+#: real branch); a step beyond PHASE_STEP_MAX means the segment is not resolved.
+PHASE_STEP_MAX = 3.0
+PHASE_REFINE = 8
+
+#: Relative offset above the lower edge of the upper interval at which the
+#: mass of the lower interval is read off (error ~ offset**1.5 ~ 1e-15).
+GAP_MASS_OFFSET = 1e-10
+
 #: Brent tolerance for the critical points of the real branch (in s = -1/kappa);
 #: lambda is quadratic there, so the edge value is accurate to ~eps.
 EDGE_XTOL = 1e-13
@@ -150,9 +170,10 @@ ATLAS_LOG_MIN = -30.0
 #: Newton (at L = -30 it is not for gamma = 0.1: sigma - 1/2 = O(kappa/gamma)).
 BOTTOM_LOG_STARTS = (-60.0, -200.0, -600.0)
 
-#: Points of the lower end are solved down to lambda = exp(LOG_LAMBDA_MIN)
-#: (in units of theta1); below it the asymptotic series (eq. (10.18)) is used.
-LOG_LAMBDA_MIN = -700.0
+#: Points of the lower end are solved exactly down to lambda = exp(LOG_LAMBDA_MIN)
+#: (units of theta1), which covers every positive float64 x for every theta1 of
+#: the beta range (x >= 5e-324 = exp(-744.4), theta1 <= exp(16) * 1.001).
+LOG_LAMBDA_MIN = -800.0
 
 #: Stieltjes transform at complex z: continuation from z + i*STIELTJES_ETA0*scale
 #: down to z in STIELTJES_STAGES geometric stages.
@@ -188,9 +209,9 @@ def _chebyshev_unit(n):
     return x, jmat, weights
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Grid:
-    """Composite Chebyshev grid on ``[0, 1/2]`` (junction nodes shared)."""
+    """Composite Chebyshev grid (junction nodes shared); one object per (breaks, n)."""
 
     breaks: tuple
     n: int
@@ -304,10 +325,18 @@ class _System:
         self.gamma = float(gamma)
 
     def evaluate(self, sig, kap, grid, jac=True):
-        """Residual (and Jacobian) at a batch: ``sig`` (P, M), ``kap`` (P,)."""
+        """Residual (and Jacobian) at a batch: ``sig`` (P, M), ``kap`` (P,).
+
+        The two linear equations for ``a`` and ``b`` are solved with their
+        Jacobian right-hand sides in one batched LU solve each (numpy's LAPACK;
+        scipy's ``lu_solve`` with its threaded triangular solves was ~100x
+        slower on these 25-100 sized systems on two cores), and the
+        integration of the Jacobian is one large matrix product.
+        """
         a2, b2, gamma = self.a2, self.b2, self.gamma
         J, Jr, x = grid.J, grid.Jr, grid.x
         M = grid.size
+        P = sig.shape[0]
         eye = np.eye(M)
         kap = np.asarray(kap)
         kc = kap[:, None]
@@ -318,14 +347,18 @@ class _System:
         with np.errstate(over="ignore", under="ignore"):
             Erho = np.exp(psi - 2.0 * psih)
             Fm = np.exp(-psi)
-        # The two linear equations share nothing with Newton's matrix; their
-        # inverses (batched numpy LAPACK, not scipy's lu_solve, whose threaded
-        # triangular solves are ~100x slower on these 30-100 sized systems)
-        # also give the Jacobian columns by matrix products.
-        inv_a = np.linalg.inv(eye + J[None] * dpsi[:, None, :])
-        inv_b = np.linalg.inv(eye + Jr[None] * dpsi[:, None, :])
-        a = np.einsum("pij,j->pi", inv_a, x) / kc
-        b = np.einsum("pij,pj->pi", inv_b, a[:, -1:] + (0.5 - x)[None] / kc)
+        ma = eye + J[None] * dpsi[:, None, :]
+        mb = eye + Jr[None] * dpsi[:, None, :]
+        if jac:
+            rhs_a = np.broadcast_to(np.column_stack([x, J]), (P, M, M + 1))
+            rhs_b = np.broadcast_to(np.column_stack([np.ones(M), 0.5 - x, Jr]), (P, M, M + 2))
+        else:
+            rhs_a = np.broadcast_to(x[:, None], (P, M, 1))
+            rhs_b = np.broadcast_to(np.column_stack([np.ones(M), 0.5 - x]), (P, M, 2))
+        xa = np.linalg.solve(ma, rhs_a)
+        xb = np.linalg.solve(mb, rhs_b)
+        a = xa[:, :, 0] / kc
+        b = xb[:, :, 0] * a[:, -1:] + xb[:, :, 1] / kc
         src = Fm - Erho + a2 * (a - b)
         st = _State()
         st.sig, st.kap, st.psi, st.a, st.b, st.Fm, st.Erho = sig, kap, psi, a, b, Fm, Erho
@@ -333,27 +366,30 @@ class _System:
         if not jac:
             return st
         c = (2.0 * b2 / kap)[:, None, None]
-        dpsi_s = c * J[None]                       # d psi_i / d sigma_j
+        inv_a_J = xa[:, :, 1:]                    # Ma^-1 J
+        inv_b_1, inv_b_x, inv_b_Jr = xb[:, :, 0], xb[:, :, 1], xb[:, :, 2:]
+        ddpsi_k = -dpsi / kc                      # d psi'/d kappa (d psi'_i/d sigma_j = c delta_ij)
         dpsi_k = -psi / kc
-        ddpsi_k = -dpsi / kc                       # d psi'_i / d kappa (psi'_i / d sigma_j = c I)
-        rhs_s = -c * (J[None] * a[:, None, :])
-        rhs_k = -(a * ddpsi_k) @ J.T - x[None] / kc ** 2
-        rhs = np.concatenate([rhs_s, rhs_k[:, :, None]], axis=2)
-        da = inv_a @ rhs
-        rhs_s = da[:, -1:, :M] - c * (Jr[None] * b[:, None, :])
-        rhs_k = da[:, -1, M][:, None] - (b * ddpsi_k) @ Jr.T - (0.5 - x)[None] / kc ** 2
-        rhs = np.concatenate([rhs_s, rhs_k[:, :, None]], axis=2)
-        db = inv_b @ rhs
-        dpsi_all = np.concatenate([dpsi_s, dpsi_k[:, :, None]], axis=2)
-        dpsih = dpsi_all[:, -1:, :]
-        dsrc = (-Fm[:, :, None] * dpsi_all - Erho[:, :, None] * (dpsi_all - 2.0 * dpsih)
-                + a2 * (da - db))
-        dR = np.einsum("ij,pjk->pik", J, dsrc) / gamma
-        dR[:, :, :M] += eye
-        st.dR_s = dR[:, :, :M]
-        st.dR_k = dR[:, :, M]
-        st.dpsih_s = dpsih[:, 0, :M]
-        st.dpsih_k = dpsih[:, 0, M]
+        # a: Ma da = -J diag(a) d(psi') - x d(kappa)/kappa^2
+        da_s = -c * inv_a_J * a[:, None, :]
+        da_k = -np.einsum("pij,pj->pi", inv_a_J, a * ddpsi_k) - a / kc
+        # b: Mb db = da(1/2) 1 - Jr diag(b) d(psi') - (1/2 - x) d(kappa)/kappa^2
+        db_s = inv_b_1[:, :, None] * da_s[:, -1:, :] - c * inv_b_Jr * b[:, None, :]
+        db_k = (inv_b_1 * da_k[:, -1:] - np.einsum("pij,pj->pi", inv_b_Jr, b * ddpsi_k)
+                - inv_b_x / kc ** 2)
+        # source: d(e^-psi) = -e^-psi d psi, d(rho e^psi) = rho e^psi (d psi - 2 d psi(1/2))
+        fe = (Fm + Erho)[:, :, None]
+        dsrc_s = (-fe * (c * J[None]) + 2.0 * (c * Erho[:, :, None]) * J[-1][None, None, :]
+                  + a2 * (da_s - db_s))
+        dsrc_k = (-(Fm + Erho) * dpsi_k + 2.0 * Erho * dpsi_k[:, -1:] + a2 * (da_k - db_k))
+        # dR_s = I + J dsrc_s / gamma as one (M x M)(M x P M) product
+        prod = J @ np.moveaxis(dsrc_s, 1, 0).reshape(M, P * M)
+        dR_s = np.moveaxis(prod.reshape(M, P, M), 0, 1) / gamma
+        dR_s += eye
+        st.dR_s = dR_s
+        st.dR_k = (dsrc_k @ J.T) / gamma
+        st.dpsih_s = np.broadcast_to((2.0 * b2 / kc) * J[-1][None, :], (P, M))
+        st.dpsih_k = dpsi_k[:, -1]
         return st
 
     # -- Newton at given z (through log(-z)) ----------------------------------
@@ -361,11 +397,15 @@ class _System:
     def newton(self, log_mz, sig, kap, grid, max_iter=NEWTON_MAX_ITER):
         """Newton's method on (sigma, kappa) for a batch of points.
 
-        Returns ``(state, converged, iterations, residual)``; ``converged`` is a
-        boolean array (step below ``NEWTON_STEP_TOL`` and residual below
-        ``RESIDUAL_TOL``).  The boundary condition is used in the form
+        A chord variant: the Jacobian (the expensive part) is inverted at the
+        first iterate and reused while successive steps shrink by at least
+        ``CHORD_MIN_CONTRACTION``; otherwise it is recomputed.  Returns
+        ``(state, converged, iterations, residual)``; ``converged`` means the
+        step fell below ``NEWTON_STEP_TOL`` (or the quadratic/linear
+        extrapolation of the remaining error did) and the final residual is
+        below ``RESIDUAL_TOL``.  The boundary condition is used in the form
         ``log(kappa) - 2 psi(1/2) - log(-z) = 0`` (imaginary part modulo
-        ``2 pi``), which stays O(1) for ``|z|`` down to ``exp(-700)``.
+        ``2 pi``), which stays O(1) for ``|z|`` down to ``exp(-800)``.
         """
         sig = np.array(sig, dtype=complex)
         kap = np.array(kap, dtype=complex)
@@ -373,38 +413,58 @@ class _System:
         P, M = sig.shape
         done = np.zeros(P, bool)
         its = np.zeros(P, int)
-        res = np.full(P, np.inf)
         active = np.arange(P)
-        prev = np.full(P, np.nan)      # no quadratic estimate before two steps
+        prev = np.full(P, np.nan)      # no convergence estimate before two steps
+        jinv = np.empty((P, M + 1, M + 1), complex)
+        fresh = np.zeros(P, bool)      # jinv computed at the current iterate's predecessor
+        need = np.ones(P, bool)
         for it in range(max_iter):
-            st = self.evaluate(sig[active], kap[active], grid)
-            bc = _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - log_mz[active])
-            jm = np.empty((active.size, M + 1, M + 1), complex)
-            jm[:, :M, :M] = st.dR_s
-            jm[:, :M, M] = st.dR_k
-            jm[:, M, :M] = -2.0 * st.dpsih_s
-            jm[:, M, M] = 1.0 / st.kap - 2.0 * st.dpsih_k
-            r = np.concatenate([st.R, bc[:, None]], axis=1)
-            res[active] = np.max(np.abs(r), axis=1)
+            redo = active[need[active]]
+            keep = active[~need[active]]
+            if redo.size:
+                st = self.evaluate(sig[redo], kap[redo], grid)
+                jm = np.empty((redo.size, M + 1, M + 1), complex)
+                jm[:, :M, :M] = st.dR_s
+                jm[:, :M, M] = st.dR_k
+                jm[:, M, :M] = -2.0 * st.dpsih_s
+                jm[:, M, M] = 1.0 / st.kap - 2.0 * st.dpsih_k
+                with np.errstate(all="ignore"):
+                    try:
+                        jinv[redo] = np.linalg.inv(jm)
+                    except np.linalg.LinAlgError:
+                        jinv[redo] = np.nan
+                r_redo = np.concatenate(
+                    [st.R, _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - log_mz[redo])[:, None]],
+                    axis=1)
+                fresh[redo] = True
+            if keep.size:
+                st = self.evaluate(sig[keep], kap[keep], grid, jac=False)
+                r_keep = np.concatenate(
+                    [st.R, _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - log_mz[keep])[:, None]],
+                    axis=1)
+                fresh[keep] = False
+            order = np.concatenate([redo, keep])
+            r = np.concatenate([r_redo if redo.size else np.empty((0, M + 1)),
+                                r_keep if keep.size else np.empty((0, M + 1))])
             with np.errstate(all="ignore"):
-                try:
-                    step = np.linalg.solve(jm, -r[:, :, None])[:, :, 0]
-                except np.linalg.LinAlgError:
-                    step = np.full_like(r, np.nan)
-            sig[active] += step[:, :M]
-            kap[active] += step[:, M]
+                step = -np.einsum("pij,pj->pi", jinv[order], r)
+            sig[order] += step[:, :M]
+            kap[order] += step[:, M]
             size = np.maximum(np.max(np.abs(step[:, :M]), axis=1),
-                              np.abs(step[:, M]) / np.abs(kap[active]))
-            its[active] = it + 1
+                              np.abs(step[:, M]) / np.abs(kap[order]))
+            its[order] = it + 1
             fin = ~np.isfinite(size)
-            # quadratic convergence: the error left after this step is about
-            # size**2 * (size / prev**2); stop once that is below the tolerance
             with np.errstate(divide="ignore", invalid="ignore"):
-                left = size ** 3 / prev[active] ** 2
-            ok = (size < NEWTON_STEP_TOL) | ((size < NEWTON_QUADRATIC_MAX) & (left < NEWTON_STEP_TOL)) | fin
-            prev[active] = size
-            done[active[ok & ~fin]] = True
-            active = active[~ok]
+                ratio = size / prev[order]
+                # error left after this step: quadratic (fresh Jacobian) or
+                # geometric (chord) extrapolation from the last two steps
+                left = np.where(fresh[order], size * ratio ** 2, size * ratio / (1.0 - ratio))
+            ok = (size < NEWTON_STEP_TOL) | ((size < NEWTON_QUADRATIC_MAX) & (left >= 0)
+                                             & (left < NEWTON_STEP_TOL)) | fin
+            need[order] = ratio >= CHORD_MIN_CONTRACTION      # NaN (first step): keep
+            prev[order] = size
+            done[order[ok & ~fin]] = True
+            active = order[~ok]
             if active.size == 0:
                 break
         st = self.evaluate(sig, kap, grid, jac=False)
@@ -687,6 +747,72 @@ class _Solver:
                                    f"start (kappa={kap!r})", point=log_lam)
         return _AtlasPoint(float(np.exp(log_lam)), float(log_lam), sig, kap, grid)
 
+    def points(self):
+        """Atlas points sorted by lambda."""
+        return self.build()[1]
+
+    def intervals(self):
+        """Support intervals in units of theta1."""
+        return self.build()[0]
+
+    def piece_of(self, lam):
+        """Index of the support interval containing ``lam`` (-1 if none)."""
+        for k, (lo, hi) in enumerate(self.intervals()):
+            if lo <= lam <= hi:
+                return k
+        return -1
+
+    def atlas_log_min(self):
+        return self.points()[0].log_lam
+
+    def extend_down(self, log_target):
+        """Continue the atlas below its lowest point down to ``exp(log_target)``."""
+        pts = self.points()
+        start = pts[0]
+        first = _AtlasPoint(start.lam, start.log_lam, start.sigma, start.kappa, start.grid)
+        first.p = start.log_lam
+        new, collapsed = self._sweep([first], lambda p: (float(np.exp(p)), p), log_target,
+                                     0.5, 0.5, 0.15)
+        if collapsed is not None:
+            raise ConvergenceError(f"the support ended below lambda=exp({start.log_lam}) "
+                                   f"(units of theta1) while continuing towards 0")
+        self._atlas = (self._atlas[0], sorted(new[1:] + pts, key=lambda q: q.lam))
+
+    def continue_to(self, start, log_target):
+        """Solution at ``exp(log_target)`` by continuation in log(lambda) from atlas point ``start``."""
+        first = _AtlasPoint(start.lam, start.log_lam, start.sigma, start.kappa, start.grid)
+        first.p = start.log_lam
+        new, collapsed = self._sweep([first], lambda p: (float(np.exp(p)), p), log_target,
+                                     1e-3, 0.5, 0.15)
+        if collapsed is not None or abs(new[-1].log_lam - log_target) > 1e-12 * max(1.0, abs(log_target)):
+            raise ConvergenceError(f"continuation to lambda=exp({log_target}) (units of theta1) "
+                                   f"met an edge", point=log_target)
+        last = new[-1]
+        return last.sigma, last.kappa, last.grid
+
+    def gap_mass(self):
+        """``F`` on the gap of a split support: the mass of the lower interval.
+
+        Evaluated just inside the upper interval, at ``e (1 + GAP_MASS_OFFSET)``
+        above its lower edge ``e``, where the mass left out is
+        ``O(GAP_MASS_OFFSET**1.5)`` (square-root edge).
+        """
+        intervals = self.intervals()
+        if len(intervals) < 2:
+            raise ValueError("the support has no gap")
+        lam = intervals[1][0] * (1.0 + GAP_MASS_OFFSET)
+        (idx, st, grid), = [g for g in _solver_points(self, np.array([np.log(lam)])) if g[0].size]
+        phi = _log_potential(self.system, st, grid, np.array([np.log(lam) - 1j * np.pi]))
+        return float(1.0 - phi[0].imag / np.pi)
+
+    def tiny_cdf(self, log_lam):
+        """Leading asymptotics of F below exp(LOG_LAMBDA_MIN) (theory eq. (10.18))."""
+        shift = 2.0 * self.b2 ** 2 / self.gamma
+        kap = _dt_kappa(np.asarray(log_lam) - shift - 1j * np.pi)
+        kap = np.where(kap.imag > 0, kap.conj(), kap)
+        c1 = 1.0 + self.b2 ** 2 / self.gamma
+        return 1.0 - (np.angle(-kap) + c1 * kap.imag) / np.pi
+
     def build(self):
         """Atlas of solutions along the support and its intervals; cached."""
         if self._atlas is not None:
@@ -818,3 +944,541 @@ def _solve_vertical(solver, x, y, x_is_log=False):
     if not ok:
         raise ConvergenceError(f"Newton failed at z={x + 1j * y!r} after continuation", point=x + 1j * y)
     return sig, kap, grid
+
+
+# --------------------------------------------------------------------------- #
+# Observables: G, density, logarithmic potential (theory eqs. (10.12)-(10.13))
+# --------------------------------------------------------------------------- #
+
+@lru_cache(maxsize=256)
+def _mirror(grid):
+    """Grid on [0, 1]: ``grid`` and its mirror image (nodes ``x`` then ``1 - x``)."""
+    breaks = grid.breaks + tuple(1.0 - b for b in reversed(grid.breaks[:-1]))
+    full = _grid(breaks, grid.n)
+    return full
+
+
+def _log_potential(system, st, grid, log_mz):
+    """``Phi(z) = int log(z - x) dmu(x)`` from solved states (theory eq. (10.13)).
+
+    ``Phi = log(-kappa) + kappa b(0) - 1 + gamma log g2(1) - int_0^1 omega beta^2 K2``,
+    with ``g2`` the Gelfand-Yaglom solution of ``h1' = -psi' h1 + g2/kappa``,
+    ``g2' = (b2/gamma) h1``, ``h1(0) = 0``, ``g2(0) = 1`` on ``[0, 1]`` (its log
+    continued along x from ``log g2(0) = 0``), and
+    ``omega beta^2 K2 = 1 - e^-psi - a2 a`` on ``[0, 1/2]`` (mirrored on ``[1/2, 1]``).
+    """
+    a2, b2, gamma = system.a2, system.b2, system.gamma
+    full = _mirror(grid)
+    M = grid.size
+    kap = st.kap
+    f = a2 + 2.0 * b2 * st.sig
+    dpsi = f / kap[:, None]
+    dpsi_full = np.concatenate([dpsi, dpsi[:, -2::-1]], axis=1)
+    Jf = full.J
+    c = b2 / gamma
+    mat = (np.eye(full.size)[None] + Jf[None] * dpsi_full[:, None, :]
+           - (c / kap)[:, None, None] * (Jf @ Jf)[None])
+    h1 = np.linalg.solve(mat, (full.x[None] / kap[:, None])[:, :, None])[:, :, 0]
+    g2 = 1.0 + c * (h1 @ Jf.T)
+    # continuous log along x: unwrap the phase of the interpolant of g2 on a
+    # grid PHASE_REFINE times finer (g2 is smooth; its phase turns fast only
+    # where g2 passes close to 0)
+    fine = full.interpolate(g2, _grid(full.breaks, PHASE_REFINE * full.n))
+    steps = np.angle(fine[:, 1:] / fine[:, :-1])
+    if np.any(np.abs(steps) > PHASE_STEP_MAX):
+        raise ConvergenceError(
+            f"the Gelfand-Yaglom solution turns by {np.max(np.abs(steps)):.3g} rad between two "
+            f"nodes (limit {PHASE_STEP_MAX}); its logarithm is ambiguous", point=np.exp(log_mz))
+    log_g2 = np.log(np.abs(g2[:, -1])) + 1j * np.sum(steps, axis=1)
+    integrand = 2.0 - st.Fm - st.Erho - a2 * (st.a + st.b)
+    b0 = st.b[:, 0]
+    return np.log(-kap) + kap * b0 - 1.0 + gamma * log_g2 - integrand @ grid.w
+
+
+def _stieltjes_from_state(st, log_z):
+    """``G(z) = kappa b(0)/z`` (theory eq. (10.12)); ``log z`` given for tiny ``|z|``."""
+    return st.kap * st.b[:, 0] * np.exp(-log_z)
+
+
+# --------------------------------------------------------------------------- #
+# Points on the real axis
+# --------------------------------------------------------------------------- #
+
+def _chart(intervals, lam):
+    """Interpolation chart of ``lam``: ``(segment key, coordinate)``.
+
+    The solution is smooth in ``sqrt(distance to an edge)`` next to a
+    square-root edge and in ``log(lambda)`` next to 0 (theory sections 10.7,
+    10.8), so each support interval is cut at its midpoint (at a quarter of
+    its top for the interval that starts at 0) into two charts.
+    """
+    for k, (lo, hi) in enumerate(intervals):
+        if lo <= lam <= hi:
+            if lo == 0.0:
+                if lam < 0.25 * hi:
+                    return (k, 0), float(np.log(lam))
+                return (k, 1), float(np.sqrt(hi - lam))
+            mid = 0.5 * (lo + hi)
+            if lam < mid:
+                return (k, 0), float(np.sqrt(lam - lo))
+            return (k, 1), float(np.sqrt(hi - lam))
+    return None, None
+
+
+def _solver_points(solver, log_lam):
+    """Solve at real ``lambda = exp(log_lam)`` (units of theta1) inside the support.
+
+    Guesses come from the continuation atlas: cubic Lagrange interpolation of
+    (sigma, kappa) in the chart coordinate of ``_chart`` through the four
+    nearest atlas points of the same chart and grid.  Points below the atlas
+    extend it downwards first.  Points are solved in batches of equal grid; a
+    point whose batched Newton fails is reached by its own continuation from
+    the nearest atlas point.
+
+    Returns a list of ``(indices, state, grid)``.
+    """
+    log_lam = np.asarray(log_lam, dtype=float)
+    intervals = solver.intervals()
+    if log_lam.size and log_lam.min() < solver.atlas_log_min():
+        solver.extend_down(float(log_lam.min()))
+    pts = solver.points()
+    charts = {}
+    for q in pts:
+        key, v = _chart(intervals, q.lam)
+        charts.setdefault(key, []).append((v, q))
+    for key in charts:
+        charts[key].sort(key=lambda item: item[0])
+    groups = {}
+    guesses = []
+    for i, lv in enumerate(log_lam):
+        key, v = _chart(intervals, float(np.exp(lv)))
+        cand = charts.get(key)
+        if not cand:
+            raise ConvergenceError(f"no atlas point next to lambda=exp({lv}) (units of theta1)")
+        vs = np.array([c[0] for c in cand])
+        order = np.argsort(np.abs(vs - v))
+        near = cand[order[0]][1]
+        same = [cand[j] for j in order if cand[j][1].grid is near.grid][:GUESS_POINTS]
+        nodes = [c[0] for c in same]
+        kap = _polyfit_predict(nodes, [c[1].kappa for c in same], v)
+        sig = _polyfit_predict(nodes, [c[1].sigma for c in same], v)
+        guesses.append((sig, kap, near))
+        groups.setdefault(id(near.grid), (near.grid, []))[1].append(i)
+    out = []
+    system = solver.system
+    for grid, idx in groups.values():
+        idx = np.array(idx)
+        sig0 = np.stack([guesses[i][0] for i in idx])
+        kap0 = np.array([guesses[i][1] for i in idx])
+        log_mz = log_lam[idx] - 1j * np.pi
+        st, conv, its, res = system.newton(log_mz, sig0, kap0, grid)
+        # real axis: conjugate solutions with Im kappa > 0 (see _Solver._newton_one)
+        flip = st.kap.imag > 0
+        if flip.any():
+            st = system.evaluate(np.where(flip[:, None], st.sig.conj(), st.sig),
+                                 np.where(flip, st.kap.conj(), st.kap), grid, jac=False)
+        good = conv & np.array([_admissible(st.psi[j], st.kap[j], log_mz[j]) for j in range(idx.size)])
+        if good.all():
+            out.append((idx, st, grid))
+            continue
+        out.append((idx[good], _take(st, good), grid))
+        for j in np.flatnonzero(~good):
+            sig, kap, g = solver.continue_to(guesses[idx[j]][2], float(log_lam[idx[j]]))
+            st1 = system.evaluate(sig[None], np.array([kap]), g, jac=False)
+            out.append((idx[j:j + 1], st1, g))
+    return out
+
+
+def _take(st, mask):
+    new = _State()
+    for name in ("sig", "kap", "psi", "a", "b", "R", "Fm", "Erho"):
+        setattr(new, name, getattr(st, name)[mask])
+    return new
+
+
+# --------------------------------------------------------------------------- #
+# Dykema-Haagerup closed forms (theory eq. (10.14)), the b2 = 0 case
+# --------------------------------------------------------------------------- #
+
+def _dt_T(x):
+    """``T`` with ``T e^T = -1/x`` at ``x + i0`` (principal branch of W)."""
+    return scipy.special.lambertw(-1.0 / (np.asarray(x, dtype=complex) + 0j), 0)
+
+
+def _dt_density(x):
+    """Density of the Dykema-Haagerup law of variance 1 (support ``[0, e]``)."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        T = _dt_T(np.where((x > 0) & (x < np.e), x, 1.0))
+        g = 1.0 + 1.0 / (x * T)               # G = 1 + 1/(z T)  (eq. (10.14))
+        dens = -g.imag / np.pi
+    return np.where((x > 0) & (x < np.e), np.abs(dens), 0.0)
+
+
+def _dt_cdf(x):
+    """Distribution function of the Dykema-Haagerup law: ``(arg T + Im T/|T|^2)/pi``."""
+    x = np.asarray(x, dtype=float)
+    inside = (x > 0) & (x < np.e)
+    T = _dt_T(np.where(inside, x, 1.0))
+    T = np.where(T.imag < 0, T.conj(), T)
+    val = (np.angle(T) + T.imag / np.abs(T) ** 2) / np.pi
+    return np.where(inside, val, np.where(x >= np.e, 1.0, 0.0))
+
+
+# --------------------------------------------------------------------------- #
+# Moments from the expansion at z = infinity (theory eq. (10.16))
+# --------------------------------------------------------------------------- #
+
+def _unit_moments(a2, b2, gamma, kmax):
+    """Moments ``m_1..m_kmax`` in units of theta1 from the power series of eq. (10.16).
+
+    The reduced system in the (A, B) form (theory eq. (10.9)) is iterated on
+    truncated power series in ``w = 1/z`` whose coefficients are polynomials in
+    the position ``x`` (numpy.polynomial); each pass fixes at least one more
+    order, and ``3 (kmax + 2) + 3`` passes reach a fixed point (checked).
+    """
+    P = np.polynomial.Polynomial
+    N = kmax + 2
+    zero, one = P([0.0]), P([1.0])
+
+    def smul(s, t):
+        out = [zero] * N
+        for i in range(N):
+            for j in range(N - i):
+                out[i + j] = out[i + j] + s[i] * t[j]
+        return out
+
+    def sexp(s, sign):
+        e = [one] + [zero] * (N - 1)
+        for j in range(1, N):
+            acc = zero
+            for i in range(1, j + 1):
+                acc = acc + i * s[i] * e[j - i]
+            e[j] = sign * acc / j
+        return e
+
+    def integ(p):
+        return p.integ(lbnd=0.0)
+
+    def at(p, x0):
+        return P([p(x0)])
+
+    sig = [P([0.5])] + [zero] * (N - 1)
+    kinv = [zero, P([-1.0])] + [zero] * (N - 2)
+    passes = 3 * N + 3
+    prev = None
+    for it in range(passes):
+        f = [a2 + 2.0 * b2 * sig[0]] + [2.0 * b2 * s for s in sig[1:]]
+        psi = smul(kinv, [integ(p) for p in f])
+        ep, em = sexp(psi, 1.0), sexp(psi, -1.0)
+        A = smul(kinv, [integ(p) for p in ep])
+        Iem = [integ(p) for p in em]
+        B = [at(p, 1.0) - p for p in Iem]
+        B0 = [at(p, 0.0) for p in B]
+        zA = A[1:] + [zero]
+        AB = smul(A, B)
+        sig = [(B[j] - B0[j] - zA[j] + a2 * AB[j]) / gamma for j in range(N)]
+        sig[0] = sig[0] + 0.5
+        psi1 = [at(p, 1.0) for p in psi]
+        e1 = sexp(psi1, -1.0)
+        kinv = [zero] + [-p for p in e1[:N - 1]]
+        m = np.array([-A[k + 1](1.0) for k in range(1, kmax + 1)])
+        if prev is not None and np.array_equal(m, prev) and it > N:
+            break
+        prev = m
+    return m
+
+
+# --------------------------------------------------------------------------- #
+# Public functions
+# --------------------------------------------------------------------------- #
+
+def _check_args(beta, gamma):
+    b = check_beta(beta, upper=CAUSAL_BETA_RANGE[1])
+    if b.ndim != 0:
+        raise TypeError(f"beta must be a real scalar, got an array of shape {b.shape}")
+    b = float(b)
+    if b < CAUSAL_BETA_RANGE[0]:
+        raise ValueError(f"beta must be in [{CAUSAL_BETA_RANGE[0]}, {CAUSAL_BETA_RANGE[1]}] "
+                         f"(below it the law in units of theta1 is its beta -> 0 limit to "
+                         f"1e-16), got {beta!r}")
+    g = as_real_array(gamma, "gamma", finite=True)
+    if g.ndim != 0:
+        raise TypeError(f"gamma must be a real scalar, got an array of shape {g.shape}")
+    g = float(g)
+    if not CAUSAL_GAMMA_RANGE[0] <= g <= CAUSAL_GAMMA_RANGE[1]:
+        raise ValueError(f"gamma must be in [{CAUSAL_GAMMA_RANGE[0]}, {CAUSAL_GAMMA_RANGE[1]}], "
+                         f"got {gamma!r}")
+    return b, g
+
+
+def _coefficients(beta):
+    """``(theta1, alpha2, theta2)`` with ``expm1`` for accuracy at small beta."""
+    theta1 = float(np.expm1(beta * beta))
+    theta2 = beta * beta
+    # alpha2 = e^{b^2} - 1 - b^2 = sum_{k>=2} b^{2k}/k!; the series avoids the
+    # cancellation of the difference for beta < 0.1
+    if beta < 0.1:
+        t = theta2
+        alpha2 = sum(t ** k / np.prod(np.arange(1, k + 1, dtype=float)) for k in range(2, 12))
+    else:
+        alpha2 = theta1 - theta2
+    return theta1, float(alpha2), theta2
+
+
+@lru_cache(maxsize=64)
+def _solver_ab(alpha2, theta2, gamma):
+    """Solver of the law with noise variance ``alpha2`` and score variance ``theta2``
+    (units: their sum), and that unit.  ``theta2 = 0`` is the Dykema-Haagerup law."""
+    scale = alpha2 + theta2
+    return _Solver(alpha2 / scale, theta2 / scale, gamma), scale
+
+
+def _law(beta, gamma):
+    b, g = _check_args(beta, gamma)
+    theta1, alpha2, theta2 = _coefficients(b)
+    return _solver_ab(alpha2, theta2, g)
+
+
+def _real_axis(solver, lam, want_cdf):
+    """Density (and CDF) in units at real ``lam`` (1-d float array)."""
+    dens = np.zeros(lam.shape)
+    cdf = np.zeros(lam.shape) if want_cdf else None
+    intervals = solver.intervals()
+    top = intervals[-1][1]
+    inside = np.zeros(lam.shape, bool)
+    for lo, hi in intervals:
+        inside |= (lam > lo) & (lam < hi)
+    inside &= lam > np.exp(LOG_LAMBDA_MIN)
+    dens[lam <= 0.0] = 0.0
+    if want_cdf:
+        cdf[lam >= top] = 1.0
+        if len(intervals) > 1:
+            in_gap = (lam >= intervals[0][1]) & (lam <= intervals[1][0])
+            if in_gap.any():
+                cdf[in_gap] = solver.gap_mass()
+        tiny = (lam > 0) & (lam <= np.exp(LOG_LAMBDA_MIN))
+        if tiny.any():
+            cdf[tiny] = solver.tiny_cdf(np.log(lam[tiny]))
+    zero_tiny = (lam > 0) & (lam <= np.exp(LOG_LAMBDA_MIN))
+    dens[zero_tiny] = np.inf
+    idx = np.flatnonzero(inside)
+    if idx.size:
+        log_lam = np.log(lam[idx])
+        for sub, st, grid in _solver_points(solver, log_lam):
+            if sub.size == 0:
+                continue
+            g = _stieltjes_from_state(st, log_lam[sub] + 0j)
+            dens[idx[sub]] = -g.imag / np.pi
+            if want_cdf:
+                phi = _log_potential(solver.system, st, grid, log_lam[sub] - 1j * np.pi)
+                cdf[idx[sub]] = 1.0 - phi.imag / np.pi
+    return dens, cdf
+
+
+def causal_density(beta, gamma, x):
+    """Density of the limiting law of the squared singular values of causal attention.
+
+    The law of the squared singular values of ``C = diag(1..n)(A - M)/sqrt(n)``
+    and of the masked linear model ``Y_c = L * (beta S + alpha W)/sqrt(n)``
+    (theory eqs. (10.1), (10.3)), as ``n -> oo`` with ``d_qk/n = gamma``.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature in ``[1e-8, 4]`` (``CAUSAL_BETA_RANGE``).
+    gamma : float
+        ``d_qk/n`` in ``[0.1, 10]`` (``CAUSAL_GAMMA_RANGE``).
+    x : array_like
+        Real points.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape as ``x``: ``-Im G(x + i0)/pi`` inside the support (theory
+        eq. (10.12)), 0 outside, ``inf`` for ``0 < x <= theta1 exp(-800)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-real or out-of-range arguments.
+    ConvergenceError
+        If the boundary-value problem is not solved to its tolerance.
+
+    Notes
+    -----
+    The density diverges at 0 like ``1/(x log(theta1/x)**2)`` (theory eq. (10.18)).
+    Cost: building the law (edges and the continuation atlas) takes 0.1-0.5 s,
+    then ~0.5 ms per point in batches (benchmarks/bench_causal.py).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = causal_density(1.0, 1.0, [0.5, 2.0, 6.0])
+    >>> bool(d[0] > d[1] > 0.0), float(d[2])
+    (True, 0.0)
+    """
+    solver, scale = _law(beta, gamma)
+    xs = as_real_array(x, "x", finite=True)
+    dens, _ = _real_axis(solver, np.ravel(xs) / scale, False)
+    return (dens / scale).reshape(xs.shape)
+
+
+def causal_cdf(beta, gamma, x):
+    """Distribution function of the limiting causal law, exactly (theory eq. (10.13)).
+
+    ``F(x) = 1 - Im Phi(x + i0)/pi`` with ``Phi`` the logarithmic potential,
+    computed from the solution at ``x`` itself (no quadrature of the density),
+    for every positive float ``x``.
+
+    Parameters
+    ----------
+    beta, gamma : float
+        As in :func:`causal_density`.
+    x : array_like
+        Real points.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> F = causal_cdf(1.0, 1.0, [1e-300, 1.0, 100.0])
+    >>> bool(0.0 < F[0] < 0.002), round(float(F[1]), 4), float(F[2])
+    (True, 0.7022, 1.0)
+    """
+    solver, scale = _law(beta, gamma)
+    xs = as_real_array(x, "x", finite=True)
+    _, cdf = _real_axis(solver, np.ravel(xs) / scale, True)
+    return cdf.reshape(xs.shape)
+
+
+def causal_stieltjes(beta, gamma, z):
+    """Stieltjes transform ``G(z) = int dmu(x)/(z - x)`` of the limiting causal law.
+
+    Parameters
+    ----------
+    beta, gamma : float
+        As in :func:`causal_density`.
+    z : array_like
+        Complex points with ``Im z > 0``, or real points (boundary value from
+        above).
+
+    Returns
+    -------
+    numpy.ndarray
+        Complex, ``G ~ 1/z`` at infinity, ``Im G < 0`` above the axis.
+
+    Notes
+    -----
+    Each point off the real axis is reached by continuation down a vertical
+    line from ``|z|`` beyond the support (~10-50 Newton solves per point).
+
+    Examples
+    --------
+    >>> g = causal_stieltjes(1.0, 1.0, 1e6j)
+    >>> round(float((g * 1e6j).real), 9), bool(g.imag < 0)
+    (1.0, True)
+    """
+    solver, scale = _law(beta, gamma)
+    zs = np.asarray(z)
+    if zs.dtype == object or zs.dtype.kind not in "iufc":
+        raise TypeError(f"z must be a complex number or array, got {z!r}")
+    zs = zs.astype(complex)
+    if not np.all(np.isfinite(zs)):
+        raise ValueError(f"z must be finite, got {z!r}")
+    if np.any(zs.imag < 0):
+        raise ValueError("z must have Im z >= 0 (the transform of the lower half-plane is the "
+                         "conjugate)")
+    flat = zs.ravel() / scale
+    out = np.empty(flat.shape, complex)
+    for i, w in enumerate(flat):
+        sig, kap, grid = _solve_vertical(solver, w.real, w.imag)
+        st = solver.system.evaluate(sig[None], np.array([kap]), grid, jac=False)
+        out[i] = _stieltjes_from_state(st, np.array([np.log(w)]))[0]
+    return (out / scale).reshape(zs.shape)
+
+
+@dataclass(frozen=True)
+class CausalSupport:
+    """Support of the limiting causal law (physical units).
+
+    Attributes
+    ----------
+    intervals : tuple of (float, float)
+        Disjoint closed intervals, the first starting at 0.
+    gap_masses : tuple of float
+        ``F`` on each gap (mass below it).
+    """
+
+    intervals: tuple
+    gap_masses: tuple
+
+    @property
+    def upper(self):
+        return self.intervals[-1][1]
+
+
+def causal_support(beta, gamma):
+    """Support intervals of the limiting causal law (theory eq. (10.17)).
+
+    The edges are critical points of ``lambda(kappa)`` on the real solution
+    branch, located by Brent's method on ``d lambda/d kappa`` (never by
+    thresholding a density).  For small ``gamma`` and small ``beta`` the
+    support splits in two (the score part separates, carrying mass ``gamma``).
+
+    Returns
+    -------
+    CausalSupport
+
+    Examples
+    --------
+    >>> s = causal_support(1.0, 1.0)
+    >>> len(s.intervals), round(s.upper, 6)
+    (1, 5.52391)
+    """
+    solver, scale = _law(beta, gamma)
+    intervals = tuple((lo * scale, hi * scale) for lo, hi in solver.intervals())
+    masses = (solver.gap_mass(),) if len(intervals) > 1 else ()
+    return CausalSupport(intervals, masses)
+
+
+def causal_edge(beta, gamma):
+    """Upper edge of the support (the squared operator norm of ``C`` as ``n -> oo``).
+
+    Computed from the first critical point of the real branch (theory
+    eq. (10.17)) without building the rest of the law.
+
+    Examples
+    --------
+    >>> round(causal_edge(4.0, 1.0) / float(np.expm1(16.0)), 9)   # Dykema-Haagerup: e
+    2.718281828
+    """
+    solver, scale = _law(beta, gamma)
+    return float(solver.top_fold().edge * scale)
+
+
+def causal_moments(beta, gamma, kmax=3):
+    """Moments ``m_1, ..., m_kmax`` of the limiting causal law (theory eq. (10.16)).
+
+    From the expansion of the boundary-value problem at ``z = oo`` (exact up to
+    rounding), ``kmax <= 12``.  The first three are
+    ``m1 = theta1/2``, ``m2 = 2 theta1**2/3 + theta2**2/(6 gamma)``,
+    ``m3 = 9 theta1**3/8 + 7 theta1 theta2**2/(10 gamma) + theta2**3/(15 gamma**2)``.
+
+    Examples
+    --------
+    >>> m = causal_moments(1.0, 1.0, 3)
+    >>> t1 = float(np.expm1(1.0))
+    >>> bool(np.isclose(m[1], 2 * t1**2 / 3 + 1 / 6, rtol=1e-14))
+    True
+    """
+    b, g = _check_args(beta, gamma)
+    if isinstance(kmax, bool) or not isinstance(kmax, (int, np.integer)):
+        raise TypeError(f"kmax must be an integer in [1, {MAX_MOMENT_ORDER}], got {kmax!r}")
+    if not 1 <= kmax <= MAX_MOMENT_ORDER:
+        raise ValueError(f"kmax must be in [1, {MAX_MOMENT_ORDER}], got {kmax}")
+    theta1, alpha2, theta2 = _coefficients(b)
+    unit = _unit_moments(alpha2 / theta1, theta2 / theta1, g, int(kmax))
+    return unit * theta1 ** np.arange(1, kmax + 1)
