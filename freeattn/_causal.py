@@ -182,6 +182,12 @@ BOTTOM_LOG_STARTS = (-60.0, -200.0, -600.0)
 #: the beta range (x >= 5e-324 = exp(-744.4), theta1 <= exp(16) * 1.001).
 LOG_LAMBDA_MIN = -800.0
 
+#: Lambert's W of exp(L) is evaluated by scipy for Re L below LAMBERT_LOG_DIRECT
+#: and by Newton's method on T + log T = L beyond (where exp(L) overflows); from
+#: T = L - log L the error is O(log L / L)**2**k after k steps.
+LAMBERT_LOG_DIRECT = 600.0
+LAMBERT_NEWTON_STEPS = 8
+
 #: Stieltjes transform at complex z: continuation from z + i*STIELTJES_ETA0*scale
 #: down to z in STIELTJES_STAGES geometric stages.
 STIELTJES_ETA0 = 4.0
@@ -561,8 +567,15 @@ def _dt_kappa(log_mz):
     ``log_mz = log(-z)``; the principal branch of Lambert's W is the one that
     behaves as ``-1/z`` at infinity.
     """
-    arg = np.exp(-np.asarray(log_mz, dtype=complex))      # -1/z
-    return 1.0 / scipy.special.lambertw(arg, 0)
+    log_arg = -np.asarray(log_mz, dtype=complex)          # log(-1/z)
+    if np.all(log_arg.real < LAMBERT_LOG_DIRECT):
+        return 1.0 / scipy.special.lambertw(np.exp(log_arg), 0)
+    # |-1/z| beyond the float range: solve T + log T = log(-1/z) by Newton
+    # from T = L - log L (the principal branch for large |L|)
+    T = log_arg - np.log(log_arg)
+    for _ in range(LAMBERT_NEWTON_STEPS):
+        T = T - (T + np.log(T) - log_arg) / (1.0 + 1.0 / T)
+    return 1.0 / T
 
 
 def _admissible(psi, kap, log_mz):
@@ -1020,8 +1033,13 @@ def _log_potential(system, st, grid, log_mz):
 
 
 def _stieltjes_from_state(st, log_z):
-    """``G(z) = kappa b(0)/z`` (theory eq. (10.12)); ``log z`` given for tiny ``|z|``."""
-    return st.kap * st.b[:, 0] * np.exp(-log_z)
+    """``G(z) = kappa b(0)/z`` (theory eq. (10.12)); ``log z`` given for tiny ``|z|``.
+
+    Below ``|z| ~ 1e-306`` the value (~ 1/(|z| log|z|)) exceeds the float range
+    and comes out infinite.
+    """
+    with np.errstate(over="ignore"):
+        return st.kap * st.b[:, 0] * np.exp(-log_z)
 
 
 # --------------------------------------------------------------------------- #

@@ -137,25 +137,92 @@ def test_operator_solution_has_constant_t_times_omega():
     """The first integral t(x) omega(x) = 1/kappa, eq. (10.8), and the symmetry
     omega(x) = -z t(1 - x), eq. (10.11), hold for the Nystrom solution of the
     *original* system eq. (10.5) up to its O(1/m) discretisation error
-    (m = 200: spread 2e-3 of the mean, measured 4e-4)."""
+    (m = 80: spread below 1e-2 of the mean; a violated identity, e.g. t omega
+    growing with x, would differ by O(1))."""
     beta, gamma, z = 1.0, 1.0, 1.0 + 1.0j
     theta1, theta2 = _theta(beta)
-    t, w = _nystrom(z / theta1, 1 - theta2 / theta1, theta2 / theta1, gamma, 200, "causal")
+    t, w = _nystrom(z / theta1, 1 - theta2 / theta1, theta2 / theta1, gamma, 80, "causal")
     prod = t * w
-    assert np.max(np.abs(prod - prod.mean())) < 2e-3 * abs(prod.mean())
-    np.testing.assert_allclose(w, -(z / theta1) * t[::-1], rtol=2e-3)
+    assert np.max(np.abs(prod - prod.mean())) < 1e-2 * abs(prod.mean())
+    np.testing.assert_allclose(w, -(z / theta1) * t[::-1], rtol=1e-2)
+
+
+def test_kernel_diagonals_obey_the_sturm_liouville_relations():
+    """The diagonals K2(x,x), K1(x,x) of the operator system eq. (10.5)
+    (Nystrom, m = 120) obey eq. (10.7): with sigma = K2'/(2t), K1' = -2 omega
+    sigma, sigma(0) = 1/2 and sigma**2 + c K1 K2 = 1/4, up to the O(1/m)
+    error of the discretisation and of the finite differences (tolerance 3e-2
+    against O(1) values)."""
+    beta, gamma, z = 1.0, 1.0, 1.0 + 1.0j
+    theta1, theta2 = _theta(beta)
+    a2, b2 = 1 - theta2 / theta1, theta2 / theta1
+    m = 120
+    t, w = _nystrom(z / theta1, a2, b2, gamma, m, "causal")
+    c = b2 / gamma
+    h = 1.0 / m
+    E = h * (np.tril(np.ones((m, m)), -1) + 0.5 * np.eye(m))
+    K2 = np.diag(E @ np.linalg.solve(np.diag(1 / t) + c * E.T @ np.diag(w) @ E, E.T)) / h
+    K1 = np.diag(E.T @ np.linalg.solve(np.diag(1 / w) + c * E @ np.diag(t) @ E.T, E)) / h
+    sigma = np.gradient(K2, h) / (2 * t)
+    inner = slice(5, m - 5)
+    np.testing.assert_allclose(np.gradient(K1, h)[inner], (-2 * w * sigma)[inner], atol=3e-2)
+    np.testing.assert_allclose((sigma ** 2 + c * K1 * K2)[inner], 0.25, atol=3e-2)
+    assert abs(sigma[1] - 0.5) < 3e-2
+
+
+def test_deterministic_equivalent_given_the_keys():
+    """Step 1 of the derivation, eq. (10.4): for one key matrix K (n = 300,
+    SeedSequence 8), the deterministic equivalent (T, omega_i) of rows with covariances
+    P_i Sigma_G P_i / n predicts (1/n) tr (Y_c^T Y_c - z)^-1 of Monte Carlo
+    draws of Q and W with that K (6 draws, spread 2.8e-3 per draw: tolerance
+    5e-3 = 4.5 standard errors of the mean; measured 4e-4) and agrees with the
+    limit m(z) of eq. (10.12) to O(1/n) (5e-3; measured 1e-3)."""
+    beta, n, z = 1.0, 300, 1.5 + 0.7j
+    theta1, theta2 = _theta(beta)
+    streams = np.random.SeedSequence(8).spawn(7)      # keys, then 6 draws of (Q, W)
+    K = np.random.default_rng(streams[0]).standard_normal((n, n))
+    sigma_g = theta2 * K @ K.T / n + (theta1 - theta2) * np.eye(n)
+    omega = np.ones(n, complex)
+    for _ in range(200):
+        # (1/n) sum_i omega_i P_i Sigma_G P_i = Sigma_G * B, B_jk = (1/n) sum_{i >= max(j,k)} omega_i
+        tail = np.cumsum(omega[::-1])[::-1] / n
+        B = tail[np.maximum.outer(np.arange(n), np.arange(n))]
+        T = np.linalg.inv(-z * np.eye(n) + sigma_g * B)
+        # (1/n) tr(P_i Sigma_G P_i T) = (1/n) sum_{j,k <= i} Sigma_jk T_kj: 2-d prefix sums
+        prefix = np.cumsum(np.cumsum(sigma_g * T.T, axis=0), axis=1)
+        new = 1.0 / (1.0 + np.diag(prefix) / n)
+        if np.max(np.abs(new - omega)) < 1e-13:
+            break
+        omega = 0.5 * omega + 0.5 * new
+    predicted = np.trace(T) / n
+    alpha = np.sqrt(theta1 - theta2)
+    draws = []
+    for s in range(1, 7):
+        g = np.random.default_rng(streams[s])
+        Q = g.standard_normal((n, n))
+        W = g.standard_normal((n, n))
+        Y = np.tril(beta * Q @ K.T / np.sqrt(n) + alpha * W) / np.sqrt(n)
+        ev = np.linalg.eigvalsh(Y.T @ Y)
+        draws.append(np.mean(1.0 / (ev - z)))
+    assert abs(np.mean(draws) - predicted) < 5e-3
+    limit = -complex(causal_stieltjes(beta, 1.0, z))
+    assert abs(predicted - limit) < 5e-3
 
 
 def test_convergence_in_the_number_of_nodes():
-    """Spectral convergence of the collocation of eq. (10.10) on one panel:
-    the error of G (against 64 nodes) falls below 1e-12 at 32 nodes for
-    gamma = 1 and at 40 nodes for gamma = 0.1 (the table is in theory 10.5)."""
-    for beta, gamma, lam, nodes_ok in [(1.0, 1.0, 0.3, 32), (1.0, 0.1, 0.5, 40)]:
+    """Spectral convergence of the collocation of eq. (10.10) on one panel
+    (error of G against 80 nodes).  Measured: at beta = 1e-4, gamma = 0.1,
+    lambda = 0.05 theta1 (the hardest bulk case met) 1e-7, 9e-11, 1e-13, 1e-15
+    at 16, 24, 32, 40 nodes; at beta = gamma = 1, lambda = 1e-6 theta1, 8e-14
+    and 1e-15 at 16 and 24.  Checked: geometric decrease, and below 1e-12 at
+    the node count the law uses (32 for gamma >= 0.25, 40 below)."""
+    for beta, gamma, lam in [(1e-4, 0.1, 0.05), (1.0, 1.0, 1e-6)]:
         solver, scale = causal._law(beta, gamma)
         (idx, st, grid), = [g for g in causal._solver_points(solver, np.array([np.log(lam)])) if g[0].size]
+        assert len(grid.breaks) == 2                  # one panel
         errors = {}
         ref = None
-        for n in (64, 16, 24, 32, 40):
+        for n in (80, 16, 24, 32, 40):
             g = causal._grid((0.0, 0.5), n)
             sig, kap, ok, its = solver._newton_one(np.log(lam) - 1j * np.pi,
                                                    grid.interpolate(st.sig[0], g), complex(st.kap[0]),
@@ -168,14 +235,16 @@ def test_convergence_in_the_number_of_nodes():
                 ref = val
                 continue
             errors[n] = abs(val - ref) / abs(ref)
-        assert errors[16] > errors[nodes_ok]
-        assert errors[nodes_ok] < 1e-12
+        assert errors[16] > 1e3 * errors[24] or errors[24] < 1e-14
+        assert errors[solver.nodes] < 1e-12
+    assert causal._law(1e-4, 0.1)[0].nodes == 40 and causal._law(1.0, 1.0)[0].nodes == 32
+    assert errors[16] > 1e-14           # the coarse grid is visibly worse at lambda = 1e-6
 
 
 # --------------------------------------------------------------------------- checks
 
 def test_dykema_haagerup_closed_forms_are_consistent():
-    """Eq. (10.14): the DT density integrates to the DT CDF, has moments
+    """Theory eq. (10.14): the DT density integrates to the DT CDF, has moments
     k**k/(k+1)! (Gauss-Legendre on [0, e] after the substitution x = e u**2,
     which removes the edge square root; the log end at 0 carries mass
     1/log(1/x) ~ 0.01 below x = e**-100 but no moment), and its CDF is 1 at e."""
@@ -301,24 +370,25 @@ def test_cdf_is_the_integral_of_the_density():
         x = 0.5 * (b - a) * (u + 1) + a
         integral = 0.5 * (b - a) * np.sum(w * causal_density(beta, gamma, x))
         assert Fb - Fa == pytest.approx(integral, abs=1e-12)
-    grid = np.linspace(1e-3, 5.6, 200)
-    assert np.all(np.diff(causal_cdf(beta, gamma, grid)) > 0)
     edge = causal_edge(beta, gamma)
+    grid = np.linspace(1e-3, edge * (1 - 1e-9), 200)
+    assert np.all(np.diff(causal_cdf(beta, gamma, grid)) > 0)
     assert causal_cdf(beta, gamma, [-1.0, 0.0, edge, 10.0]).tolist() == [0.0, 0.0, 1.0, 1.0]
 
 
 def test_log_potential_at_large_z():
-    """Phi(z) = log z - m1/z - m2/(2 z^2) + ..., eq. (10.13), at |z| = 1e3
-    (atol 1e-12)."""
+    """Phi(z) = log z - m1/z - m2/(2 z^2) - m3/(3 z^3) - ..., eq. (10.13), at
+    |z| = 1e3 (atol 1e-12; the omitted m5/(5 z^5) term is ~1e-14)."""
     beta, gamma = 1.0, 1.0
     solver, scale = causal._law(beta, gamma)
     z = 1000.0 * np.exp(0.7j)
     sig, kap, grid = causal._solve_vertical(solver, z.real / scale, z.imag / scale)
     st = solver.system.evaluate(sig[None], np.array([kap]), grid, jac=False)
     phi = causal._log_potential(solver.system, st, grid, np.array([np.log(-z / scale)]))[0]
-    m1, m2 = causal_moments(beta, gamma, 2)
-    # Phi in units of theta1: log(z/theta1) - m1/z - ...
-    expected = np.log(z / scale) - m1 / z - m2 / (2 * z * z)
+    m = causal_moments(beta, gamma, 4) / scale ** np.arange(1, 5)
+    w = scale / z
+    # Phi in units of theta1: log(z/theta1) - sum_k m_k w^k / k
+    expected = np.log(z / scale) - sum(m[k - 1] * w ** k / k for k in range(1, 5))
     assert abs(phi - expected) < 1e-12
 
 
@@ -326,7 +396,7 @@ def test_log_potential_at_large_z():
 
 @pytest.mark.parametrize("beta,gamma", [(1.0, 1.0), (0.5, 3.0), (2.0, 0.3)])
 def test_upper_edge_is_a_critical_point(beta, gamma):
-    """Eq. (10.17): at the edge d lambda/d kappa = 0 (|.| < 1e-9 of its scale) on
+    """Theory eq. (10.17): at the edge d lambda/d kappa = 0 (|.| < 1e-9 of its scale) on
     the real branch; the density is positive just inside and zero just outside;
     the edge is unchanged (1e-12) on a 48-node grid."""
     solver, scale = causal._law(beta, gamma)
@@ -383,7 +453,7 @@ def test_split_support_and_the_mass_of_the_score_interval():
 
 
 def test_small_lambda_asymptotics():
-    """Eq. (10.18): near 0 the law is DT at the shifted point lambda e^{-2 b2^2/gamma};
+    """Theory eq. (10.18): near 0 the law is DT at the shifted point lambda e^{-2 b2^2/gamma};
     the first form has error C y^3 (C < 15 measured for these parameters), and
     lambda rho(lambda) log^2(theta1/lambda) -> 1 (1.016 at e^-700)."""
     for beta, gamma in [(1.0, 1.0), (1.0, 0.3)]:
@@ -404,13 +474,13 @@ def test_cdf_at_the_bottom_of_the_float_range():
     F = causal_cdf(1.0, 1.0, [5e-324, 1e-300])
     theta1 = np.expm1(1.0)
     for x, f in zip([5e-324, 1e-300], F):
-        y = 1 / np.log(theta1 / x)
+        y = 1 / (np.log(theta1) - np.log(x))
         assert 0.0 < f < y + 1e-4
         assert f == pytest.approx(y, rel=0.01)
 
 
 def test_admissibility_rejects_the_conjugate():
-    """Eq. (10.20): the solution satisfies Im t >= 0 and Im(-omega/z) >= 0; its
+    """Theory eq. (10.20): the solution satisfies Im t >= 0 and Im(-omega/z) >= 0; its
     conjugate solves the real-axis equations too and is rejected."""
     solver, scale = causal._law(1.0, 1.0)
     (idx, st, grid), = [g for g in causal._solver_points(solver, np.array([0.0])) if g[0].size]
@@ -461,17 +531,21 @@ def test_bad_arguments_other_functions():
 
 
 def test_convergence_error_quotes_numbers():
-    """A solver failure raises ConvergenceError with the point (here: a start
-    far from any solution cannot be continued)."""
-    solver, _ = causal._law(1.0, 1.0)
-    with pytest.raises(ConvergenceError, match="lambda"):
-        solver._start_at_bottom(-5.0)
+    """A continuation that cannot reach its target raises ConvergenceError with
+    the point: here from the lower interval of a split support into its gap
+    (eq. (10.17)), where the Stieltjes branch meets its conjugate."""
+    solver, _ = causal._law(1e-4, 0.1)
+    (lo1, hi1), (lo2, hi2) = solver.intervals()
+    start = max((q for q in solver.points() if q.lam < hi1), key=lambda q: q.lam)
+    with pytest.raises(ConvergenceError, match="lambda") as info:
+        solver.continue_to(start, float(np.log(0.5 * (hi1 + lo2))))
+    assert info.value.point is not None
 
 
 # --------------------------------------------------------------------------- samplers
 
 def test_causal_attention_is_a_causal_softmax():
-    """Eq. (10.1): lower triangular, rows sum to 1, A_11 = 1, equal to the
+    """Theory eq. (10.1): lower triangular, rows sum to 1, A_11 = 1, equal to the
     softmax of each row prefix computed directly."""
     n, d, beta = 7, 5, 1.3
     A = causal_attention(n, d, beta, rng=4)
@@ -487,7 +561,7 @@ def test_causal_attention_is_a_causal_softmax():
 
 
 def test_causal_matrix_models_share_scores():
-    """Eqs. (10.1), (10.3): C has zero row sums and C = (diag(i) A - L)/sqrt(n);
+    """Theory eqs. (10.1), (10.3): C has zero row sums and C = (diag(i) A - L)/sqrt(n);
     Y_c from the same rng uses the same S and the linear-noise stream."""
     n, d, beta = 9, 4, 0.8
     A = causal_attention(n, d, beta, rng=11)
@@ -574,18 +648,20 @@ def test_causal_softmax_matches_the_law():
 
 @pytest.mark.statistical
 def test_raw_trace_grows_like_log_n():
-    """Eq. (10.2): the mean squared singular value of sqrt(n)(A - M) grows by
-    theta1 log 4 when n grows 4x (rows i > n contribute theta1/i), while that of
-    C stays at theta1/2.  n = 400 and 1600, one draw each (seeds 1, 2); the
-    row sums of squares are averages over many rows, relative noise ~2%."""
-    beta = 1.0
+    """Theory eq. (10.2): row i of sqrt(n)(A - M) has mean squared entry theta1/i, so
+    the mean squared singular value grows like theta1 log n.  One draw at
+    n = 1600 (seed 2): i times the row sum of squares, averaged over the rows
+    i in (n/4, n], is theta1 within 4% (measured 0.981-0.988 theta1 on three
+    seeds; the O(1/sqrt(i)) normalizer noise biases it down), and those rows
+    add theta1 log 4 (5%; measured 2.33-2.34 vs 2.38).  C = diag(i)(A - M)/sqrt(n)
+    has mean squared singular value theta1/2 (5%; 0.841-0.851 vs 0.859)."""
+    beta, n = 1.0, 1600
     theta1 = np.expm1(beta ** 2)
-    raw = {}
-    for n, seed in ((400, 1), (1600, 2)):
-        R = causal_matrix("causal", n, n, beta, rng=seed, rescale=False)
-        raw[n] = np.sum(R * R) / n
-        C = causal_matrix("causal", n, n, beta, rng=seed)
-        assert np.sum(C * C) / n == pytest.approx(theta1 / 2, rel=0.05)
-    growth = (raw[1600] - raw[400]) / np.log(4.0)
-    assert growth == pytest.approx(theta1, rel=0.1)
-    assert raw[1600] > theta1 * np.log(1600) * 0.7
+    R = causal_matrix("causal", n, n, beta, rng=2, rescale=False)
+    rows = np.sum(R * R, axis=1) / n
+    i = np.arange(1, n + 1)
+    late = i > n // 4
+    assert np.mean(i[late] * rows[late]) == pytest.approx(theta1, rel=0.04)
+    assert np.sum(rows[late]) == pytest.approx(theta1 * np.log(4.0), rel=0.05)
+    C = causal_matrix("causal", n, n, beta, rng=2)
+    assert np.sum(C * C) / n == pytest.approx(theta1 / 2, rel=0.05)
