@@ -171,6 +171,11 @@ EDGE_XTOL = 1e-13
 #: are solved on demand by continuation in log(lambda) (theory section 10.8).
 ATLAS_LOG_MIN = -30.0
 
+#: Points below lambda = exp(DEEP_LOG) theta1 are solved directly from the layer
+#: expansion (eq. (10.18)), batched, instead of by continuation from the atlas:
+#: there the guess is within Newton's reach (measured for gamma >= 0.1).
+DEEP_LOG = -60.0
+
 #: The continuation from below (needed only when the support has a gap) starts
 #: at lambda = exp(L) theta1 for the first L here whose start is admissible:
 #: there kappa ~ 1/|L| and the layer expansion (eq. (10.18)) is close enough for
@@ -482,7 +487,8 @@ class _System:
                 break
         st = self.evaluate(sig, kap, grid, jac=False)
         bc = _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - log_mz)
-        res = np.maximum(np.max(np.abs(st.R), axis=1), np.abs(bc))
+        # the boundary condition balances terms of size |log z|: relative to that
+        res = np.maximum(np.max(np.abs(st.R), axis=1), np.abs(bc) / np.maximum(1.0, np.abs(log_mz)))
         conv = done & (res < RESIDUAL_TOL) & np.isfinite(res)
         return st, conv, its, res
 
@@ -760,15 +766,27 @@ class _Solver:
     def _start_at_bottom(self, log_lam):
         """Complex solution at tiny ``lambda = exp(log_lam)`` from the layer expansion (eq. (10.18))."""
         log_mz = log_lam - 1j * np.pi
-        kap0 = complex(_dt_kappa(log_mz))
-        grid = self.grid_for(kap0)
-        xi = grid.x / kap0
-        sig0 = 0.5 - (kap0 * self.b2 / self.gamma) * (1.0 - np.exp(-xi))
+        sig0, kap0, grid = self.layer_guess(log_lam)
         sig, kap, ok, its = self._newton_one(log_mz, sig0, kap0, grid, max_iter=NEWTON_MAX_ITER)
         if not ok or not kap.imag < 0:
             raise ConvergenceError(f"no solution at lambda=exp({log_lam}) from the small-lambda "
                                    f"start (kappa={kap!r})", point=log_lam)
         return _AtlasPoint(float(np.exp(log_lam)), float(log_lam), sig, kap, grid)
+
+    def layer_guess(self, log_lam):
+        """Starting guess at tiny ``lambda = exp(log_lam)`` from the layer expansion, eq. (10.18).
+
+        ``kappa`` solves ``kappa e^{-1/kappa} = -lambda e^{-2 b2^2/gamma}``
+        (Lambert's W in log form) and ``sigma = 1/2 - (kappa b2/gamma)(1 - e^{-x/kappa})``.
+        """
+        shift = 2.0 * self.b2 ** 2 / self.gamma
+        kap0 = complex(_dt_kappa(log_lam - shift - 1j * np.pi))
+        if kap0.imag > 0:
+            kap0 = kap0.conjugate()
+        grid = self.grid_for(kap0)
+        with np.errstate(over="ignore", under="ignore"):
+            sig0 = 0.5 - (kap0 * self.b2 / self.gamma) * (1.0 - np.exp(-grid.x / kap0))
+        return sig0, kap0, grid
 
     def grid_for(self, kappa):
         """The grid of this law for a solution with this kappa (see _grid_for)."""
@@ -1046,7 +1064,7 @@ def _stieltjes_from_state(st, log_z):
 # Points on the real axis
 # --------------------------------------------------------------------------- #
 
-def _chart(intervals, lam):
+def _chart(intervals, lam, log_lam=None):
     """Interpolation chart of ``lam``: ``(segment key, coordinate)``.
 
     The solution is smooth in ``sqrt(distance to an edge)`` next to a
@@ -1055,10 +1073,10 @@ def _chart(intervals, lam):
     its top for the interval that starts at 0) into two charts.
     """
     for k, (lo, hi) in enumerate(intervals):
-        if lo <= lam <= hi:
+        if lo < lam <= hi or (lo == 0.0 and lam == 0.0 and log_lam is not None):
             if lo == 0.0:
                 if lam < 0.25 * hi:
-                    return (k, 0), float(np.log(lam))
+                    return (k, 0), float(np.log(lam) if log_lam is None else log_lam)
                 return (k, 1), float(np.sqrt(hi - lam))
             mid = 0.5 * (lo + hi)
             if lam < mid:
@@ -1081,19 +1099,25 @@ def _solver_points(solver, log_lam):
     """
     log_lam = np.asarray(log_lam, dtype=float)
     intervals = solver.intervals()
-    if log_lam.size and log_lam.min() < solver.atlas_log_min():
-        solver.extend_down(float(log_lam.min()))
+    deep = log_lam < DEEP_LOG
+    shallow = log_lam[~deep]
+    if shallow.size and shallow.min() < solver.atlas_log_min():
+        solver.extend_down(float(shallow.min()))
+    out = _deep_points(solver, log_lam, np.flatnonzero(deep)) if deep.any() else []
+    if not (~deep).any():
+        return out
     pts = solver.points()
     charts = {}
     for q in pts:
-        key, v = _chart(intervals, q.lam)
+        key, v = _chart(intervals, q.lam, q.log_lam)
         charts.setdefault(key, []).append((v, q))
     for key in charts:
         charts[key].sort(key=lambda item: item[0])
     groups = {}
-    guesses = []
-    for i, lv in enumerate(log_lam):
-        key, v = _chart(intervals, float(np.exp(lv)))
+    guesses = {}
+    for i in np.flatnonzero(~deep):
+        lv = log_lam[i]
+        key, v = _chart(intervals, float(np.exp(lv)), float(lv))
         cand = charts.get(key)
         if not cand:
             raise ConvergenceError(f"no atlas point next to lambda=exp({lv}) (units of theta1)")
@@ -1104,9 +1128,8 @@ def _solver_points(solver, log_lam):
         nodes = [c[0] for c in same]
         kap = _polyfit_predict(nodes, [c[1].kappa for c in same], v)
         sig = _polyfit_predict(nodes, [c[1].sigma for c in same], v)
-        guesses.append((sig, kap, near))
+        guesses[i] = (sig, kap, near)
         groups.setdefault(id(near.grid), (near.grid, []))[1].append(i)
-    out = []
     system = solver.system
     for grid, idx in groups.values():
         idx = np.array(idx)
@@ -1128,6 +1151,41 @@ def _solver_points(solver, log_lam):
             sig, kap, g = solver.continue_to(guesses[idx[j]][2], float(log_lam[idx[j]]))
             st1 = system.evaluate(sig[None], np.array([kap]), g, jac=False)
             out.append((idx[j:j + 1], st1, g))
+    return out
+
+
+def _deep_points(solver, log_lam, which):
+    """Points below ``exp(DEEP_LOG)``: batched Newton from the layer guess (eq. (10.18)).
+
+    A point that fails is reached by continuation in ``log lambda`` from the
+    atlas (extended to ``DEEP_LOG``).
+    """
+    system = solver.system
+    groups = {}
+    guesses = {}
+    for i in which:
+        sig0, kap0, grid = solver.layer_guess(float(log_lam[i]))
+        guesses[i] = (sig0, kap0)
+        groups.setdefault(id(grid), (grid, []))[1].append(i)
+    out = []
+    for grid, idx in groups.values():
+        idx = np.array(idx)
+        log_mz = log_lam[idx] - 1j * np.pi
+        st, conv, its, res = system.newton(log_mz, np.stack([guesses[i][0] for i in idx]),
+                                           np.array([guesses[i][1] for i in idx]), grid)
+        flip = st.kap.imag > 0
+        if flip.any():
+            st = system.evaluate(np.where(flip[:, None], st.sig.conj(), st.sig),
+                                 np.where(flip, st.kap.conj(), st.kap), grid, jac=False)
+        good = conv & np.array([_admissible(st.psi[j], st.kap[j], log_mz[j]) for j in range(idx.size)])
+        out.append((idx[good], _take(st, good), grid))
+        if not good.all():
+            if solver.atlas_log_min() > DEEP_LOG:
+                solver.extend_down(DEEP_LOG)
+            start = solver.points()[0]
+            for j in np.flatnonzero(~good):
+                sig, kap, g = solver.continue_to(start, float(log_lam[idx[j]]))
+                out.append((idx[j:j + 1], system.evaluate(sig[None], np.array([kap]), g, jac=False), g))
     return out
 
 

@@ -10,20 +10,20 @@ Two models (theory/10_causal.md, eqs. (10.1)-(10.3)):
     ``Y_c = L * (beta S + alpha W) / sqrt(n)``, ``L`` the lower-triangular
     all-ones mask (diagonal included), ``alpha**2 = exp(beta**2) - 1 - beta**2``.
 
-Both are drawn from the same streams as the non-causal samplers of
-:mod:`freeattn._sampling` (keys, queries, linear noise; spawned from ``rng``),
-so ``causal_matrix("causal", ..., rng=s)`` and
-``causal_matrix("causal_linear", ..., rng=s)`` share ``S = Q K^T/sqrt(d_qk)``:
-their difference is the difference of the models, not of the randomness.
-The functions are standalone (no registry); a model registry can wrap them.
+Both are entries of the Monte Carlo registry (:data:`freeattn.MODELS`, names
+``"causal"`` and ``"causal_linear"``) and sample from a :class:`freeattn.Draw`,
+so they share the keys, the scores ``S = Q K^T/sqrt(d_qk)`` and the noise ``W``
+with the proof-chain models of the same draw: ``causal_matrix("causal", ...,
+rng=s)`` and ``causal_matrix("causal_linear", ..., rng=s)`` differ by the
+model, not by the randomness.  Their limiting law is
+:func:`freeattn.causal_law`.
 """
 
 import numpy as np
 
 from ._checks import MAX_FLOAT_BETA
-from ._coefficients import linear_coefficients
-from ._sampling import (_KEYS, _LINEAR_NOISE, _QUERIES, _STREAMS, _check_sizes, _draw_keys,
-                        _scores, squared_singular_values)
+from ._models import Draw, Model, register_model
+from ._sampling import _check_sizes, squared_singular_values
 
 __all__ = [
     "CAUSAL_MODELS",
@@ -34,19 +34,6 @@ __all__ = [
 
 #: The causal models, by name.
 CAUSAL_MODELS = ("causal", "causal_linear")
-
-
-def _streams(rng):
-    """The four spawned streams of one draw; a bad ``rng`` is reported by name."""
-    try:
-        gen = np.random.default_rng(rng)
-    except TypeError as exc:
-        raise TypeError(f"rng must be None, an int, a SeedSequence or a Generator, "
-                        f"got {rng!r} ({exc})") from None
-    except ValueError as exc:
-        raise ValueError(f"rng must be a non-negative seed, a SeedSequence or a Generator, "
-                         f"got {rng!r} ({exc})") from None
-    return gen.spawn(_STREAMS)
 
 
 def _upper_mask(n):
@@ -106,11 +93,8 @@ def causal_attention(n, d_qk, beta, *, rng=None, keys=None):
     (True, True, np.float64(1.0))
     """
     n, d_qk, b = _check_sizes(n, d_qk, beta, beta_upper=MAX_FLOAT_BETA)
-    streams = _streams(rng)
-    k = _draw_keys(streams, n, d_qk, keys)
-    q = streams[_QUERIES].standard_normal((n, d_qk))
-    q *= 1.0 / np.sqrt(d_qk)
-    return _causal_softmax(_scores(q, k), b)
+    draw = Draw(n, d_qk, b, rng=rng, keys=keys)
+    return _causal_softmax(draw.take("scores"), b)
 
 
 def causal_matrix(model, n, d_qk, beta, *, rng=None, keys=None, rescale=True):
@@ -162,34 +146,46 @@ def causal_matrix(model, n, d_qk, beta, *, rng=None, keys=None, rescale=True):
     if not rescale and model != "causal":
         raise ValueError("rescale=False applies to the 'causal' model only")
     n, d_qk, b = _check_sizes(n, d_qk, beta, beta_upper=MAX_FLOAT_BETA)
-    streams = _streams(rng)
-    k = _draw_keys(streams, n, d_qk, keys)
-    q = streams[_QUERIES].standard_normal((n, d_qk))
-    q *= 1.0 / np.sqrt(d_qk)
-    scores = _scores(q, k)
-    del q
-    lower = ~_upper_mask(n)
-    root_n = np.sqrt(n)
-    if model == "causal":
-        a = _causal_softmax(scores, b)
-        if rescale:
-            # C = (diag(i) A - L)/sqrt(n): row i of diag(i) A has mean 1 over j <= i
-            a *= np.arange(1, n + 1, dtype=float)[:, None]
-            a -= lower
-            a /= root_n
-        else:
-            a -= lower / np.arange(1, n + 1, dtype=float)[:, None]
-            a *= root_n
-        return a
-    alpha = linear_coefficients(b).alpha
-    noise = streams[_LINEAR_NOISE].standard_normal((n, n))
-    noise *= alpha
-    scores *= b
+    draw = Draw(n, d_qk, b, rng=rng, keys=keys)
+    if model == "causal_linear":
+        return _sample_causal_linear(draw)
+    if rescale:
+        return _sample_causal(draw)
+    a = _causal_softmax(draw.take("scores"), b)
+    a -= ~_upper_mask(n) / np.arange(1, n + 1, dtype=float)[:, None]
+    a *= np.sqrt(n)
+    return a
+
+
+def _sample_causal(draw):
+    """``C = (diag(1..n) A - L)/sqrt(n)`` from the draw's scores (theory eq. (10.1))."""
+    n = draw.n
+    a = _causal_softmax(draw.take("scores"), draw.beta)
+    # row i of diag(i) A has mean 1 over j <= i
+    a *= np.arange(1, n + 1, dtype=float)[:, None]
+    a -= ~_upper_mask(n)
+    a /= np.sqrt(n)
+    return a
+
+
+def _sample_causal_linear(draw):
+    """``Y_c = L * (beta S + alpha W)/sqrt(n)`` from the draw (theory eq. (10.3))."""
+    noise = draw.take("linear_noise")
+    noise *= draw.coefficients.alpha
+    scores = draw.take("scores")
+    scores *= draw.beta
     noise += scores
     del scores
-    noise[~lower] = 0.0
-    noise /= root_n
+    noise[_upper_mask(draw.n)] = 0.0
+    noise /= np.sqrt(draw.n)
     return noise
+
+
+def causal_squared_law(beta, gamma):
+    """``causal_law(beta, gamma)``: the limit law of both causal models (theory note 10)."""
+    from ._causal_law import causal_law
+
+    return causal_law(beta, gamma)
 
 
 def causal_spectrum(model, n, d_qk, beta, *, rng=None, keys=None, rescale=True):
@@ -212,3 +208,14 @@ def causal_spectrum(model, n, d_qk, beta, *, rng=None, keys=None, rescale=True):
     """
     return squared_singular_values(causal_matrix(model, n, d_qk, beta, rng=rng, keys=keys,
                                                  rescale=rescale))
+
+
+for _model in (
+        Model("causal", _sample_causal, uses=("scores",), law=causal_squared_law,
+              description="diag(1..n)(A - M)/sqrt(n), A the causal softmax, M its row means",
+              equation="theory eq. (10.1)"),
+        Model("causal_linear", _sample_causal_linear, uses=("linear_noise", "scores"),
+              law=causal_squared_law,
+              description="L * (beta S + alpha W)/sqrt(n), the masked linear model",
+              equation="theory eq. (10.3)")):
+    register_model(_model)

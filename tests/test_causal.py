@@ -665,3 +665,46 @@ def test_raw_trace_grows_like_log_n():
     assert np.sum(rows[late]) == pytest.approx(theta1 * np.log(4.0), rel=0.05)
     C = causal_matrix("causal", n, n, beta, rng=2)
     assert np.sum(C * C) / n == pytest.approx(theta1 / 2, rel=0.05)
+
+
+# --------------------------------------------------------------------------- the law on the base
+
+def test_causal_law_on_the_spectral_law_base():
+    """freeattn.causal_law (the base's representation with the log-end panel of
+    freeattn/_causal_law.py) against the solver: pdf rtol 1e-11 inside the
+    support (also at 1e-30 and 1e-200, in the log-end panel), CDF atol 1e-13
+    against the exact log potential eq. (10.13), ppf inverts the CDF, total
+    mass 1 (1e-12), exact moments eq. (10.16), support eq. (10.17), and G
+    eq. (10.12) through the law's own solver."""
+    beta, gamma = 1.0, 1.0
+    law = freeattn.causal_law(beta, gamma)
+    assert isinstance(law, freeattn.CausalLaw)
+    edge = causal_edge(beta, gamma)
+    assert law.support() == (0.0, edge)
+    x = np.array([1e-200, 1e-30, 1e-6, 0.01, 0.3, 1.0, 2.5, 4.0, 5.4])
+    np.testing.assert_allclose(law.pdf(x), causal_density(beta, gamma, x), rtol=1e-11)
+    np.testing.assert_allclose(law.cdf(x), causal_cdf(beta, gamma, x), atol=1e-13)
+    q = np.array([0.01, 0.2, 0.5, 0.9, 0.999])
+    np.testing.assert_allclose(law.cdf(law.ppf(q)), q, atol=1e-12)
+    assert law.total_mass() == pytest.approx(1.0, abs=1e-12)
+    theta1, theta2 = _theta(beta)
+    assert law.mean() == pytest.approx(theta1 / 2, rel=1e-14)
+    assert law.moment(2) == pytest.approx(2 * theta1 ** 2 / 3 + theta2 ** 2 / (6 * gamma), rel=1e-14)
+    z = 1.0 + 1.0j
+    assert law.stieltjes(z) == pytest.approx(complex(causal_stieltjes(beta, gamma, z)), rel=1e-14)
+    # the quantiles below F(5e-324) = 0.00135 are not float64 numbers: they come out 0
+    assert law.ppf(1e-3) == 0.0
+
+
+def test_causal_models_are_registered():
+    """The registry entries 'causal' (eq. (10.1)) and 'causal_linear' (eq. (10.3))
+    sample from the shared draw (Y_c is the lower triangle of the chain's linear
+    model of the same seed) and follow causal_law."""
+    assert {"causal", "causal_linear"} <= set(freeattn.MODELS)
+    model = freeattn.MODELS["causal"]
+    assert model.limit_law(1.0, 1.0) is freeattn.causal_law(1.0, 1.0)
+    C = freeattn.sample_model("causal", 7, 5, 1.0, rng=9)
+    np.testing.assert_array_equal(C, causal_matrix("causal", 7, 5, 1.0, rng=9))
+    Y = freeattn.sample_model("causal_linear", 7, 5, 1.0, rng=9)
+    np.testing.assert_allclose(Y, np.tril(freeattn.sample_model("linear", 7, 5, 1.0, rng=9)),
+                               atol=1e-15)
