@@ -51,7 +51,7 @@ __all__ = [
 _LOG_MAX = math.log(np.finfo(np.float64).max)
 
 #: Soft (square-root) edge exponent, the generic behaviour of a density at the
-#: edge of its support (theory eq. (8.11)).
+#: edge of its support (theory eq. (8.13)).
 SOFT = Fraction(1, 2)
 #: Hard edge ``x**(-1/2)`` of a square sample covariance at 0.
 HARD = Fraction(-1, 2)
@@ -84,7 +84,7 @@ class Interval:
         ``eta`` in ``density ~ |x - edge|**eta`` at each end: ``1/2`` for a
         soft edge, ``-1/2`` for the hard edge of a square sample covariance,
         ``-2/3`` for a product of two square ones, ``0`` for a finite non-zero
-        end value (theory eq. (8.11)).
+        end value (theory eq. (8.13)).
     """
 
     lo: float
@@ -649,7 +649,7 @@ class SpectralLaw:
         return math.sqrt(self.var())
 
     def free_cumulants(self, kmax):
-        """Free cumulants ``kappa_1 .. kappa_kmax`` (theory eq. (8.4)).
+        """Free cumulants ``kappa_1 .. kappa_kmax`` (theory eqs. (8.2)-(8.3)).
 
         Returns
         -------

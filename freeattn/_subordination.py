@@ -309,7 +309,7 @@ def multiplicative_atoms(a_atoms, b_atoms):
 
 
 def additive_moments(a, b, kmax):
-    """Moments of ``a ⊞ b`` from ``kappa(a) + kappa(b)`` (eq. (8.4)), normalized."""
+    """Moments of ``a ⊞ b`` from ``kappa(a) + kappa(b)`` (eqs. (8.2)-(8.3)), normalized."""
     sa, ma = a._scaled_moments(kmax)
     sb, mb = b._scaled_moments(kmax)
     scale = sa + sb
@@ -326,11 +326,12 @@ def additive_moments(a, b, kmax):
 
 
 def multiplicative_moments(a, b, kmax):
-    """Moments of ``a ⊠ b`` (theory eq. (8.5)).
+    """Moments of ``a ⊠ b`` (theory eqs. (8.4)-(8.5)).
 
-    For ``a`` a Marchenko-Pastur law ``MP(v, c)`` the law is compound free
-    Poisson: ``kappa_n = c**(n-1) v**n m_n(b)`` (eq. (5.8)).  Otherwise
-    ``chi_{a⊠b}(w) = chi_a(w) chi_b(w) (1 + w)/w`` by series reversion.
+    For ``a`` a Marchenko-Pastur law ``MP(v, c)`` the companion law is compound
+    free Poisson, ``kappa_n = c v**n m_n(b)``, and ``m_n = m_n(companion)/c``
+    (eq. (5.8)).  Otherwise ``chi_{a⊠b}(w) = chi_a(w) chi_b(w) (1 + w)/w`` by
+    series reversion.
     """
     from ._elementary import MarchenkoPastur
 
@@ -342,8 +343,9 @@ def multiplicative_moments(a, b, kmax):
         v, c = a.variance, a.ratio
         scale = v * sb * (1.0 + math.sqrt(c)) ** 2
         n = np.arange(1, kmax + 1)
-        kappa = c ** (n - 1.0) * (v * sb / scale) ** n * mb[1:]
+        kappa = c * (v * sb / scale) ** n * mb[1:]
         m = free_cumulants_to_moments(kappa)
+        m[1:] /= c
         return (scale, m) if np.all(np.isfinite(m)) else None
     if kmax > MAX_REVERSION_ORDER:
         return None

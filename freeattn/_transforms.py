@@ -230,7 +230,7 @@ class SingularValueLaw(SpectralLaw):
 
     def _pdf_closed(self, s):
         out = np.zeros(s.shape)
-        pos = (s > 0) & np.isfinite(s)
+        pos = (s > 0) & (s <= math.sqrt(self._sq.support()[1]))
         if pos.any():
             out[pos] = 2.0 * s[pos] * np.asarray(self._sq.pdf(s[pos] ** 2), dtype=float)
         zero = s == 0
@@ -298,6 +298,14 @@ class SingularValueLaw(SpectralLaw):
         if (~right).any():
             g[~right], dg[~right] = self._representation_pair(z[~right])
         return g, dg
+
+    def _mp_stieltjes(self, z):
+        """Eq. (8.17) at the working precision: ``2 z G_x(z**2) + G_s(-z)`` for
+        ``Re z >= 0``, with ``G_s(-z)`` by tanh-sinh quadrature of the density
+        (``-z`` is at least ``|z|`` from the support, so the integrand is smooth)."""
+        if z.real < 0:
+            return SpectralLaw._mp_stieltjes(self, z)
+        return 2 * z * self._sq._mp_stieltjes(z * z) + SpectralLaw._mp_stieltjes(self, -z)
 
     def _mp_density_function(self):
         """``f_s(s) = 2 s f_x(s**2)`` with the squared law's boundary value at the working
