@@ -708,3 +708,19 @@ def test_causal_models_are_registered():
     Y = freeattn.sample_model("causal_linear", 7, 5, 1.0, rng=9)
     np.testing.assert_allclose(Y, np.tril(freeattn.sample_model("linear", 7, 5, 1.0, rng=9)),
                                atol=1e-15)
+
+
+def test_cli_causal_command(capsys):
+    """`freeattn causal` reports the support (eq. (10.17)), the gap mass
+    (eq. (10.19)) and the exact moments (eq. (10.16)) of the library, and
+    exits 2 naming gamma outside [0.1, 10]."""
+    from freeattn._cli import main
+
+    assert main(["causal", "--beta", "1e-4", "--gamma", "0.1", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    sup = causal_support(1e-4, 0.1)
+    assert (data["interval2_lo"], data["squared_edge"]) == (sup.intervals[1][0], sup.upper)
+    assert data["cdf_on_gap1"] == pytest.approx(0.9, abs=1e-15)
+    assert data["m2"] == causal_moments(1e-4, 0.1, 3)[1]
+    assert main(["causal", "--beta", "1", "--gamma", "0.01"]) == 2
+    assert "gamma" in capsys.readouterr().err
