@@ -65,7 +65,8 @@ def test_stieltjes_matches_independent_full_interval_reference(rec):
     """G at real and complex z against the mpmath reference (30 digits, full
     interval, unknown psi, no symmetry): checks the reduction eqs. (10.8)-(10.10),
     the symmetry eq. (10.11) used by the solver and G = kappa b(0)/z, eq. (10.12).
-    rtol 1e-11 (measured <= 3e-13 at these points)."""
+    rtol 1e-11 (measured <= 5e-16 at these seven points; the bound leaves room
+    for other BLAS builds and for points nearer an edge)."""
     z = complex(*rec["z"])
     expected = complex(float(rec["G"][0]), float(rec["G"][1]))
     assert rec["discretisation_error"] < 1e-20
