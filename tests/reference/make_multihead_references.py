@@ -147,7 +147,9 @@ class STransformCurve:
         eq = sp.numer(sp.together(lam * t * ymp ** 2 - (t + lam - 1) * ymp + 1))
         poly = sp.Poly(sp.expand(eq), G)
         self.degree = poly.degree()
-        self._coeffs = [sp.lambdify((x, a, b), c, "mpmath") for c in poly.all_coeffs()]
+        self.symbols = (G, x, a, b)
+        self.coefficients = poly.all_coeffs()     # exact, highest degree first
+        self._coeffs = [sp.lambdify((x, a, b), c, "mpmath") for c in self.coefficients]
         # Rational parametrization by y = G_MP(t): t(y) inverts the quadratic.
         t_y = ((lam - 1) * y - 1) / (y * (lam * y - 1))
         s_y = a + b * t_y
