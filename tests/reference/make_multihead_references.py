@@ -61,7 +61,7 @@ import sympy as sp
 DPS = 40
 AGREE_DIGITS = 30
 CDF_DPS = 20
-CDF_NODES = 128  # cosine-series nodes per band for the CDF tables (theta grid)
+CDF_NODES = 512  # cosine-series nodes per band (128 left a mass defect of 7e-13)
 
 # consecutive step refinements allowed while following a root of (a)
 FOLLOW_MAX_REFINEMENTS = 40
@@ -221,7 +221,7 @@ def follow_root(curve, a, b, x, scale, moments):
     refinements = 0
     while eta > target:
         nxt = eta / step
-        if nxt < max(target, floor):
+        if nxt < (floor if target == 0 else target):
             nxt = target
         new = curve.roots(mpmath.mpc(mpmath.re(x), nxt), a, b, init=roots)
         near = sorted(new, key=lambda r: abs(r - g))
@@ -323,7 +323,7 @@ class CompoundPoissonLevel:
             if eta <= target:
                 return g, slope
             eta = eta / 4
-            if eta < max(target, floor):
+            if eta < (floor if target == 0 else target):
                 eta = target
             us = mpmath.mpc(mpmath.re(u), eta)
 
@@ -349,6 +349,25 @@ class CompoundPoissonLevel:
             raise AssertionError(f"(b): no admissible solution at u = {u}")
         self.last = g
         return g, 1 / slope
+
+
+def critical_point(level, g0):
+    """Real zero of ``Phi'(g)`` of the top level (an edge, eq. (9.5)) by Newton's method
+    with a central-difference ``Phi''``; the residual must be ``<= 10**-(dps - 8)``
+    relative to ``x/g``."""
+    def slope(g):
+        return mpmath.re(level.phi(mpmath.mpc(g))[1])
+
+    def curvature(g):
+        step = abs(g) * mpmath.mpf(10) ** (-(mpmath.mp.dps // 3))
+        return (slope(g + step) - slope(g - step)) / (2 * step)
+
+    g = mpmath.findroot(slope, mpmath.mpf(g0), solver="newton", df=curvature, verify=False,
+                        tol=mpmath.mpf(10) ** (-(mpmath.mp.dps - 4)))
+    x = mpmath.re(level.phi(mpmath.mpc(g))[0])
+    if abs(slope(g)) > mpmath.mpf(10) ** (-(mpmath.mp.dps - 8)) * abs(x / g):
+        raise AssertionError(f"(b): edge equation residual {slope(g)} at g = {g}")
+    return g
 
 
 def nested_levels(a, b, lam_k, levels, tops):
@@ -433,68 +452,74 @@ def _series_inverse(f, var, new, order):
 # ---------------------------------------------------------------- bands, masses, CDF tables
 
 
-def band_mass(curve, a, b, lo, hi, scale, moments, hard_lower):
-    """Mass of ``[lo, hi]`` by tanh-sinh quadrature of (a)'s density."""
+def hard_band_mass(curve, a, b, hi, scale, moments):
+    """Mass of ``[0, hi]`` for a band with a hard edge at 0: tanh-sinh quadrature of
+    (a)'s density after ``x = hi u^4`` (which tames the ``x^(-2/3)`` singularity);
+    returns the mass and mpmath's error estimate."""
     def dens(x):
         return -mpmath.im(follow_root(curve, a, b, mpmath.mpc(x), scale, moments)) / mpmath.pi
 
-    if hard_lower:
-        # x = hi u^4 tames the x^(-2/3)-type singularity at the hard edge
-        return mpmath.quad(lambda u: dens(hi * u ** 4) * 4 * hi * u ** 3, [0, mpmath.mpf(1) / 2, 1])
-    return mpmath.quad(dens, [lo, (lo + hi) / 2, hi])
+    return mpmath.quad(lambda u: dens(hi * u ** 4) * 4 * hi * u ** 3, [0, 1], error=True,
+                       maxdegree=5)
 
 
-def cdf_table(curve, a, b, lo, hi, scale, moments, base):
-    """CDF on ``x = lo + (hi - lo)(1 - cos th)/2`` at ``th_j = pi j / N``.
+class BandSeries:
+    """The CDF across a band with square-root edges, as a cosine series in ``th``.
 
-    The integrand ``f(x(th)) dx/dth`` is an even, smooth, 2 pi-periodic
-    function of ``th`` for a band with square-root edges, so its cosine series
-    (from the values at the nodes) converges geometrically and integrates term
-    by term.  The physical root is followed from node to node (nearest root,
-    ``Im G <= 0``) and re-derived from above at every 16th node.
+    On ``x = lo + (hi - lo)(1 - cos th)/2`` the integrand ``f(x(th)) dx/dth`` is
+    an even, smooth, 2 pi-periodic function of ``th`` (``f`` vanishes like
+    ``sin th``), so its cosine series from the values at ``th_j = pi j / N``
+    converges geometrically and integrates term by term.  The physical root of
+    (a) is followed from node to node (nearest root, ``Im G <= 0``) and
+    re-derived from above (``follow_root``) at every 16th node, where the two
+    must agree.
     """
-    n = CDF_NODES
-    ths = [mpmath.pi * j / n for j in range(n + 1)]
-    vals = []
-    g = None
-    roots = None
-    for j, th in enumerate(ths):
-        x = lo + (hi - lo) * (1 - mpmath.cos(th)) / 2
-        dxdth = (hi - lo) * mpmath.sin(th) / 2
-        if j in (0, n):
-            vals.append(mpmath.mpf(0))
-            continue
-        if g is None or j % 16 == 0:
-            g_new = follow_root(curve, a, b, mpmath.mpc(x), scale, moments)
-            if g is not None:
+
+    def __init__(self, curve, a, b, lo, hi, scale, moments, nodes=CDF_NODES):
+        self.lo, self.hi, self.n = lo, hi, nodes
+        ths = [mpmath.pi * j / nodes for j in range(nodes + 1)]
+        vals = [mpmath.mpf(0)]
+        g = roots = None
+        for j in range(1, nodes):
+            x = self.x(ths[j])
+            if g is None or j % 16 == 0:
+                g_new = follow_root(curve, a, b, mpmath.mpc(x), scale, moments)
+                if g is not None:
+                    roots = curve.roots(mpmath.mpc(x), a, b, init=roots)
+                    g_track = min(roots, key=lambda r: abs(r - g))
+                    if abs(g_track - g_new) > abs(g_new) * mpmath.mpf(10) ** -10:
+                        raise AssertionError("cosine series: tracked root left the branch")
+                g = g_new
                 roots = curve.roots(mpmath.mpc(x), a, b, init=roots)
-                g_track = min(roots, key=lambda r: abs(r - g))
-                if abs(g_track - g_new) > abs(g_new) * mpmath.mpf(10) ** -10:
-                    raise AssertionError("CDF table: tracked root left the branch")
-            g = g_new
-            roots = curve.roots(mpmath.mpc(x), a, b, init=roots)
-        else:
-            roots = curve.roots(mpmath.mpc(x), a, b, init=roots)
-            g = min(roots, key=lambda r: abs(r - g))
-            if mpmath.im(g) > 0:
-                raise AssertionError("CDF table: tracked root has Im G > 0")
-        vals.append(-mpmath.im(g) / mpmath.pi * dxdth)
-    # cosine coefficients (DCT-I with trapezoid weights)
-    coef = []
-    for k in range(n + 1):
-        total = sum((vals[j] * mpmath.cos(k * ths[j])) * (mpmath.mpf(1) / 2 if j in (0, n) else 1)
-                    for j in range(n + 1))
-        ck = 2 * total / n
-        if k in (0, n):
-            ck = ck / 2
-        coef.append(ck)
-    table = []
-    for th in ths:
-        integral = coef[0] * th + sum(coef[k] * mpmath.sin(k * th) / k for k in range(1, n + 1))
-        x = lo + (hi - lo) * (1 - mpmath.cos(th)) / 2
-        table.append((x, base + integral))
-    tail = max(abs(c) for c in coef[-n // 8:]) / max(abs(c) for c in coef)
-    return table, tail
+            else:
+                roots = curve.roots(mpmath.mpc(x), a, b, init=roots)
+                g = min(roots, key=lambda r: abs(r - g))
+                if mpmath.im(g) > 0:
+                    raise AssertionError("cosine series: tracked root has Im G > 0")
+            vals.append(-mpmath.im(g) / mpmath.pi * (hi - lo) * mpmath.sin(ths[j]) / 2)
+        vals.append(mpmath.mpf(0))
+        self.coef = []
+        for k in range(nodes + 1):
+            total = sum(vals[j] * mpmath.cos(k * ths[j]) for j in range(1, nodes))
+            ck = 2 * total / nodes
+            self.coef.append(ck / 2 if k in (0, nodes) else ck)
+        # size of the last eighth of the coefficients: the truncation error scale
+        self.tail = max(abs(c) for c in self.coef[-(nodes // 8):]) / max(abs(c) for c in self.coef)
+        self.nodes = ths
+
+    def x(self, th):
+        return self.lo + (self.hi - self.lo) * (1 - mpmath.cos(th)) / 2
+
+    def mass_below(self, x):
+        """Mass of ``[lo, x]``."""
+        x = min(max(mpmath.mpf(x), self.lo), self.hi)
+        th = mpmath.acos(1 - 2 * (x - self.lo) / (self.hi - self.lo))
+        return self.coef[0] * th + sum(c * mpmath.sin(k * th) / k
+                                       for k, c in enumerate(self.coef) if k > 0)
+
+    @property
+    def mass(self):
+        return self.coef[0] * mpmath.pi
 
 
 # ---------------------------------------------------------------- one law
@@ -502,6 +527,13 @@ def cdf_table(curve, a, b, lo, hi, scale, moments, base):
 
 def nstr(v, digits=DPS):
     return mpmath.nstr(v, digits)
+
+
+_START = time.time()
+
+
+def _progress(stage):
+    print(f"  {stage}: {time.time() - _START:.0f} s", file=sys.stderr, flush=True)
 
 
 def build(lam_k, levels, beta, atom, with_cdf):
@@ -519,7 +551,18 @@ def build(lam_k, levels, beta, atom, with_cdf):
     # upper scale: a safe bound on the support (mean + several std of the law)
     scale = moments[0] + 8 * mpmath.sqrt(moments[1])
     # (a) edges
-    candidates = sorted({c[0] for c in curve.critical_points(a, b) if c[0] > 0})
+    # upper bounds of each level's support: top(pi(c mu, l)) <= c top(mu) (1 + sqrt(l))^2
+    tops = []
+    level_scale = a + b * (1 + mpmath.sqrt(mpmath.mpf(sp.N(lam_k, 60)))) ** 2
+    for c, l in levels:
+        c_, l_ = mpmath.mpf(sp.N(c, 60)), mpmath.mpf(sp.N(l, 60))
+        level_scale = c_ * level_scale * (1 + mpmath.sqrt(l_)) ** 2
+        tops.append(level_scale)
+    # critical values at x = 0 (the atom, the hard edge) come out as round-off,
+    # those beyond the support bound belong to y -> poles of x(y) (G = 0)
+    tiny = scale * mpmath.mpf(10) ** (-(mpmath.mp.dps // 2))
+    candidates = sorted({c[0] for c in curve.critical_points(a, b) if tiny < c[0] <= tops[-1]})
+    _progress(f"curve, moments, {len(candidates)} candidate edges")
     disagreements = {"edge": mpmath.mpf(0), "density": mpmath.mpf(0), "stieltjes": mpmath.mpf(0)}
 
     def dens_a(x):
@@ -531,8 +574,11 @@ def build(lam_k, levels, beta, atom, with_cdf):
         return -mpmath.im(g) > mpmath.mpf(10) ** (-(mpmath.mp.dps // 2)) * abs(g)
 
     edges, crit_g = [], {}
-    for xc in candidates:
-        d = xc * mpmath.mpf(10) ** -8
+    for k, xc in enumerate(candidates):
+        # probe either side, well inside the neighbouring gaps (near a double
+        # root the roots separate like sqrt(d): 1e-4 keeps them 1e-2 apart)
+        spacing = min([abs(xc - o) for o in candidates if o != xc] + [xc])
+        d = min(xc * mpmath.mpf(10) ** -4, spacing / 4)
         if inside(xc - d) != inside(xc + d):
             edges.append(xc)
     for xc, gc in curve.critical_points(a, b):
@@ -548,13 +594,6 @@ def build(lam_k, levels, beta, atom, with_cdf):
     rec["intervals"] = [[nstr(lo), nstr(hi)] for lo, hi in bands]
     rec["hard_edge_at_zero"] = bool(hard_lower)
     # (b) the nested levels, each with its own scale for continuation
-    # upper bounds of each level's support: top(pi(c mu, l)) <= c top(mu) (1 + sqrt(l))^2
-    tops = []
-    level_scale = a + b * (1 + mpmath.sqrt(mpmath.mpf(sp.N(lam_k, 60)))) ** 2
-    for c, l in levels:
-        c_, l_ = mpmath.mpf(sp.N(c, 60)), mpmath.mpf(sp.N(l, 60))
-        level_scale = c_ * level_scale * (1 + mpmath.sqrt(l_)) ** 2
-        tops.append(level_scale)
     nested = nested_levels(a, b, mpmath.mpf(sp.N(lam_k, 60)), levels, tops)
     # (b) edges: zeros of dPhi/dg of the top level, started from (a)
     edges_b = []
@@ -562,14 +601,13 @@ def build(lam_k, levels, beta, atom, with_cdf):
         if xc == 0:
             edges_b.append(mpmath.mpf(0))
             continue
-        gc = crit_g[xc]
         nested.last = None
-        gstar = mpmath.findroot(lambda g: mpmath.re(nested.phi(mpmath.mpc(g))[1]),
-                                gc * (1 + mpmath.mpf(10) ** -6))
+        gstar = critical_point(nested, crit_g[xc] * (1 + mpmath.mpf(10) ** -6))
         xb = mpmath.re(nested.phi(mpmath.mpc(gstar))[0])
         edges_b.append(xb)
         disagreements["edge"] = max(disagreements["edge"], abs(xb - xc) / abs(xc))
     rec["edges_nested"] = [nstr(e) for e in edges_b]
+    _progress("edges")
     # densities
     rec["density"] = []
     for lo, hi in bands:
@@ -581,6 +619,7 @@ def build(lam_k, levels, beta, atom, with_cdf):
             fb = -mpmath.im(g) / mpmath.pi
             disagreements["density"] = max(disagreements["density"], abs(fa - fb) / abs(fa))
             rec["density"].append([nstr(x), nstr(fa), nstr(fb)])
+    _progress("densities")
     # Stieltjes transform G(z) = int dF(x)/(z - x), Im z > 0
     rec["stieltjes"] = []
     for re_f, im_f in STIELTJES_POINTS:
@@ -591,9 +630,10 @@ def build(lam_k, levels, beta, atom, with_cdf):
         disagreements["stieltjes"] = max(disagreements["stieltjes"], abs(ga - gb) / abs(ga))
         rec["stieltjes"].append([nstr(mpmath.re(z)), nstr(mpmath.im(z)),
                                  nstr(mpmath.re(ga)), nstr(mpmath.im(ga))])
-    # atom: x G(x) at x = i 1e-25 * top from (b) (near 0 two sheets of (a)
-    # both behave like atom/x, so (a) checks the atom through the band masses)
-    xs = mpmath.mpc(0, top * mpmath.mpf(10) ** -25)
+    # atom: Re x G(x) at x = i 1e-12 * top from (b); below a soft lower edge
+    # Re x G(x) = atom + O(|x|^2) (near 0 two sheets of (a) both behave like
+    # atom/x, so (a) checks the atom through the band masses instead)
+    xs = mpmath.mpc(0, top * mpmath.mpf(10) ** -12)
     nested.last = None
     rec["atom_from_stieltjes"] = nstr(mpmath.re(xs * nested(xs)[0]), 20)
     limit = mpmath.mpf(10) ** -AGREE_DIGITS
@@ -601,69 +641,64 @@ def build(lam_k, levels, beta, atom, with_cdf):
         if not value < limit:
             raise AssertionError(f"(a) and (b) disagree on {key}: {value}")
     rec["agreement"] = {k: nstr(v, 3) for k, v in disagreements.items()}
+    _progress("stieltjes and atom")
     # masses (and CDF tables) at CDF_DPS digits
     with mpmath.workdps(CDF_DPS):
         total = mpmath.mpf(atom)
-        masses = []
-        tables = []
-        tails = []
+        masses, table, tails, errors = [], [], [], []
+        series = []
         for k, (lo, hi) in enumerate(bands):
-            mass = band_mass(curve, a, b, lo, hi, scale, moments, hard_lower and k == 0)
+            if hard_lower and k == 0:
+                mass, err = hard_band_mass(curve, a, b, hi, scale, moments)
+                errors.append(err)
+                series.append(None)
+            else:
+                band = BandSeries(curve, a, b, lo, hi, scale, moments)
+                mass = band.mass
+                tails.append(band.tail)
+                series.append(band)
+                table.extend((band.x(th), total + band.mass_below(band.x(th)))
+                             for th in band.nodes)
             masses.append(mass)
-            if with_cdf:
-                table, tail = cdf_table(curve, a, b, lo, hi, scale, moments, total)
-                tables.extend(table)
-                tails.append(tail)
             total += mass
         rec["band_masses"] = [nstr(m, CDF_DPS) for m in masses]
         rec["mass_defect"] = nstr(total - 1, 3)
-        if not abs(total - 1) < mpmath.mpf(10) ** -(CDF_DPS - 6):
+        limit = max([mpmath.mpf(10) ** -(CDF_DPS - 6)] + [10 * e for e in errors])
+        if not abs(total - 1) < limit:
             raise AssertionError(f"atom + band masses = {total}")
-        if with_cdf:
-            rec["cdf_table"] = [[nstr(x, CDF_DPS), nstr(f, CDF_DPS)] for x, f in tables]
-            rec["cdf_table_tail"] = nstr(max(tails), 3)
-            last = tables[-1][1]
-            if not abs(last - 1) < mpmath.mpf(10) ** -12:
-                raise AssertionError(f"CDF table ends at {last}")
+        if tails:
+            rec["cosine_series_tail"] = nstr(max(tails), 3)
+        if errors:
+            rec["hard_band_quadrature_error"] = nstr(max(errors), 3)
+        if with_cdf and not hard_lower:
+            rec["cdf_table"] = [[nstr(x, CDF_DPS), nstr(f, CDF_DPS)] for x, f in table]
+    _progress("masses")
+    rec["_series"] = series
+    rec["_dens"] = dens_a
     return rec
 
 
-def ks_distance(beta, chains):
-    """Kolmogorov distance between two laws without atoms (a) at DPS digits.
+def ks_distance(recs):
+    """Kolmogorov distance between two laws without atoms, one soft band each.
 
     The supremum of ``|F1 - F2|`` is attained where the densities cross: sign
-    changes of ``f1 - f2`` on a grid are refined by ``findroot``, and the CDFs
-    there are tanh-sinh integrals of the densities from 0.
+    changes of ``f1 - f2`` on a grid are refined by ``findroot`` (densities of
+    (a) at DPS digits), and the CDFs there come from the bands' cosine series.
     """
-    theta1, theta2, alpha2 = coefficients(beta)
-    a, b = alpha2, theta2
-    laws = []
-    for lam_k, levels in chains:
-        curve = STransformCurve(lam_k, levels)
-        mom_exprs, (th1, th2) = exact_moments(lam_k, levels)
-        moments = [mpmath.mpf(sp.N(e.subs({th1: sp.Float(str(theta1), 60),
-                                          th2: sp.Float(str(theta2), 60)}), 60))
-                   for e in mom_exprs]
-        scale = moments[0] + 8 * mpmath.sqrt(moments[1])
-        laws.append((curve, moments, scale))
-
-    def dens(k, x):
-        curve, moments, scale = laws[k]
-        return -mpmath.im(follow_root(curve, a, b, mpmath.mpc(x), scale, moments)) / mpmath.pi
-
-    top = max(s for _, _, s in laws)
+    (s1,), (s2,) = recs[0]["_series"], recs[1]["_series"]
+    d1, d2 = recs[0]["_dens"], recs[1]["_dens"]
+    top = max(s1.hi, s2.hi)
     grid = [top * mpmath.mpf(j) / 200 for j in range(1, 200)]
-    diff = [dens(0, x) - dens(1, x) for x in grid]
+    diff = [d1(x) - d2(x) for x in grid]
     best = (mpmath.mpf(0), None)
     for j in range(len(grid) - 1):
         if diff[j] * diff[j + 1] < 0:
-            xs = mpmath.findroot(lambda x: dens(0, x) - dens(1, x), (grid[j], grid[j + 1]),
+            xs = mpmath.findroot(lambda x: d1(x) - d2(x), (grid[j], grid[j + 1]),
                                  solver="anderson")
             with mpmath.workdps(CDF_DPS):
-                f1 = mpmath.quad(lambda x: dens(0, x), [0, xs])
-                f2 = mpmath.quad(lambda x: dens(1, x), [0, xs])
-            if abs(f1 - f2) > best[0]:
-                best = (abs(f1 - f2), xs)
+                gap = abs(s1.mass_below(xs) - s2.mass_below(xs))
+            if gap > best[0]:
+                best = (gap, xs)
     return best
 
 
@@ -681,6 +716,7 @@ def main():
             rec = {"name": name, "beta": beta, "heads": heads, "gamma_k": gk, "gamma_v": gv,
                    "gamma_o": go, "kv_groups": groups}
             rec.update(build(lam_k, levels, beta, atom, with_cdf))
+            rec.pop("_series"), rec.pop("_dens")
             out["multihead"].append(rec)
             print(f"{name}: {time.time() - t0:.0f} s, agreement {rec['agreement']}",
                   file=sys.stderr)
@@ -692,17 +728,17 @@ def main():
             out["head_average"].append(rec)
             print(f"{name}: {time.time() - t0:.0f} s, agreement {rec['agreement']}",
                   file=sys.stderr)
-    cases = {c[0]: c for c in HEAD_AVERAGE_CASES}
+    by_name = {rec["name"]: rec for rec in out["head_average"]}
     out["head_average_ks"] = []
     with mpmath.workdps(DPS):
         for first, second in KS_PAIRS:
-            beta = cases[first][1]
-            ks, where = ks_distance(beta, [head_average_chain(*cases[name][2:]) for name in
-                                           (first, second)])
-            out["head_average_ks"].append({"laws": [first, second], "beta": beta,
+            ks, where = ks_distance([by_name[first], by_name[second]])
+            out["head_average_ks"].append({"laws": [first, second], "beta": by_name[first]["beta"],
                                            "ks": nstr(ks, CDF_DPS - 5), "at": nstr(where, 20)})
             print(f"KS {first} vs {second}: {mpmath.nstr(ks, 10)} at {mpmath.nstr(where, 8)}",
                   file=sys.stderr)
+    for rec in out["head_average"]:
+        rec.pop("_series"), rec.pop("_dens")
     path = Path(__file__).with_name("multihead_references.json")
     path.write_text(json.dumps(out, indent=1) + "\n")
 
