@@ -249,10 +249,11 @@ def _spectra(kv_groups, draws, seed, model="attention", n=320):
 def test_multihead_spectrum_follows_the_law(kv_groups):
     """eqs. (9.6)-(9.9), (9.18): softmax MHA (kv_groups 4), GQA (2) and MQA (1) at
     n = 320, 6 seeded draws, against the reference law 'mc_issue' (beta = 1, h = 4,
-    gamma_K = gamma_V = 0.5, gamma_O = 1). Measured (seed 2024): KS to the law 0.010-0.012
-    with a bootstrap noise width (95%, over draws) of 0.006-0.008; KS to the rank- and
-    mean-matched Marchenko-Pastur law 0.21-0.22. Asserted: KS < 0.03 (about 3-4 noise widths,
-    and about 1/7 of the MP distance) and KS_MP > 0.15."""
+    gamma_K = gamma_V = 0.5, gamma_O = 1), KS over all n eigenvalues with the atom at 0.
+    Measured (seed 2024): KS to the law 0.0108-0.0116 with a bootstrap noise width (95%,
+    over draws) of 0.0052-0.0063; KS to the rank- and mean-matched Marchenko-Pastur law
+    0.121-0.122 (twice these on the non-zero half). Asserted: KS < 4 noise widths and
+    below 1/5 of the MP distance, KS_MP > 0.09, and exactly half the eigenvalues zero."""
     case = CASES["mc_issue"]
     spectra = _spectra(kv_groups, 6, 2024)
     pooled = np.concatenate(spectra)
@@ -260,9 +261,9 @@ def test_multihead_spectrum_follows_the_law(kv_groups):
     ks_mp = _ks(pooled, _matched_mp_cdf(float(case["moments"][0]), 0.5))
     noise, _ = _bootstrap_noise([np.sort(s) for s in spectra], np.sort(pooled),
                                 np.random.default_rng(0))
-    assert ks < 0.03, (ks, noise)
-    assert ks < 4 * noise + 0.005, (ks, noise)
-    assert ks_mp > 0.15, ks_mp
+    assert ks < 4 * noise, (ks, noise)
+    assert ks < ks_mp / 5, (ks, ks_mp)
+    assert ks_mp > 0.09, ks_mp
     # the atom is exact: half of the eigenvalues vanish by rank (eq. (9.14))
     assert np.mean(pooled == 0) == 0.5
 
@@ -287,13 +288,14 @@ def test_sharing_leaves_the_multihead_law_unchanged():
 @pytest.mark.statistical
 def test_linear_model_follows_the_law():
     """eq. (9.2): the Gaussian-equivalent model (A_perp -> (beta S + alpha W)/n) at n = 320,
-    4 draws, against the same reference law: KS below 0.03 and far below the MP distance."""
+    4 draws, against the same reference law. Measured: KS 0.0037 (noise width 0.0055),
+    KS_MP 0.114. Asserted: KS < 0.015, KS_MP > 0.09."""
     case = CASES["mc_issue"]
     spectra = _spectra(4, 4, 99, model="linear")
     pooled = np.concatenate(spectra)
     ks = _ks(pooled, _reference_cdf(case))
     ks_mp = _ks(pooled, _matched_mp_cdf(float(case["moments"][0]), 0.5))
-    assert ks < 0.03 and ks_mp > 0.15, (ks, ks_mp)
+    assert ks < 0.015 and ks_mp > 0.09, (ks, ks_mp)
 
 
 @pytest.mark.statistical
@@ -340,19 +342,30 @@ def test_row_covariance_given_keys_values_and_output():
 
 
 @pytest.mark.statistical
-def test_head_average_law_depends_on_sharing():
-    """eq. (9.19): the head-averaged map (softmax, beta = 1, h = 4, d_K = n/8, n = 320,
-    4 draws) follows the single-head law at gamma_eff = 0.5 with independent keys and at
-    0.125 with one shared key, and not the other one (the two laws are 0.129 apart,
-    eq. (9.20)). Measured: KS to the own law 0.012-0.016, to the other law 0.12-0.14.
-    Asserted: own < 0.035, other > 0.08."""
+@pytest.mark.parametrize("model", MULTIHEAD_MODELS)
+def test_head_average_law_depends_on_sharing(model):
+    """eq. (9.19): the head-averaged map (beta = 1, h = 4, d_K = n/8, n = 320, 4 draws)
+    follows the single-head law at gamma_eff = 0.5 with independent keys and at 0.125
+    with one shared key, and not the other one (the two laws are 0.129 apart,
+    eq. (9.20)). Linear model (eq. (9.2)), measured: own 0.0045 (independent) and 0.0043
+    (shared), other 0.128 and 0.130; asserted own < 0.015, other > 0.1. Softmax adds the
+    single-head finite-width gap, largest for the shared key (one head of width
+    d_K = 40): measured own 0.032 / other 0.127 (independent), own 0.097 / other 0.151
+    (shared; at n = 1200 own 0.035, and a single softmax head of width 150 is 0.050 from
+    the same law, so the gap is the softmax's, not the law's); asserted own < other/3
+    (independent) and own < other - 0.03 (shared)."""
     n = 320
     laws = {g: freeattn.attention_law(1.0, g * 0.5 / 4).squared() for g in (4, 1)}
     for g in (4, 1):
         seeds = np.random.SeedSequence(50 + g).spawn(4)
         pooled = np.sort(np.concatenate([sample_head_average(n, 4, n // 8, 1.0, kv_groups=g,
-                                                             rng=s) for s in seeds]))
+                                                             model=model, rng=s)
+                                         for s in seeds]))
         own = _ks_from_cdf(np.asarray(laws[g].cdf(pooled)))
         other = _ks_from_cdf(np.asarray(laws[5 - g].cdf(pooled)))
-        assert own < 0.035, (g, own)
-        assert other > 0.08, (g, other)
+        if model == "linear":
+            assert own < 0.015 and other > 0.1, (g, own, other)
+        elif g == 4:
+            assert own < other / 3, (g, own, other)
+        else:
+            assert own < other - 0.03, (g, own, other)

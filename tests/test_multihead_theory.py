@@ -282,6 +282,21 @@ def test_reference_atom_and_masses(case):
     assert abs(float(case["mass_defect"])) < 1e-14
 
 
+def test_value_and_output_ratios_swap_to_a_scaling():
+    """eq. (9.11): swapping gamma_V and gamma_O multiplies S_F by gamma_O/gamma_V, so the
+    reference law at (gamma_V, gamma_O) = (1, 0.5) is that at (0.5, 1) scaled by 1/2:
+    edges halve and densities double (40-digit references, agreement to 1e-35)."""
+    a, b = (next(c for c in MULTIHEAD if c["name"] == name)
+            for name in ("mc_issue", "gamma_o_below_1"))
+    assert (a["gamma_v"], a["gamma_o"]) == (b["gamma_o"], b["gamma_v"])
+    for band_a, band_b in zip(a["intervals"], b["intervals"]):
+        for ea, eb in zip(band_a, band_b):
+            assert abs(mpmath.mpf(ea) / 2 - mpmath.mpf(eb)) < mpmath.mpf(10) ** -35
+    for ra, rb in zip(a["density"], b["density"]):
+        assert abs(mpmath.mpf(ra[0]) / 2 - mpmath.mpf(rb[0])) < mpmath.mpf(10) ** -35
+        assert abs(2 * mpmath.mpf(ra[1]) - mpmath.mpf(rb[1])) < mpmath.mpf(10) ** -35 * mpmath.mpf(rb[1])
+
+
 @pytest.mark.parametrize("case", HEAD_AVERAGE, ids=lambda c: c["name"])
 def test_head_average_is_single_head_law(case):
     """eq. (9.19): the head-average law is the single-head law at
