@@ -226,7 +226,8 @@ def _chain_moments(heads, gamma_k, gamma_v, gamma_o, order=2):
 
 def test_mean_and_variance_ratio_symbolic():
     """eqs. (9.16), (9.17), and the nesting (9.6)-(9.9): with symbolic h and ratios,
-    m1 = gamma_O theta1 and m2/m1^2 - 1 = 1/h + 1/gamma_V + 1/gamma_O + theta2^2/(gamma_K theta1^2)."""
+    m1 = gamma_O theta1 and m2/m1^2 - 1 = 1/h + 1/gamma_V + 1/gamma_O + theta2^2/(gamma_K theta1^2),
+    through the levels of eqs. (9.6), (9.7), (9.8) and (9.9)."""
     h, gk, gv, go = sp.symbols("h gamma_K gamma_V gamma_O", positive=True)
     (m1, m2), th1, th2 = _chain_moments(h, gk, gv, go)
     assert sp.simplify(m1 - go * th1) == 0

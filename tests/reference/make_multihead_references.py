@@ -75,6 +75,9 @@ MULTIHEAD_CASES = [
     # (gamma_V < gamma_O; swapping them gives the next case scaled by 1/2)
     ("mc_issue", "1", 4, "0.5", "0.5", "1", 4, True),
     ("gamma_o_below_1", "1", 4, "0.5", "1", "0.5", 2, True),
+    # The next two are not in the committed JSON (its "command" lists the cases run):
+    # the first run spent more than 6 minutes in the densities of single_head
+    # without finishing; not yet diagnosed.
     ("single_head", "1", 1, "0.5", "1.5", "2", 1, False),
     # d_V = n/8, d_O = h d_V = n: square output, hard edge at 0
     ("eight_heads_square", "1.2", 8, "1", "1", "1", 8, False),
@@ -702,15 +705,26 @@ def ks_distance(recs):
     return best
 
 
-def main():
+def main(argv=None):
+    """Compute the cases named by ``--cases a,b,...`` (default: all) and write the JSON."""
+    args = sys.argv[1:] if argv is None else argv
+    selected = None
+    if args[:1] == ["--cases"] and len(args) == 2:
+        selected = set(args[1].split(","))
+    elif args:
+        raise SystemExit("usage: make_multihead_references.py [--cases name,name,...]")
+    command = "python tests/reference/make_multihead_references.py" + (
+        f" --cases {args[1]}" if selected else "")
     t0 = time.time()
     out = {"dps": DPS, "agree_digits": AGREE_DIGITS, "cdf_dps": CDF_DPS,
-           "command": "python tests/reference/make_multihead_references.py",
+           "command": command,
            "conventions": "laws of eigenvalues (squared singular values); G(z) = int dF(x)/(z - x); "
                           "density of the continuous part at x; 'density' rows are [x, (a), (b)]",
            "multihead": [], "head_average": []}
     with mpmath.workdps(DPS):
         for name, beta, heads, gk, gv, go, groups, with_cdf in MULTIHEAD_CASES:
+            if selected is not None and name not in selected:
+                continue
             lam_k, levels = multihead_chain(heads, gk, gv, go)
             atom = 1 - min(mpmath.mpf(1), mpmath.mpf(gv), mpmath.mpf(go))
             rec = {"name": name, "beta": beta, "heads": heads, "gamma_k": gk, "gamma_v": gv,
@@ -722,6 +736,8 @@ def main():
             print(f"{name}: {time.time() - t0:.0f} s, agreement {rec['agreement']}",
                   file=sys.stderr)
         for name, beta, heads, gk, groups in HEAD_AVERAGE_CASES:
+            if selected is not None and name not in selected:
+                continue
             lam_k, levels = head_average_chain(heads, gk, groups)
             rec = {"name": name, "beta": beta, "heads": heads, "gamma_k": gk, "kv_groups": groups,
                    "gamma_effective": str(sp.Integer(groups) * sp.Rational(gk) / heads)}
@@ -735,6 +751,8 @@ def main():
     out["head_average_ks"] = []
     with mpmath.workdps(DPS):
         for first, second in KS_PAIRS:
+            if first not in by_name or second not in by_name:
+                continue
             ks, where = ks_distance([by_name[first], by_name[second]])
             out["head_average_ks"].append({"laws": [first, second], "beta": by_name[first]["beta"],
                                            "ks": nstr(ks, CDF_DPS - 5), "at": nstr(where, 20)})
