@@ -467,23 +467,25 @@ def hard_band_mass(curve, a, b, hi, scale, moments):
 
 
 class BandSeries:
-    """The CDF across a band with square-root edges, as a cosine series in ``th``.
+    """The CDF across a band as a cosine series in ``th``.
 
-    On ``x = lo + (hi - lo)(1 - cos th)/2`` the integrand ``f(x(th)) dx/dth`` is
-    an even, smooth, 2 pi-periodic function of ``th`` (``f`` vanishes like
-    ``sin th``), so its cosine series from the values at ``th_j = pi j / N``
-    converges geometrically and integrates term by term.  The physical root of
-    (a) is followed from node to node (nearest root, ``Im G <= 0``) and
-    re-derived from above (``follow_root``) at every 16th node, where the two
-    must agree.
+    On ``x = lo + (hi - lo)(1 - cos th)/2`` the integrand ``f(x(th)) dx/dth``
+    is an even, smooth, 2 pi-periodic function of ``th`` when the edges are
+    square-root edges (``f`` vanishes like ``sin th``) and also at an
+    ``x^(-1/2)`` hard edge at ``lo = 0`` (``x^(-1/2) dx/dth`` is smooth), so its
+    cosine series from the values at the midpoint nodes
+    ``th_j = pi (j + 1/2)/N`` converges geometrically and integrates term by
+    term.  The physical root of (a) is followed from node to node (nearest
+    root, ``Im G <= 0``) and re-derived from above (``follow_root``) at every
+    16th node, where the two must agree.
     """
 
     def __init__(self, curve, a, b, lo, hi, scale, moments, nodes=CDF_NODES):
         self.lo, self.hi, self.n = lo, hi, nodes
-        ths = [mpmath.pi * j / nodes for j in range(nodes + 1)]
-        vals = [mpmath.mpf(0)]
+        ths = [mpmath.pi * (j + mpmath.mpf(1) / 2) / nodes for j in range(nodes)]
+        vals = []
         g = roots = None
-        for j in range(1, nodes):
+        for j in range(nodes):
             x = self.x(ths[j])
             if g is None or j % 16 == 0:
                 g_new = follow_root(curve, a, b, mpmath.mpc(x), scale, moments)
@@ -500,15 +502,14 @@ class BandSeries:
                 if mpmath.im(g) > 0:
                     raise AssertionError("cosine series: tracked root has Im G > 0")
             vals.append(-mpmath.im(g) / mpmath.pi * (hi - lo) * mpmath.sin(ths[j]) / 2)
-        vals.append(mpmath.mpf(0))
+        # DCT-II: f(th) = sum' a_k cos(k th), a_k = (2/N) sum_j f(th_j) cos(k th_j)
         self.coef = []
-        for k in range(nodes + 1):
-            total = sum(vals[j] * mpmath.cos(k * ths[j]) for j in range(1, nodes))
-            ck = 2 * total / nodes
-            self.coef.append(ck / 2 if k in (0, nodes) else ck)
+        for k in range(nodes):
+            ck = 2 * sum(vals[j] * mpmath.cos(k * ths[j]) for j in range(nodes)) / nodes
+            self.coef.append(ck / 2 if k == 0 else ck)
         # size of the last eighth of the coefficients: the truncation error scale
         self.tail = max(abs(c) for c in self.coef[-(nodes // 8):]) / max(abs(c) for c in self.coef)
-        self.nodes = ths
+        self.nodes = [mpmath.mpf(0)] + ths + [mpmath.pi]
 
     def x(self, th):
         return self.lo + (self.hi - self.lo) * (1 - mpmath.cos(th)) / 2
@@ -651,7 +652,9 @@ def build(lam_k, levels, beta, atom, with_cdf):
         masses, table, tails, errors = [], [], [], []
         series = []
         for k, (lo, hi) in enumerate(bands):
-            if hard_lower and k == 0:
+            # one level of ratio 1 (the head average) has an x^(-1/2) hard edge,
+            # which the cosine series handles; deeper chains need quadrature
+            if hard_lower and k == 0 and len(levels) > 1:
                 mass, err = hard_band_mass(curve, a, b, hi, scale, moments)
                 errors.append(err)
                 series.append(None)
@@ -673,7 +676,7 @@ def build(lam_k, levels, beta, atom, with_cdf):
             rec["cosine_series_tail"] = nstr(max(tails), 3)
         if errors:
             rec["hard_band_quadrature_error"] = nstr(max(errors), 3)
-        if with_cdf and not hard_lower:
+        if with_cdf and None not in series:
             rec["cdf_table"] = [[nstr(x, CDF_DPS), nstr(f, CDF_DPS)] for x, f in table]
     _progress("masses")
     rec["_series"] = series
@@ -682,15 +685,20 @@ def build(lam_k, levels, beta, atom, with_cdf):
 
 
 def ks_distance(recs):
-    """Kolmogorov distance between two laws without atoms, one soft band each.
+    """Kolmogorov distance between two laws without atoms.
 
     The supremum of ``|F1 - F2|`` is attained where the densities cross: sign
     changes of ``f1 - f2`` on a grid are refined by ``findroot`` (densities of
-    (a) at DPS digits), and the CDFs there come from the bands' cosine series.
+    (a) at DPS digits; in a gap of one law its density is 0), and the CDFs there
+    come from the bands' cosine series.
     """
-    (s1,), (s2,) = recs[0]["_series"], recs[1]["_series"]
+    s1, s2 = recs[0]["_series"], recs[1]["_series"]
     d1, d2 = recs[0]["_dens"], recs[1]["_dens"]
-    top = max(s1.hi, s2.hi)
+    top = max(s1[-1].hi, s2[-1].hi)
+
+    def cdf(bands, x):
+        return sum(band.mass_below(x) for band in bands)
+
     grid = [top * mpmath.mpf(j) / 200 for j in range(1, 200)]
     diff = [d1(x) - d2(x) for x in grid]
     best = (mpmath.mpf(0), None)
@@ -699,7 +707,7 @@ def ks_distance(recs):
             xs = mpmath.findroot(lambda x: d1(x) - d2(x), (grid[j], grid[j + 1]),
                                  solver="anderson")
             with mpmath.workdps(CDF_DPS):
-                gap = abs(s1.mass_below(xs) - s2.mass_below(xs))
+                gap = abs(cdf(s1, xs) - cdf(s2, xs))
             if gap > best[0]:
                 best = (gap, xs)
     return best
