@@ -7,6 +7,11 @@ freeattn computes that law exactly and checks it against simulation.
 """
 
 from ._errors import ConvergenceError
+from ._options import DEFAULT_OPTIONS, SolverOptions
+from ._law_base import Interval, LawAccuracy, SpectralLaw
+from ._cumulants import free_cumulants_to_moments, moments_to_free_cumulants
+from ._elementary import point_masses, semicircle
+from ._subordination import free_additive, free_multiplicative, sample_covariance
 from ._coefficients import (
     LinearCoefficients,
     conditional_covariance,
@@ -23,6 +28,7 @@ from ._hermite import (
     truncated_alpha2,
 )
 from ._laws import (
+    AttentionLaw,
     EigenvalueLaw,
     LinearizationThreshold,
     OperatorNorm,
@@ -32,16 +38,22 @@ from ._laws import (
     marchenko_pastur,
     operator_norm,
 )
-from ._sampling import (
+from ._sampling import sample_attention, squared_singular_values
+from ._models import (
     CHAIN_MODELS,
-    sample_attention,
+    MODELS,
+    Draw,
+    Intermediate,
+    Model,
+    register_intermediate,
+    register_model,
     sample_chain,
     sample_model,
-    squared_singular_values,
+    unregister_model,
 )
+from ._draws import DrawError
 from ._validation import (
     ConvergenceReport,
-    DrawError,
     ModelResult,
     RateFit,
     ValidationReport,
@@ -53,6 +65,19 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ConvergenceError",
+    "SolverOptions",
+    "DEFAULT_OPTIONS",
+    "SpectralLaw",
+    "Interval",
+    "LawAccuracy",
+    "semicircle",
+    "point_masses",
+    "sample_covariance",
+    "free_additive",
+    "free_multiplicative",
+    "free_cumulants_to_moments",
+    "moments_to_free_cumulants",
+    "AttentionLaw",
     "LinearCoefficients",
     "linear_coefficients",
     "attention_law",
@@ -73,6 +98,13 @@ __all__ = [
     "alpha2_fraction",
     "hermite_table",
     "CHAIN_MODELS",
+    "MODELS",
+    "Model",
+    "Draw",
+    "Intermediate",
+    "register_model",
+    "unregister_model",
+    "register_intermediate",
     "sample_attention",
     "sample_chain",
     "sample_model",

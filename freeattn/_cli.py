@@ -2,23 +2,25 @@
 
 One subcommand per task a researcher has: the linear model's coefficients
 (``coeffs``), the limiting law (``law``), its upper edge (``edge``), the
-linearization threshold (``threshold``), a Monte Carlo check (``validate``) and
-the documentation figures (``plot``, ``reproduce``).  This module only parses
-arguments, calls the public API and formats what it returns; it holds no
-mathematics of its own.
+linearization threshold (``threshold``), the registered Monte Carlo models
+(``models``), a Monte Carlo check (``validate``) and the documentation
+figures (``plot``, ``reproduce``).  This module only parses arguments, calls
+the public API and describes what it returns as a
+:class:`freeattn._render.Document`; :func:`freeattn._render.render` prints it
+as a table, markdown, csv or json (one JSON policy: non-finite numbers are
+``null``).  It holds no mathematics of its own, and imports the library
+lazily, so ``--help`` and ``--version`` answer without loading SciPy.
 
 Exit codes: 0 on success, 2 on bad usage (argparse errors, and the
 ``ValueError``/``TypeError`` the library raises on bad input), 1 when a
-numerical computation failed (:class:`freeattn.ConvergenceError`).  User errors
-print one line on stderr, never a traceback.
+numerical computation failed (:class:`freeattn.ConvergenceError`,
+:class:`freeattn.DrawError`).  User errors print one line on stderr, never a
+traceback.
 """
 
 import argparse
-import csv
+import dataclasses
 import fractions
-import io
-import json
-import math
 import os
 import sys
 
@@ -39,14 +41,24 @@ DEFAULT_LAW_POINTS = 11
 #: Python API, which is vectorized, for large grids).
 MAX_LAW_POINTS = 100_000
 
-#: Significant digits in human-readable tables; machine-readable formats
-#: (csv, json) carry full float64 precision.
-TABLE_DIGITS = 8
+#: Highest ``coeffs --order`` (float64 path).  The order-k variance
+#: ``beta**(2k)/k!`` underflows to exactly 0 beyond k = 2566 at the largest
+#: beta the float path accepts (26.64, where ``exp(beta**2)`` is still finite),
+#: and earlier for smaller beta, so longer tables only add rows of zeros; the
+#: bound keeps a mistyped order (``--order 100000000``) from running for minutes.
+MAX_ORDER = 3000
+
+#: Highest ``coeffs --exact --order``.  Each exact order is derived by sympy
+#: from its Gaussian integral; the cost grows faster than quadratically in the
+#: order (measured: 4 s up to order 30, 14 s to 50, 114 s to 100), so the
+#: bound keeps the command interactive.  The float path gives higher orders.
+MAX_EXACT_ORDER = 30
 
 #: Orders of the squared law's moments reported by ``law``.
 LAW_MOMENT_ORDERS = (1, 2, 3, 4)
 
-FORMATS = ("table", "csv", "json")
+#: ``--format`` choices; ``table`` is the renderer's ``text``.
+FORMATS = ("table", "markdown", "csv", "json")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
@@ -116,76 +128,34 @@ def _number_list(kind, example):
 
 _float_list = _number_list(float, "0.5,1,2.5")
 _int_list = _number_list(int, "1000,10000")
+_order = _int_at_least(0, MAX_ORDER)
 
 
 # ---------------------------------------------------------------------------
-# output helpers
+# what a command returns
 
 
-def _fmt(value, digits=TABLE_DIGITS):
-    """Human-readable number: ``digits`` significant digits, ints unchanged."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return f"{x:.{digits}g}"
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """What a command handler returns: a document to print and files to write after it.
+
+    Attributes
+    ----------
+    document : freeattn._render.Document or None
+        Printed in the command's ``--format``.
+    files : tuple of (str, str)
+        ``(path, text)`` written after the document is printed (so a failing
+        write loses nothing), each followed by a ``wrote PATH`` line.
+    """
+
+    document: object = None
+    files: tuple = ()
 
 
-def _plain(value):
-    """JSON-safe version of ``value`` (numpy scalars and arrays to Python)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "tolist"):
-        return _plain(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
+def _render():
+    from . import _render
 
-
-def _table(headers, rows):
-    """Right-aligned text table."""
-    cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def _csv(headers, rows):
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(headers)
-    for row in rows:
-        writer.writerow([repr(float(v)) if isinstance(v, float) or hasattr(v, "dtype")
-                         else v for v in row])
-    return buffer.getvalue().rstrip("\n")
-
-
-def _json(obj):
-    return json.dumps(_plain(obj), indent=2)
-
-
-def _record(fmt, pairs, *, title=None, notes=()):
-    """Render one record (name/value pairs) as a table, csv or json."""
-    if fmt == "json":
-        return _json(dict(pairs))
-    if fmt == "csv":
-        return _csv([k for k, _ in pairs], [[v for _, v in pairs]])
-    width = max(len(k) for k, _ in pairs)
-    lines = [title] if title else []
-    lines += [f"{k.ljust(width)}  {_fmt(v)}" for k, v in pairs]
-    lines += list(notes)
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------
-# subcommands
+    return _render
 
 
 def _library():
@@ -194,45 +164,47 @@ def _library():
     return freeattn
 
 
+def _fmt(value):
+    return _render().format_number(value)
+
+
+# ---------------------------------------------------------------------------
+# subcommands
+
+
 def _coefficient_pairs(coefficients):
     return [("beta", coefficients.beta), ("theta1", coefficients.theta1),
             ("theta2", coefficients.theta2), ("alpha2", coefficients.alpha2),
             ("alpha", coefficients.alpha)]
 
 
-def _cmd_coeffs(args, out):
-    fa = _library()
+def _cmd_coeffs_exact(args):
+    import sympy
+
+    fa, r = _library(), _render()
+    if args.order is not None and args.order > MAX_EXACT_ORDER:
+        raise ValueError(f"--order must be in [0, {MAX_EXACT_ORDER}] with --exact (each "
+                         f"order is a symbolic integral; use the float path, without "
+                         f"--exact, up to {MAX_ORDER}), got {args.order}")
+    beta = sympy.Rational(args.beta)
+    exact = fa.linear_coefficients(beta, exact=True)
+    pairs = [(name, sympy.sstr(getattr(exact, name))) for name in
+             ("beta", "theta1", "theta2", "alpha2", "alpha")]
+    record = r.Record(pairs, title=f"exact coefficients of the linear model at beta = {beta}")
+    if args.order is None:
+        return r.Document([record])
+    table = r.Table(["order", "coefficient", "variance"], [
+        [k, sympy.sstr(c), sympy.sstr(v)] for k, (c, v) in enumerate(zip(
+            fa.hermite_coefficients(beta, args.order, exact=True),
+            fa.order_variances(beta, args.order, exact=True)))])
+    return r.Document([record, "", table],
+                      data={**dict(pairs), "orders": table.records()}, csv=table)
+
+
+def _cmd_coeffs(args, emit):
     if args.exact:
-        import sympy
-
-        beta = sympy.Rational(args.beta)
-        exact = fa.linear_coefficients(beta, exact=True)
-        pairs = [(name, sympy.sstr(getattr(exact, name))) for name in
-                 ("beta", "theta1", "theta2", "alpha2", "alpha")]
-        rows = []
-        if args.order is not None:
-            rows = [[k, sympy.sstr(c), sympy.sstr(v)] for k, (c, v) in enumerate(zip(
-                fa.hermite_coefficients(beta, args.order, exact=True),
-                fa.order_variances(beta, args.order, exact=True)))]
-        headers = ["order", "coefficient", "variance"]
-        if args.format == "json":
-            record = dict(pairs)
-            if rows:
-                record["orders"] = [dict(zip(headers, r)) for r in rows]
-            out.write(_json(record) + "\n")
-        elif args.format == "csv":
-            out.write(_csv(headers, rows) if rows else
-                      _csv([k for k, _ in pairs], [[v for _, v in pairs]]))
-            out.write("\n")
-        else:
-            width = max(len(k) for k, _ in pairs)
-            lines = [f"exact coefficients of the linear model at beta = {beta}"]
-            lines += [f"{k.ljust(width)}  {v}" for k, v in pairs]
-            if rows:
-                lines += ["", _table(headers, rows)]
-            out.write("\n".join(lines) + "\n")
-        return EXIT_OK
-
+        return _cmd_coeffs_exact(args)
+    fa, r = _library(), _render()
     try:
         beta = float(fractions.Fraction(args.beta))
     except (ValueError, OverflowError):
@@ -240,33 +212,24 @@ def _cmd_coeffs(args, out):
     coefficients = fa.linear_coefficients(beta)
     pairs = _coefficient_pairs(coefficients)
     if args.order is None:
-        out.write(_record(
-            args.format, pairs,
+        return r.Document([r.Record(
+            pairs,
             title=f"linear model Y_lin = (beta*S + alpha*W)/sqrt(n) at beta = {_fmt(args.beta)}",
             notes=("theta1 = exp(beta^2) - 1 (variance of a centred entry), "
-                   "theta2 = beta^2 (linear part), alpha2 = theta1 - theta2 (noise)",))
-                  + "\n")
-        return EXIT_OK
-
+                   "theta2 = beta^2 (linear part), alpha2 = theta1 - theta2 (noise)",))])
     table = fa.hermite_table(beta, args.order)
-    headers = ["order", "coefficient", "variance", "cumulative_noise", "noise_fraction"]
-    rows = [[int(k), c, v, cum, frac] for k, c, v, cum, frac in zip(
-        table.orders, table.coefficients, table.variances, table.cumulative_alpha2,
-        table.noise_fraction)]
-    if args.format == "json":
-        out.write(_json({**dict(pairs), "orders": [dict(zip(headers, r)) for r in rows]})
-                  + "\n")
-    elif args.format == "csv":
-        out.write(_csv(headers, rows) + "\n")
-    else:
-        out.write(_record("table", pairs,
-                          title=f"linear model coefficients at beta = {_fmt(beta)}")
-                  + "\n\n")
-        out.write("Hermite expansion exp(beta*x - beta^2/2) = sum_k c_k He_k(x), "
-                  "c_k = beta^k/k!;\norder k carries the variance beta^(2k)/k!; "
-                  "orders 2..k hold cumulative_noise, a share noise_fraction of alpha2\n")
-        out.write(_table(headers, rows) + "\n")
-    return EXIT_OK
+    rows = r.Table(
+        ["order", "coefficient", "variance", "cumulative_noise", "noise_fraction"],
+        [[int(k), c, v, cum, frac] for k, c, v, cum, frac in zip(
+            table.orders, table.coefficients, table.variances, table.cumulative_alpha2,
+            table.noise_fraction)])
+    explanation = ("Hermite expansion exp(beta*x - beta^2/2) = sum_k c_k He_k(x), "
+                   "c_k = beta^k/k!;\norder k carries the variance beta^(2k)/k!; "
+                   "orders 2..k hold cumulative_noise, a share noise_fraction of alpha2")
+    return r.Document(
+        [r.Record(pairs, title=f"linear model coefficients at beta = {_fmt(beta)}"), "",
+         explanation, rows],
+        data={**dict(pairs), "orders": rows.records()}, csv=rows)
 
 
 def _law_grid(law, args):
@@ -279,10 +242,10 @@ def _law_grid(law, args):
     return np.linspace(lower, upper, args.points)
 
 
-def _cmd_law(args, out):
+def _cmd_law(args, emit):
     import numpy as np
 
-    fa = _library()
+    fa, r = _library(), _render()
     coefficients = fa.linear_coefficients(args.beta)
     singular = fa.attention_law(args.beta, args.gamma)
     squared = singular.squared()
@@ -316,14 +279,8 @@ def _cmd_law(args, out):
         "mp_squared_edge": norm.mp_squared_edge,
     }
     headers = list(columns)
-    rows = np.column_stack([np.asarray(columns[h], dtype=float) for h in headers])
-    if args.format == "csv":
-        out.write(_csv(headers, rows.tolist()) + "\n")
-        return EXIT_OK
-    if args.format == "json":
-        out.write(_json({**summary, "table": {h: columns[h] for h in headers}}) + "\n")
-        return EXIT_OK
-
+    table = r.Table(headers, np.column_stack(
+        [np.asarray(columns[h], dtype=float) for h in headers]).tolist())
     intervals = summary["intervals"]
     facts = [
         ("theta1, theta2, alpha", ", ".join(_fmt(v) for v in (
@@ -342,85 +299,81 @@ def _cmd_law(args, out):
     if len(intervals) > 1:
         facts.insert(2, ("support intervals", ", ".join(
             f"[{_fmt(a)}, {_fmt(b)}]" for a, b in intervals)))
-    width = max(len(k) for k, _ in facts)
-    lines = [
+    blocks = [
         "Limiting law of the singular values s of sqrt(n)*(A - 11^T/n)",
         f"beta = {_fmt(args.beta)}, gamma = d_qk/n = {_fmt(args.gamma)}: the law of the "
         "linear model (beta*S + alpha*W)/sqrt(n)",
         "(Hayase, Collins & Karakida, AISTATS 2026)",
         "",
-        *(f"{k.ljust(width)}  {v}" for k, v in facts),
+        r.Record(facts),
         "",
+        table,
     ]
-    out.write("\n".join(lines) + "\n")
-    out.write(_table(headers, rows.tolist()) + "\n")
-    return EXIT_OK
+    return r.Document(blocks, data={**summary, "table": columns}, csv=table)
 
 
-def _cmd_edge(args, out):
-    fa = _library()
+def _cmd_edge(args, emit):
+    fa, r = _library(), _render()
     result = fa.operator_norm(args.beta, args.gamma)
     pairs = [("beta", result.beta), ("gamma", result.gamma),
              ("norm", result.norm), ("squared_edge", result.squared_edge),
              ("mp_norm", result.mp_norm), ("mp_squared_edge", result.mp_squared_edge),
              ("norm_over_mp_norm", result.norm / result.mp_norm)]
-    out.write(_record(
-        args.format, pairs,
+    return r.Document([r.Record(
+        pairs,
         title="operator norm of the linear model = upper edge of the singular-value law",
         notes=("norm: upper edge of s (sqrt(n)*A_perp); squared_edge: of s^2; "
-               "mp_*: Marchenko-Pastur law with the same variance theta1",))
-              + "\n")
-    return EXIT_OK
+               "mp_*: Marchenko-Pastur law with the same variance theta1",))])
 
 
-def _cmd_threshold(args, out):
+def _cmd_threshold(args, emit):
     import numpy as np
 
-    fa = _library()
+    fa, r = _library(), _render()
     results = [fa.linearization_threshold(n, args.gamma) for n in args.n]
-    headers = ["n", "gamma", "beta", "norm", "sqrt_n"]
-    rows = [[r.n, r.gamma, r.beta, r.norm, float(np.sqrt(r.n))] for r in results]
-    if args.format == "json":
-        out.write(_json([dict(zip(headers, row)) for row in rows]) + "\n")
-    elif args.format == "csv":
-        out.write(_csv(headers, rows) + "\n")
-    else:
-        out.write("linearization threshold: the beta at which the bulk edge of sqrt(n)*A "
-                  "reaches the common mode sqrt(n)\n")
-        out.write(_table(headers, rows) + "\n")
-    return EXIT_OK
+    table = r.Table(["n", "gamma", "beta", "norm", "sqrt_n"],
+                    [[t.n, t.gamma, t.beta, t.norm, float(np.sqrt(t.n))] for t in results])
+    return r.Document(["linearization threshold: the beta at which the bulk edge of "
+                       "sqrt(n)*A reaches the common mode sqrt(n)", table])
 
 
-def _check_writable(path):
-    """Fail before a long run, not after it, when ``path`` cannot be written."""
+def _cmd_models(args, emit):
+    fa, r = _library(), _render()
+    table = r.Table(
+        [r.Column("name", align="left"),
+         r.Column("law", format=lambda has_law: "yes" if has_law else "none"),
+         "zeros", "common_mode", "outliers",
+         r.Column("defined", align="left"), r.Column("matrix", align="left")],
+        [[m.name, m.law is not None, m.zeros, m.common_mode, m.outliers, m.equation,
+          m.description] for m in fa.MODELS.values()])
+    return r.Document(["Monte Carlo models (freeattn.MODELS): law = has a limiting law; "
+                       "zeros, common_mode, outliers = what validate removes as non-bulk",
+                       table])
+
+
+def _check_writable(path, option):
+    """Fail before a long run, not after it, when ``path`` cannot be written as a file."""
+    if os.path.isdir(path):
+        raise ValueError(f"{option}: {path} is a folder; give a file name")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise ValueError(f"--json: folder {folder} does not exist")
+        raise ValueError(f"{option}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise ValueError(f"--json: cannot write {path}")
+        raise ValueError(f"{option}: cannot write {path}")
 
 
-def _cmd_validate(args, out):
+def _cmd_validate(args, emit):
     fa = _library()
     if args.json not in (None, "-"):
-        _check_writable(args.json)
+        _check_writable(args.json, "--json")
     models = tuple(args.models) if args.models else fa.CHAIN_MODELS
     # An int executor is a local process pool with that many workers.
     report = fa.validate(args.beta, args.gamma, args.n, args.draws, models=models,
                          rng=args.seed, executor=args.jobs if args.jobs > 1 else None,
                          progress=False if args.no_progress else None)
-    if args.json == "-":
-        out.write(report.to_json() + "\n")
-        return EXIT_OK
-    # The report goes to the terminal first, so a failing write loses nothing.
-    out.write(report.to_markdown() if args.markdown else report.to_text())
-    out.write("\n")
-    if args.json is not None:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            handle.write(report.to_json())
-            handle.write("\n")
-        out.write(f"wrote {args.json}\n")
-    return EXIT_OK
+    if args.json is None or args.json == "-":
+        return Output(report.document())
+    return Output(report.document(), files=((args.json, report.to_json() + "\n"),))
 
 
 def _figure_sizes(args):
@@ -433,23 +386,19 @@ def _figure_sizes(args):
     return sizes
 
 
-def _cmd_plot(args, out):
+def _cmd_plot(args, emit):
     from . import plotting
 
     path = plotting.save_figure(args.figure, args.out, **_figure_sizes(args))
-    out.write(f"wrote {path}\n")
-    return EXIT_OK
+    return _render().Document([f"wrote {path}"], data={"written": [str(path)]})
 
 
-def _cmd_reproduce(args, out):
+def _cmd_reproduce(args, emit):
     from . import plotting
 
-    def written(path):
-        out.write(f"wrote {path}\n")
-        out.flush()
-
-    plotting.reproduce(args.out, only=args.only, written=written, **_figure_sizes(args))
-    return EXIT_OK
+    plotting.reproduce(args.out, only=args.only, written=lambda path: emit(f"wrote {path}"),
+                       **_figure_sizes(args))
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -468,7 +417,8 @@ def _add_gamma(parser):
 
 def _add_format(parser):
     parser.add_argument("--format", choices=FORMATS, default="table",
-                        help="output format: aligned text, or machine-readable csv / json")
+                        help="output format: aligned text, markdown, or machine-readable "
+                             "csv / json (json writes NaN and infinities as null)")
 
 
 def _add_mc_sizes(parser):
@@ -519,8 +469,9 @@ def build_parser():
     _add_beta(p, kind=_real_text)
     p.add_argument("--exact", action="store_true",
                    help="exact sympy expressions (beta read as a rational number)")
-    p.add_argument("--order", type=_nonnegative_int, default=None, metavar="K",
-                   help="also list the Hermite coefficients and the variance of orders 0..K")
+    p.add_argument("--order", type=_order, default=None, metavar="K",
+                   help=f"also list the Hermite coefficients and the variance of orders "
+                        f"0..K (K <= {MAX_ORDER}; with --exact K <= {MAX_EXACT_ORDER})")
     _add_format(p)
     p.set_defaults(handler=_cmd_coeffs)
 
@@ -564,10 +515,10 @@ def build_parser():
     _add_format(p)
     p.set_defaults(handler=_cmd_threshold)
 
-    p = command("validate", "Monte Carlo check of the law along the proof chain",
-                "Sample the models of the proof chain at finite n, compare their pooled\n"
-                "squared singular values with the limiting law and with Marchenko-Pastur\n"
-                "(Kolmogorov and Wasserstein-1 distances, moments, edge).")
+    p = command("validate", "Monte Carlo check of the law, model by model",
+                "Sample registered models (the proof chain by default) at finite n, compare\n"
+                "their pooled squared singular values with their limiting law and with\n"
+                "Marchenko-Pastur (Kolmogorov and Wasserstein-1 distances, moments, edge).")
     _add_beta(p)
     _add_gamma(p)
     p.add_argument("--n", type=_positive_int, default=1000, metavar="N",
@@ -578,14 +529,28 @@ def build_parser():
                    help="random seed (default: fresh entropy, printed in the report)")
     p.add_argument("--jobs", type=_positive_int, default=1, metavar="J",
                    help="worker processes for the draws")
+    from ._models import CHAIN_MODELS, MODELS
+
     p.add_argument("--models", type=lambda s: s.split(","), default=None,
                    metavar="M1,M2,...",
-                   help="subset of the chain models (default: all of freeattn.CHAIN_MODELS)")
+                   help=f"registered models to sample (default: the proof chain, "
+                        f"{','.join(CHAIN_MODELS)}; all: {', '.join(MODELS)}; "
+                        f"see 'freeattn models')")
     p.add_argument("--json", default=None, metavar="FILE",
-                   help="also write the full report as JSON to FILE ('-': print only the JSON)")
-    p.add_argument("--markdown", action="store_true", help="print the report as markdown")
+                   help="also write the full report as JSON to FILE ('-': print only the "
+                        "JSON, as --format json)")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the report as markdown (as --format markdown)")
+    _add_format(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_validate)
+
+    p = command("models", "the registered Monte Carlo models",
+                "List the models validate and the figures can sample: their limiting law,\n"
+                "and what of their spectrum is not bulk (structural zeros, common mode,\n"
+                "outliers above the edge).")
+    _add_format(p)
+    p.set_defaults(handler=_cmd_models)
 
     from .plotting import FIGURES
 
@@ -611,6 +576,16 @@ def build_parser():
     return parser
 
 
+def _format(args):
+    """The renderer format of a parsed command (``--format``, ``--markdown``, ``--json -``)."""
+    fmt = getattr(args, "format", "table")
+    if getattr(args, "json", None) == "-":
+        fmt = "json"
+    elif getattr(args, "markdown", False):
+        fmt = "markdown"
+    return "text" if fmt == "table" else fmt
+
+
 def main(argv=None, *, stdout=None):
     """Run the command line; return the exit code.
 
@@ -633,17 +608,31 @@ def main(argv=None, *, stdout=None):
     0.5,0.2840254166877415,0.25,0.03402541668774148,0.18445979694161402
     0
     """
-    from . import DrawError
-    from ._errors import ConvergenceError
-
     out = sys.stdout if stdout is None else stdout
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+
+    def emit(line):
+        out.write(line + "\n")
+        out.flush()
+
+    from ._draws import DrawError
+    from ._errors import ConvergenceError
+
     try:
-        return args.handler(args, out)
+        output = args.handler(args, emit)
+        if not isinstance(output, Output):
+            output = Output(output)
+        if output.document is not None:
+            out.write(_render().render(output.document, _format(args)) + "\n")
+        for path, text in output.files:
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            emit(f"wrote {path}")
+        return EXIT_OK
     except (ConvergenceError, DrawError) as error:
         print(f"{PROG} {args.command}: numerical failure: {error}", file=sys.stderr)
         return EXIT_NUMERICAL
@@ -663,4 +652,3 @@ def main(argv=None, *, stdout=None):
     except KeyboardInterrupt:
         print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
         return 130
-

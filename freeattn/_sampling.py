@@ -1,75 +1,93 @@
-"""Samplers for softmax attention and for every model of the proof chain.
+"""Sampling primitives: softmax attention, Gaussian rows, spectra, seeds.
 
-The proof of Gaussian equivalence (Hayase, Collins & Karakida, AISTATS 2026)
-replaces the centred attention matrix ``sqrt(n) * (A - 11^T/n)`` by simpler
-matrices one step at a time (SPEC section 3; theory/07_validation.md, eqs.
-(7.1)-(7.6)).  This module samples each of them from *one* draw of the queries
-and keys, so that differences between consecutive models are differences of
-the models and not of the randomness, and computes their squared singular
-values with the routine chosen in theory/07_validation.md, eq. (7.7).
+The models of the proof chain (SPEC section 3; theory/07_validation.md, eqs.
+(7.1)-(7.6)) are entries of the model registry in :mod:`freeattn._models`;
+this module holds what they are built from: the row softmax, the score
+product, the key Gram matrix, Gaussian rows with a given covariance, the
+squared singular values of theory eq. (7.7), and the one check of an ``rng``
+argument.  SciPy is imported inside the functions that use it, so that
+``import freeattn`` (and the command line's ``--help``) does not pay for it.
 """
 
 import numpy as np
-import scipy.linalg
-from scipy.linalg import blas as _blas
 
-from ._checks import MAX_FLOAT_BETA, as_real_array, check_beta, check_int, check_positive
-from ._coefficients import (conditional_covariance, conditional_mean,
-                            gaussian_equivalent_covariance, linear_coefficients)
+from ._checks import as_real_array, check_int, check_positive
 from ._tolerances import FLOAT_EPS
 
 __all__ = [
-    "CHAIN_MODELS",
     "sample_attention",
-    "sample_chain",
-    "sample_model",
     "squared_singular_values",
 ]
-
-#: The models of the proof chain, in the proof's order (SPEC section 3, items 1-6).
-CHAIN_MODELS = ("attention", "normalized", "centered", "sigma_f", "sigma_g", "linear")
-
-# One draw uses four independent streams spawned from the caller's generator, in
-# this order, so that sample_model(m, rng=seed) equals sample_chain(rng=seed)[m]
-# whichever models are asked for.
-_KEYS, _QUERIES, _LINEAR_NOISE, _ROW_NOISE = range(4)
-_STREAMS = 4
 
 # A covariance factor falls back from Cholesky to a clipped eigendecomposition
 # when Cholesky fails; eigenvalues down to -_COVARIANCE_CLIP * n * eps * lambda_max
 # are round-off of a positive semi-definite matrix and are set to 0, anything more
 # negative (or a NaN eigenvalue) means the matrix is not a covariance and raises
-# (theory/07_validation.md, section 7.1).
+# (theory/07_validation.md, section 7.1).  The eigenvalues of a symmetric matrix
+# are computed with backward error ~ n * eps * |lambda|_max; 100 leaves room for
+# the round-off of forming the covariance itself.
 _COVARIANCE_CLIP = 100.0
+
+_RNG_KINDS = "None, a non-negative integer, a numpy SeedSequence, BitGenerator or Generator"
+
+
+def check_rng(rng):
+    """Check an ``rng`` argument and return what :func:`numpy.random.default_rng` needs.
+
+    A :class:`numpy.random.SeedSequence` is copied (so that spawning streams
+    from it does not change the caller's object: a seed sequence is a seed,
+    the same one gives the same draw); a Generator or BitGenerator is returned
+    as is (drawing from it advances it); anything else must be accepted by
+    ``numpy.random.default_rng``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``rng`` and what it may be (a bool, a string, a float, a
+        negative integer...).
+    """
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError(f"rng must be {_RNG_KINDS}, got {rng!r}")
+    if isinstance(rng, np.random.SeedSequence):
+        return np.random.SeedSequence(rng.entropy, spawn_key=rng.spawn_key,
+                                      pool_size=rng.pool_size)
+    if rng is None or isinstance(rng, (np.random.Generator, np.random.BitGenerator)):
+        return rng
+    try:
+        np.random.SeedSequence(rng)
+    except TypeError:
+        raise TypeError(f"rng must be {_RNG_KINDS}, got {type(rng).__name__} {rng!r}") from None
+    except ValueError:
+        raise ValueError(f"rng must be {_RNG_KINDS}, got {rng!r}") from None
+    return rng
+
+
+def spawn_seeds(rng, count):
+    """``count`` independent child seed sequences of ``rng`` and the bit generator type.
+
+    Exactly the seeds of ``numpy.random.default_rng(rng).spawn(count)``: for an
+    integer or seed-sequence ``rng`` the children ``0..count-1`` of its seed
+    sequence (so the first children do not depend on ``count``), for a
+    Generator the next ``count`` children (the generator advances).
+    """
+    generator = np.random.default_rng(check_rng(rng))
+    bit_generator = generator.bit_generator
+    return bit_generator.seed_seq.spawn(count), type(bit_generator)
 
 
 def _check_sizes(n, d_qk, beta, *, beta_upper=None):
     """All checks of the samplers' common arguments in one place."""
     n = check_int(n, "n", minimum=2)
     d_qk = check_int(d_qk, "d_qk", minimum=1)
-    if beta_upper is None:
-        b = check_positive(beta, "beta")
-    else:
-        b = check_beta(beta, upper=beta_upper)
+    b = check_positive(beta, "beta", upper=beta_upper,
+                       upper_name=None if beta_upper is None else
+                       "exp(beta**2) must be finite in float64")
     if b.ndim != 0:
         raise ValueError(f"beta must be a scalar, got an array of shape {b.shape}")
     return n, d_qk, float(b)
 
 
-def _streams(rng):
-    return np.random.default_rng(rng).spawn(_STREAMS)
-
-
-def _draw_keys(streams, n, d_qk, keys):
-    if keys is None:
-        return streams[_KEYS].standard_normal((n, d_qk))
-    k = as_real_array(keys, "keys", finite=True)
-    if k.shape != (n, d_qk):
-        raise ValueError(f"keys must have shape (n, d_qk) = ({n}, {d_qk}), got {k.shape}")
-    return k
-
-
-def _scores(q, k):
+def scores_product(q, k):
     """``q @ k.T`` (C-ordered) through SciPy's BLAS, the library of the spectrum.
 
     numpy and SciPy wheels each bundle their own OpenBLAS; after a numpy ``@``
@@ -80,11 +98,14 @@ def _scores(q, k):
     product is formed as ``(k q^T)`` in Fortran order, whose transpose is the
     C-ordered ``q k^T``.
     """
+    import scipy.linalg
+
     gemm = scipy.linalg.get_blas_funcs("gemm", (q, k))
     return gemm(1.0, k.T, q.T, trans_a=True).T
 
 
-def _softmax_rows(scores, beta):
+
+def softmax_rows(scores, beta):
     """Row softmax of ``beta * scores``, overwriting ``scores``.
 
     The row maximum of ``scores`` is subtracted *before* multiplying by
@@ -98,6 +119,7 @@ def _softmax_rows(scores, beta):
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=1, keepdims=True)
     return scores
+
 
 
 def sample_attention(n, d_qk, beta, *, rng=None, dtype=np.float64):
@@ -124,19 +146,21 @@ def sample_attention(n, d_qk, beta, *, rng=None, dtype=np.float64):
     Raises
     ------
     TypeError
-        If ``n`` or ``d_qk`` is not an integer, or ``beta`` is not real.
+        If ``n`` or ``d_qk`` is not an integer, ``beta`` is not real, or
+        ``rng`` is not a seed or generator.
     ValueError
-        If ``n < 2``, ``d_qk < 1`` or ``beta`` is not finite and positive.
+        If ``n < 2``, ``d_qk < 1``, ``beta`` is not finite and positive, or
+        ``rng`` is a negative integer.
 
     Notes
     -----
     ``Q`` and ``K`` have i.i.d. N(0, 1) entries (SPEC section 1; theory
     eq. (7.1)).  The softmax subtracts each row's maximum score before scaling
-    by ``beta`` (see ``_softmax_rows``), so it is stable for every finite
+    by ``beta`` (see ``softmax_rows``), so it is stable for every finite
     ``beta``: at ``beta = 1e300`` each row is the indicator of its maximum.
     The keys and queries are drawn from the same streams as in
-    :func:`sample_chain`, so ``sample_model("attention", ..., rng=seed)`` is
-    ``sqrt(n) * (sample_attention(..., rng=seed) - 1/n)``.
+    :func:`freeattn.sample_chain`, so ``sample_model("attention", ..., rng=seed)``
+    is ``sqrt(n) * (sample_attention(..., rng=seed) - 1/n)``.
 
     Examples
     --------
@@ -144,6 +168,8 @@ def sample_attention(n, d_qk, beta, *, rng=None, dtype=np.float64):
     >>> A.shape, bool(np.allclose(A.sum(axis=1), 1.0)), bool((A >= 0).all())
     ((4, 4), True, True)
     """
+    from ._models import streams
+
     n, d_qk, b = _check_sizes(n, d_qk, beta)
     dtype = np.dtype(dtype)
     if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
@@ -151,14 +177,17 @@ def sample_attention(n, d_qk, beta, *, rng=None, dtype=np.float64):
     if b > float(np.finfo(dtype).max):
         raise ValueError(f"beta must be finite in {dtype} (at most {np.finfo(dtype).max:.3g}), "
                          f"got {beta!r}")
-    streams = _streams(rng)
-    k = streams[_KEYS].standard_normal((n, d_qk), dtype=dtype.type)
-    q = streams[_QUERIES].standard_normal((n, d_qk), dtype=dtype.type)
+    names = streams()
+    seeds, bit_generator = spawn_seeds(rng, len(names))
+    keys_rng, queries_rng = (np.random.Generator(bit_generator(seeds[names.index(name)]))
+                             for name in ("keys", "queries"))
+    k = keys_rng.standard_normal((n, d_qk), dtype=dtype.type)
+    q = queries_rng.standard_normal((n, d_qk), dtype=dtype.type)
     q *= dtype.type(1.0 / np.sqrt(d_qk))
-    return _softmax_rows(_scores(q, k), dtype.type(b))
+    return softmax_rows(scores_product(q, k), dtype.type(b))
 
 
-def _gaussian_rows(noise, cov):
+def gaussian_rows(noise, cov):
     """``Z L^T`` with ``L L^T = cov``: rows ``N(0, cov)`` from ``Z`` (theory eq. (7.4)).
 
     ``L`` is the Cholesky factor, applied with BLAS ``trmm`` as
@@ -168,6 +197,9 @@ def _gaussian_rows(noise, cov):
     in ``[-_COVARIANCE_CLIP * n * eps * lambda_max, 0)`` clipped to 0; a more
     negative eigenvalue raises ``ValueError``.
     """
+    import scipy.linalg
+    from scipy.linalg import blas
+
     try:
         factor = scipy.linalg.cholesky(cov, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
@@ -177,224 +209,17 @@ def _gaussian_rows(noise, cov):
             raise ValueError(f"covariance is not positive semi-definite: smallest "
                              f"eigenvalue {values[0]:.3e} < {floor:.3e}") from None
         return noise @ (vectors * np.sqrt(np.clip(values, 0.0, None))).T
-    return _blas.dtrmm(1.0, factor, noise.T, side=0, lower=1).T
+    return blas.dtrmm(1.0, factor, noise.T, side=0, lower=1).T
 
 
-def _gram(k):
+
+def key_gram(k):
     """``K K^T / d_qk`` as a full symmetric matrix (theory eq. (7.3))."""
+    from scipy.linalg import blas
+
     d_qk = k.shape[1]
-    upper = _blas.dsyrk(1.0 / d_qk, k.T, trans=1)
+    upper = blas.dsyrk(1.0 / d_qk, k.T, trans=1)
     return np.triu(upper) + np.triu(upper, 1).T
-
-
-def _iter_chain(n, d_qk, beta, models, rng, keys):
-    """Yield ``(model, matrix)`` for the requested models from one shared draw.
-
-    Shared intermediates (scores, features, key Gram matrix, row noise) are
-    computed once; with the consumer dropping each yielded matrix, a handful of
-    ``n x n`` arrays are alive at a time (1.24 GB peak for the whole chain and
-    its spectra at ``n = d_qk = 4000``).
-    """
-    wanted = set(models)
-    streams = _streams(rng)
-    root_n = np.sqrt(n)
-    coeffs = linear_coefficients(beta)
-    needs_scores = wanted & {"attention", "normalized", "centered", "linear"}
-    needs_gram = wanted & {"sigma_f", "sigma_g"}
-    k = _draw_keys(streams, n, d_qk, keys)
-    scores = None
-    if needs_scores:
-        q = streams[_QUERIES].standard_normal((n, d_qk))
-        q *= 1.0 / np.sqrt(d_qk)
-        scores = _scores(q, k)
-        del q
-    gram = _gram(k) if needs_gram else None
-    features = None
-    row_noise = None
-    for model in CHAIN_MODELS:
-        if model not in wanted:
-            continue
-        # the last model that needs an intermediate takes it over (no copy)
-        later = set(CHAIN_MODELS[CHAIN_MODELS.index(model) + 1:]) & wanted
-        if model == "attention":
-            scores_needed = bool(later & {"normalized", "centered", "linear"})
-            a = _softmax_rows(scores.copy() if scores_needed else scores, beta)
-            scores = scores if scores_needed else None
-            a -= 1.0 / n
-            a *= root_n
-            yield model, a
-            del a
-        elif model in ("normalized", "centered"):
-            if features is None:
-                try:
-                    with np.errstate(over="raise"):
-                        features = np.expm1(beta * scores - 0.5 * beta * beta)
-                except FloatingPointError:
-                    raise FloatingPointError(
-                        f"f(S) = expm1(beta*S - beta**2/2) overflows float64 at beta={beta} "
-                        f"(largest score {float(np.max(scores)):.3g}); the feature models "
-                        f"need a smaller beta, the attention model alone has no limit"
-                    ) from None
-                features /= root_n
-                if "linear" not in later:
-                    scores = None
-            if model == "normalized":
-                yield model, features.copy() if "centered" in later else features
-            else:
-                # conditional_mean reads only the diagonal |k_j|^2/d_qk of the Gram
-                # matrix, so a diagonal matrix saves the n^2 d_qk product
-                rho = np.diag(np.einsum("ij,ij->i", k, k) / d_qk)
-                features -= conditional_mean(rho, beta)[None, :] / root_n
-                del rho
-                yield model, features
-            if "centered" not in later:
-                features = None
-        elif model in ("sigma_f", "sigma_g"):
-            if row_noise is None:
-                row_noise = streams[_ROW_NOISE].standard_normal((n, n))
-                row_noise /= root_n
-            if model == "sigma_f":
-                cov = conditional_covariance(gram, beta)
-            else:
-                cov = gaussian_equivalent_covariance(gram, beta)
-            rows = _gaussian_rows(row_noise, cov)
-            del cov
-            yield model, rows
-        else:
-            noise = streams[_LINEAR_NOISE].standard_normal((n, n))
-            noise *= coeffs.alpha
-            scores *= beta
-            noise += scores
-            scores = None
-            noise /= root_n
-            yield model, noise
-
-
-def _check_models(models):
-    if isinstance(models, str):
-        models = (models,)
-    try:
-        models = tuple(models)
-    except TypeError:
-        raise TypeError(f"models must be a model name or a sequence of names from "
-                        f"{CHAIN_MODELS}, got {models!r}") from None
-    for model in models:
-        if not isinstance(model, str):
-            raise TypeError(f"model names must be strings from {CHAIN_MODELS}, "
-                            f"got {model!r}")
-        if model not in CHAIN_MODELS:
-            raise ValueError(f"unknown model {model!r}; allowed: {CHAIN_MODELS}")
-    if not models:
-        raise ValueError(f"models must name at least one of {CHAIN_MODELS}")
-    if len(set(models)) != len(models):
-        raise ValueError(f"models must not repeat a name, got {models}")
-    return models
-
-
-def sample_chain(n, d_qk, beta, *, models=CHAIN_MODELS, rng=None, keys=None):
-    """Sample the models of the proof chain from one shared draw of the randomness.
-
-    Parameters
-    ----------
-    n, d_qk : int
-        Number of tokens ``n >= 2`` and query/key width ``d_qk >= 1``.
-    beta : float
-        Inverse temperature, ``0 < beta <= 26.64`` (``exp(beta**2)`` must be a
-        finite float64).
-    models : sequence of str, optional
-        Names from :data:`CHAIN_MODELS`.
-    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Passed to :func:`numpy.random.default_rng`.
-    keys : array_like, shape (n, d_qk), optional
-        Key matrix ``K``; drawn with i.i.d. N(0, 1) entries if omitted.
-
-    Returns
-    -------
-    dict
-        Model name -> ``n x n`` float64 matrix whose squared singular values
-        approximate the limiting law (theory eqs. (7.1)-(7.6)).
-
-    Raises
-    ------
-    TypeError, ValueError
-        On bad sizes, ``beta``, model names or ``keys``;
-        ``FloatingPointError`` if ``f(S)`` overflows float64.
-
-    Notes
-    -----
-    The draw is split into four independent streams spawned from ``rng``: the
-    keys ``K``, the queries ``Q`` (so ``S = Q K^T/sqrt(d_qk)`` is shared by
-    ``"attention"``, ``"normalized"``, ``"centered"`` and ``"linear"``), the
-    noise ``W`` of ``"linear"``, and the Gaussian matrix ``Z`` shared by
-    ``"sigma_f"`` and ``"sigma_g"`` (their rows are ``Z L^T/sqrt(n)`` with
-    ``L L^T`` the covariance, so these two differ only by the covariance).
-    ``"sigma_g"`` and ``"linear"`` have the same law given ``K`` (theory
-    eq. (7.5)); they differ in the coupling: ``"linear"`` reuses the scores.
-
-    Examples
-    --------
-    >>> chain = sample_chain(5, 4, 1.0, rng=1)
-    >>> tuple(chain) == CHAIN_MODELS, chain["linear"].shape
-    (True, (5, 5))
-    """
-    n, d_qk, b = _check_sizes(n, d_qk, beta, beta_upper=MAX_FLOAT_BETA)
-    models = _check_models(models)
-    return dict(_iter_chain(n, d_qk, b, models, rng, keys))
-
-
-def sample_model(model, n, d_qk, beta, *, rng=None, keys=None):
-    """Sample one model of the proof chain (SPEC section 3), centred and rescaled.
-
-    Parameters
-    ----------
-    model : str
-        One of :data:`CHAIN_MODELS`:
-
-        ``"attention"``
-            ``sqrt(n) * (A - 11^T/n)``, theory eq. (7.1);
-        ``"normalized"``
-            ``Y_f = f(S)/sqrt(n)``, ``f(x) = exp(beta x - beta**2/2) - 1``, eq. (7.2);
-        ``"centered"``
-            ``Y_f`` minus its conditional mean given ``K``, eq. (7.3);
-        ``"sigma_f"``
-            Gaussian rows ``N(0, Sigma_f/n)``, eq. (7.4);
-        ``"sigma_g"``
-            Gaussian rows ``N(0, Sigma_G/n)``, eq. (7.5);
-        ``"linear"``
-            ``(beta S + alpha W)/sqrt(n)``, eq. (7.6).
-    n, d_qk : int
-        Sizes, ``n >= 2``, ``d_qk >= 1``.
-    beta : float
-        Inverse temperature, ``0 < beta <= 26.64``.
-    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Passed to :func:`numpy.random.default_rng`.
-    keys : array_like, shape (n, d_qk), optional
-        Key matrix ``K``; drawn if omitted.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n, n)
-
-    Raises
-    ------
-    TypeError, ValueError
-        On a bad model name, size, ``beta`` or ``keys``.
-
-    Notes
-    -----
-    The same ``rng`` gives the same matrix as ``sample_chain(..., rng=rng)[model]``.
-
-    Examples
-    --------
-    >>> Y = sample_model("attention", 6, 6, 1.0, rng=0)
-    >>> bool(np.allclose(Y.sum(axis=1), 0.0))
-    True
-    """
-    models = _check_models((model,) if isinstance(model, str) else model)
-    if len(models) != 1:
-        raise TypeError(f"model must be a single name from {CHAIN_MODELS}, got {model!r}")
-    n, d_qk, b = _check_sizes(n, d_qk, beta, beta_upper=MAX_FLOAT_BETA)
-    return next(_iter_chain(n, d_qk, b, models, rng, keys))[1]
 
 
 def squared_singular_values(matrix):
@@ -428,15 +253,38 @@ def squared_singular_values(matrix):
     >>> squared_singular_values(np.diag([3.0, 1.0, 2.0]))
     array([1., 4., 9.])
     """
+    import scipy.linalg
+    from scipy.linalg import blas
+
     y = as_real_array(matrix, "matrix", finite=True)
     if y.ndim != 2 or min(y.shape) < 1:
         raise ValueError(f"matrix must be a non-empty 2-d array, got shape {y.shape}")
     if y.shape[0] > y.shape[1]:
         y = y.T
-    gram = _blas.dsyrk(1.0, np.asarray(y.T, order="F"), trans=1)
+    gram = blas.dsyrk(1.0, np.asarray(y.T, order="F"), trans=1)
     # The diagonal holds the squared row norms: if one overflows, the
     # eigenvalues below would be NaN.
     if not np.isfinite(np.diagonal(gram)).all():
         raise ValueError("matrix is too large: its Gram matrix Y Y^T overflows float64")
     values = scipy.linalg.eigvalsh(gram, lower=False, overwrite_a=True, check_finite=False)
     return np.clip(values, 0.0, None)
+
+
+def row_spectrum(matrix):
+    """The ``m`` eigenvalues of ``Y Y^T`` for an ``m x k`` matrix ``Y``, ascending.
+
+    For ``m <= k`` these are the squared singular values; for ``m > k`` the
+    ``m - k`` zero eigenvalues of the Gram matrix are prepended, so that a
+    model whose law has an atom at 0 (a tall matrix) is compared value for
+    value (theory eq. (7.7)).
+
+    Examples
+    --------
+    >>> row_spectrum(np.ones((3, 1)))
+    array([0., 0., 3.])
+    """
+    values = squared_singular_values(matrix)
+    rows = np.shape(matrix)[0]
+    if len(values) < rows:
+        values = np.concatenate([np.zeros(rows - len(values)), values])
+    return values

@@ -39,6 +39,7 @@ __all__ = [
     "figure_gamma",
     "make_figure",
     "save_figure",
+    "output_path",
     "reproduce",
 ]
 
@@ -64,10 +65,11 @@ QUANTILE_LEVELS = np.linspace(0.005, 0.995, 199)
 #: a density panel is set by the curve on [EDGE_FRACTION*edge, edge].
 EDGE_FRACTION = 0.05
 
-# One colour per chain model (colour-blind safe "tab10" order) so the same
-# model has the same colour in every panel.
+# One colour per model ("tab10" order, without the gray of the Marchenko-Pastur
+# curves) so the same model has the same colour in every panel; the chain's six
+# come first, further registered models take the next ones.
 _MODEL_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
-                  "tab:brown")
+                  "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 _THEORY_STYLE = {"color": "black", "linewidth": 2.0, "zorder": 5}
 _MP_STYLE = {"color": "tab:gray", "linewidth": 1.6, "linestyle": "--", "zorder": 4}
 
@@ -111,7 +113,7 @@ def _density_ylim(x, *densities, edge):
 
 def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
                   executor=None):
-    """Pooled squared singular values of each model of the proof chain.
+    """Pooled squared singular values of each model (the proof chain by default).
 
     Parameters
     ----------
@@ -124,7 +126,8 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     draws : int
         Independent draws per model.
     models : sequence of str, optional
-        Models to sample (default ``freeattn.CHAIN_MODELS``).
+        Registered models to sample (``freeattn.MODELS``; default
+        ``freeattn.CHAIN_MODELS``).
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
         Root seed; draw ``i`` uses its ``i``-th spawned child, shared by all
         models (``freeattn.sample_chain``), so the result does not depend on
@@ -142,7 +145,8 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     Returns
     -------
     dict
-        ``{model: 1-d array of n*draws squared singular values}``.
+        ``{model: 1-d array of n*draws squared singular values}``, in
+        registry order.
 
     Examples
     --------
@@ -152,27 +156,42 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     """
     # The draws of freeattn.validate: same argument checks, seeds, executors and
     # DrawError (with the failing draw's seed) when a draw fails.
-    from ._validation import _check_validate_args, _root_seed, _run_draws
+    from ._draws import root_seed, run_draws
+    from ._validation import _check_validate_args
 
     fa = _library()
-    beta, _, n, d_qk, draws, models = _check_validate_args(
+    beta, _, n, d_qk, draws, models, _ = _check_validate_args(
         beta, gamma, n, draws, fa.CHAIN_MODELS if models is None else models, False)
-    spectra = _run_draws(n, d_qk, beta, models, _root_seed(rng).spawn(draws), executor,
-                         progress=False)
-    return {model: np.concatenate([draw[model] for draw in spectra]) for model in models}
+    spectra = run_draws(n, d_qk, beta, models, root_seed(rng).spawn(draws), executor,
+                        progress=False)
+    return {m.name: np.concatenate([draw[m.name] for draw in spectra]) for m in models}
+
+
+def _cached(cache, law, method, x):
+    """``law.method(x)``, computed once per law object (models share their law)."""
+    key = (id(law), method)
+    if key not in cache:
+        cache[key] = getattr(law, method)(x)
+    return cache[key]
+
+
+#: Histogram panels per row of figure 1; the quantile panel spans the rows.
+CHAIN_COLUMNS = 3
 
 
 def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
                  executor=None, samples=None):
-    """Figure 1: the spectrum of every model of the proof chain against the law.
+    """Figure 1: the spectrum of every model (the proof chain by default) against its law.
 
-    One histogram per model of ``freeattn.CHAIN_MODELS`` (pooled squared
-    singular values of ``draws`` matrices of size ``n``), with the predicted
-    density of ``attention_law(beta, d_qk / n).squared()`` (the sampled
-    width ratio, ``d_qk = round(gamma * n)``, as in ``freeattn.validate``) over it and the
-    Marchenko-Pastur density of the same variance dashed; a last panel plots
-    the empirical quantiles of each model against the predicted ones (on the
-    diagonal if the theory is right) and against Marchenko-Pastur's.
+    One histogram per model (pooled squared singular values of ``draws``
+    matrices of size ``n``), with the predicted density of the model's law
+    (for the chain ``attention_law(beta, d_qk / n).squared()``, at the
+    sampled width ratio, ``d_qk = round(gamma * n)``, as in
+    ``freeattn.validate``) over it and the Marchenko-Pastur density it is
+    contrasted with dashed; a last panel plots the empirical quantiles of each
+    model against its predicted ones (on the diagonal if the theory is right)
+    and the first model's against Marchenko-Pastur's.  The histograms fill
+    rows of three, as many rows as the models need.
 
     Parameters
     ----------
@@ -191,33 +210,50 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
     >>> [ax.get_title() for ax in fig.axes][::3]
     ['1. attention', '4. sigma_f', 'quantiles']
     """
+    from ._models import resolve_models
+
     fa = _library()
     if samples is None:
         samples = chain_samples(beta, n, gamma, draws, models=models, rng=rng,
                                 executor=executor)
-    # the law at the sampled width ratio d_qk/n, as freeattn.validate compares
-    d_qk = int(round(gamma * n))
-    law = fa.attention_law(beta, d_qk / n).squared()
-    mp = _mp_same_variance(beta)
-    edge = law.support()[1]
-    x_max = 1.25 * max(edge, mp.support()[1])
-    x = np.linspace(0.0, x_max, CURVE_POINTS)[1:]
-    pdf, mp_pdf = law.pdf(x), mp.pdf(x)
-    y_max = _density_ylim(x, pdf, mp_pdf, edge=edge)
-
-    fig = _figure((13.5, 7.2))
-    grid = fig.add_gridspec(2, 4, width_ratios=(1, 1, 1, 1.25))
     names = list(samples)
+    registered = {m.name: m for m in resolve_models(names)}
+    # the laws at the sampled width ratio d_qk/n, as freeattn.validate compares
+    d_qk = int(round(gamma * n))
+    laws = {name: (registered[name].limit_law(beta, d_qk / n),
+                   registered[name].reference_law(beta, d_qk / n)) for name in names}
+    edges = [law.support()[1] for pair in laws.values() for law in pair if law is not None]
+    if edges:
+        x_max = 1.25 * max(edges)
+    else:
+        x_max = 1.05 * float(np.quantile(np.concatenate(list(samples.values())), 0.995))
+    x = np.linspace(0.0, x_max, CURVE_POINTS)[1:]
+    cache = {}
+    curves = [_cached(cache, law, "pdf", x) for pair in laws.values() for law in pair
+              if law is not None]
+    theory_edges = [pair[0].support()[1] for pair in laws.values() if pair[0] is not None]
+    y_max = (_density_ylim(x, *curves, edge=max(theory_edges or edges)) if curves
+             else None)
+
+    columns = min(CHAIN_COLUMNS, max(len(names), 1))
+    rows = max(-(-len(names) // CHAIN_COLUMNS), 1)
+    fig = _figure((3.2 * (columns + 1.25), 3.6 * max(rows, 1.5)))
+    grid = fig.add_gridspec(rows, columns + 1, width_ratios=(1,) * columns + (1.25,))
     for i, model in enumerate(names):
-        ax = fig.add_subplot(grid[i // 3, i % 3])
+        ax = fig.add_subplot(grid[i // columns, i % columns])
         values = samples[model]
+        law, reference = laws[model]
         ax.hist(values, bins=HISTOGRAM_BINS, range=(0.0, x_max), density=True,
                 color=_MODEL_COLOURS[i % len(_MODEL_COLOURS)], alpha=0.55,
                 label=f"{model} (MC)")
-        ax.plot(x, pdf, label="predicted law", **_THEORY_STYLE)
-        ax.plot(x, mp_pdf, label="Marchenko-Pastur", **_MP_STYLE)
-        ax.axvline(edge, color="black", linewidth=0.8, linestyle=":")
-        ax.set_ylim(0.0, y_max)
+        if law is not None:
+            ax.plot(x, _cached(cache, law, "pdf", x), label="predicted law", **_THEORY_STYLE)
+            ax.axvline(law.support()[1], color="black", linewidth=0.8, linestyle=":")
+        if reference is not None:
+            ax.plot(x, _cached(cache, reference, "pdf", x), label="Marchenko-Pastur",
+                    **_MP_STYLE)
+        if y_max is not None:
+            ax.set_ylim(0.0, y_max)
         ax.set_xlim(0.0, x_max)
         outside = int(np.count_nonzero(values > x_max))
         if outside:
@@ -231,26 +267,36 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
         if i == 0:
             ax.legend(fontsize=8, loc="upper right")
 
-    ax = fig.add_subplot(grid[:, 3])
-    predicted = law.ppf(QUANTILE_LEVELS)
+    ax = fig.add_subplot(grid[:, columns])
+    top = 0.0
     for i, model in enumerate(names):
+        law = laws[model][0]
+        if law is None:
+            continue
+        predicted = _cached(cache, law, "ppf", QUANTILE_LEVELS)
+        top = max(top, float(predicted[-1]) * 1.05)
         ax.plot(predicted, np.quantile(samples[model], QUANTILE_LEVELS),
                 color=_MODEL_COLOURS[i % len(_MODEL_COLOURS)], linewidth=1.4, label=model)
-    if names:
-        ax.plot(mp.ppf(QUANTILE_LEVELS), np.quantile(samples[names[0]], QUANTILE_LEVELS),
+    contrasted = [m for m in names if laws[m][1] is not None]
+    if contrasted:
+        first = contrasted[0]
+        ax.plot(_cached(cache, laws[first][1], "ppf", QUANTILE_LEVELS),
+                np.quantile(samples[first], QUANTILE_LEVELS),
                 color="tab:gray", linestyle="--", linewidth=1.4,
-                label=f"{names[0]} vs Marchenko-Pastur")
-    top = float(predicted[-1]) * 1.05
-    ax.plot([0, top], [0, top], color="black", linewidth=0.8, label="y = x")
-    ax.set_xlim(0, top)
-    ax.set_ylim(0, top)
+                label=f"{first} vs Marchenko-Pastur")
+    if top > 0:
+        ax.plot([0, top], [0, top], color="black", linewidth=0.8, label="y = x")
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, top)
     ax.set_xlabel("predicted quantile")
     ax.set_ylabel("empirical quantile")
     ax.set_title("quantiles", fontsize=11)
     ax.legend(fontsize=8, loc="upper left")
     total = sum(len(v) for v in samples.values()) // max(len(samples), 1)
+    what = ("along the proof chain" if set(names) <= set(fa.CHAIN_MODELS)
+            else f"of {len(names)} models")
     fig.suptitle(
-        rf"Squared singular values along the proof chain, $\beta$ = {beta:g}, "
+        rf"Squared singular values {what}, $\beta$ = {beta:g}, "
         rf"n = {n}, $d_{{qk}}$ = {d_qk}, {draws} draws "
         f"({total} values per model)", fontsize=12)
     return fig
@@ -585,6 +631,16 @@ def _spec(figure):
     raise ValueError(f"figure must be one of {known}; got {figure!r}")
 
 
+def _check_sizes(n=None, draws=None, seed=None, jobs=None):
+    """All checks of the Monte Carlo sizes of the gallery figures (``None``: default)."""
+    from ._checks import check_int
+
+    for name, value, minimum in (("n", n, 2), ("draws", draws, 1), ("seed", seed, 0),
+                                 ("jobs", jobs, 1)):
+        if value is not None:
+            check_int(value, name, minimum=minimum)
+
+
 def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     """Draw one gallery figure with its default (or the given) sizes.
 
@@ -594,12 +650,18 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
         Number (1-5) or name (``chain``, ``law-vs-mp``, ``edge``,
         ``convergence``, ``gamma``).
     n, draws, seed, jobs : int, optional
-        Monte Carlo sizes, seed and worker processes for figures 1 and 4
-        (``n`` is the matrix size of figure 1; ignored by figures 2, 3, 5).
+        Monte Carlo sizes (``n >= 2``, ``draws >= 1``), seed (``>= 0``) and
+        worker processes (``jobs >= 1``) for figures 1 and 4 (``n`` is the
+        matrix size of figure 1; ignored by figures 2, 3, 5, but checked).
 
     Returns
     -------
     matplotlib.figure.Figure
+
+    Raises
+    ------
+    TypeError, ValueError
+        On an unknown figure or a bad size, naming it.
 
     Examples
     --------
@@ -607,12 +669,14 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     'log'
     """
     spec = _spec(figure)
+    _check_sizes(n, draws, seed, jobs)
     if not spec.monte_carlo:
         return spec.function()
     options = dict(spec.defaults)
     options.update({k: v for k, v in {"n": n, "draws": draws, "seed": seed}.items()
                     if v is not None})
     rng = options.pop("seed", None)
+    # An int executor is a local process pool with that many workers.
     executor = jobs if jobs is not None and jobs > 1 else None
     if spec.name == "chain":
         return spec.function(n=options["n"], draws=options["draws"], rng=rng,
@@ -621,8 +685,60 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     if "n" in options:
         kwargs["ns"] = tuple(sorted({max(options["n"] // 4, 2), max(options["n"] // 2, 2),
                                      options["n"]}))
-    # An int executor is a local process pool with that many workers.
     return spec.function(executor=executor, **kwargs)
+
+
+def _supported_formats():
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return FigureCanvasBase.get_supported_filetypes()
+
+
+def output_path(figure, out=None):
+    """The file :func:`save_figure` writes for ``figure`` and ``out``, checked before drawing.
+
+    ``None``: the figure's file name (e.g. ``fig2_law_vs_mp.png``) in the working
+    directory; an existing folder: that file name inside it; a path without a
+    suffix: that path with ``.png`` appended (matplotlib's default format);
+    otherwise the path itself, whose suffix must be a format matplotlib
+    writes.  The folder must exist (nothing is created).
+
+    Raises
+    ------
+    ValueError
+        If the folder does not exist or cannot be written, or the suffix is
+        not a format matplotlib writes.
+
+    Examples
+    --------
+    >>> output_path(2, "figures_that_do_not_exist/law.png")
+    Traceback (most recent call last):
+    ...
+    ValueError: out: folder figures_that_do_not_exist does not exist (it is not created)
+    >>> str(output_path("edge", "edge"))
+    'edge.png'
+    """
+    import os
+
+    spec = _spec(figure)
+    if out is None:
+        path = pathlib.Path(spec.filename)
+    else:
+        path = pathlib.Path(out)
+        if path.is_dir():
+            path = path / spec.filename
+        elif not path.suffix:
+            path = path.with_name(path.name + ".png")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ValueError(f"out: folder {folder} does not exist (it is not created)")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"out: cannot write {path}")
+    formats = _supported_formats()
+    if path.suffix[1:].lower() not in formats:
+        raise ValueError(f"out: {path} has suffix {path.suffix!r}; matplotlib writes "
+                         f"{', '.join('.' + f for f in sorted(formats))}")
+    return path
 
 
 def save_figure(figure, out=None, **sizes):
@@ -633,8 +749,11 @@ def save_figure(figure, out=None, **sizes):
     figure : int or str
         Number or name of the figure (see :data:`FIGURES`).
     out : str or path-like, optional
-        Output file; the format follows its suffix (default: the figure's
-        file name, e.g. ``fig2_law_vs_mp.png``, in the working directory).
+        Output file (see :func:`output_path`): the format follows its suffix,
+        ``.png`` is appended to a path without one, an existing folder gets
+        the figure's file name; default: the figure's file name, e.g.
+        ``fig2_law_vs_mp.png``, in the working directory.  Its folder must
+        exist.
     **sizes
         ``n``, ``draws``, ``seed``, ``jobs`` as in :func:`make_figure`.
 
@@ -642,6 +761,11 @@ def save_figure(figure, out=None, **sizes):
     -------
     pathlib.Path
         The file written.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a bad figure, size or output path -- before anything is drawn.
 
     Examples
     --------
@@ -652,11 +776,30 @@ def save_figure(figure, out=None, **sizes):
     ('edge.pdf', True)
     """
     spec = _spec(figure)
-    path = pathlib.Path(spec.filename if out is None else out)
+    unknown = sorted(set(sizes) - {"n", "draws", "seed", "jobs"})
+    if unknown:
+        raise TypeError(f"save_figure got unexpected size arguments {unknown}")
+    _check_sizes(**sizes)
+    path = output_path(spec.number, out)
     fig = make_figure(spec.number, **sizes)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=PNG_DPI)
     return path
+
+
+def _check_only(only):
+    """``only`` of :func:`reproduce` -> the figure specs, in the order asked for."""
+    if only is None:
+        return list(FIGURES.values())
+    if isinstance(only, (str, int)) and not isinstance(only, bool):
+        return [_spec(only)]          # one figure, by name or number (not its characters)
+    try:
+        only = list(only)
+    except TypeError:
+        raise TypeError(f"only must be None, a figure number or name, or a sequence of "
+                        f"them; got {only!r}") from None
+    if not only:
+        raise ValueError("only must name at least one figure (only=None draws all five)")
+    return [_spec(f) for f in only]
 
 
 def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, written=None, **sizes):
@@ -666,8 +809,9 @@ def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, written=None, **sizes):
     ----------
     out : str or path-like, optional
         Output folder (created if needed).
-    only : sequence of int or str, optional
-        Figures to draw, by number or name (default: all five).
+    only : int, str or sequence of int or str, optional
+        Figures to draw, by number or name: one figure (a string is one name,
+        ``"gamma"``) or a non-empty sequence; ``None`` draws all five.
     written : callable, optional
         Called with each path as soon as its file is written (progress on
         long runs: figures 1 and 4 take minutes at the gallery's sizes).
@@ -679,15 +823,26 @@ def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, written=None, **sizes):
     list of pathlib.Path
         The files written, in the order asked for.
 
+    Raises
+    ------
+    TypeError, ValueError
+        On an unknown figure, an empty ``only`` or a bad size -- before any
+        figure is drawn.
+
     Examples
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     [p.name for p in reproduce(folder, only=["gamma"])]
+    ...     [p.name for p in reproduce(folder, only="gamma")]
     ['fig5_gamma.png']
     """
-    specs = [_spec(f) for f in only] if only else list(FIGURES.values())
+    specs = _check_only(only)
+    unknown = sorted(set(sizes) - {"n", "draws", "seed", "jobs"})
+    if unknown:
+        raise TypeError(f"reproduce got unexpected size arguments {unknown}")
+    _check_sizes(**sizes)
     folder = pathlib.Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for spec in specs:
         paths.append(save_figure(spec.number, folder / spec.filename, **sizes))

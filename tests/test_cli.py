@@ -337,3 +337,141 @@ def test_law_points_has_an_upper_bound(capsys):
 
     assert main(["law", "--beta", "1", "--points", str(MAX_LAW_POINTS + 1)]) == 2
     assert "expected an integer in [1, " in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------
+# audit regressions, formats, startup
+
+
+def test_validate_gamma_out_of_range_is_a_usage_error(capsys):
+    """gamma = 1e308 used to overflow round(gamma * n) into a traceback (exit 1); it is
+    a usage error naming gamma and the law's range."""
+    code, out, err = run(capsys, "validate", "--beta", "1", "--gamma", "1e308", "--n", "10")
+    assert code == 2 and out == ""
+    from freeattn._models import GAMMA_RANGE
+
+    assert f"gamma must be in [{GAMMA_RANGE[0]}, {GAMMA_RANGE[1]}]" in err
+    assert "Traceback" not in err
+
+
+def test_coeffs_order_is_bounded(capsys):
+    """--order is capped (MAX_ORDER, MAX_EXACT_ORDER) instead of running for hours."""
+    from freeattn._cli import MAX_EXACT_ORDER, MAX_ORDER
+
+    code, _, err = run(capsys, "coeffs", "--beta", "1", "--order", "100000000")
+    assert code == 2 and f"expected an integer in [0, {MAX_ORDER}]" in err
+    code, _, err = run(capsys, "coeffs", "--beta", "1", "--exact", "--order", "100000")
+    assert code == 2 and "--order" in err
+    code, _, err = run(capsys, "coeffs", "--beta", "1", "--exact", "--order",
+                       str(MAX_EXACT_ORDER + 1))
+    assert code == 2 and f"--order must be in [0, {MAX_EXACT_ORDER}] with --exact" in err
+    code, out, _ = run(capsys, "coeffs", "--beta", "1", "--order", str(MAX_ORDER),
+                       "--format", "csv")
+    assert code == 0 and len(out.strip().splitlines()) == MAX_ORDER + 2
+
+
+def test_the_order_bound_loses_no_nonzero_term():
+    """Why MAX_ORDER = 3000: at the largest beta of the float path (exp(beta^2) finite)
+    the order variances beta^(2k)/k! (theory eq. (2.7)) underflow to 0 before k = 3000,
+    so a longer table would only add zero rows."""
+    from freeattn._checks import MAX_FLOAT_BETA
+    from freeattn._cli import MAX_ORDER
+
+    table = freeattn.hermite_table(MAX_FLOAT_BETA, MAX_ORDER)
+    nonzero = np.flatnonzero(table.variances)
+    assert 2000 < nonzero[-1] < MAX_ORDER - 100
+    assert np.all(table.coefficients[nonzero[-1]:] == 0)
+
+
+def test_validate_json_into_a_folder_fails_before_running(capsys, tmp_path):
+    """--json naming a folder passed the pre-run check and failed after the run."""
+    import time
+
+    start = time.perf_counter()
+    code = main(["validate", "--beta", "1", "--n", "2000", "--draws", "50",
+                 "--json", str(tmp_path)])
+    assert code == 2
+    assert time.perf_counter() - start < 5.0   # 50 draws at n = 2000 would take minutes
+    err = capsys.readouterr().err
+    assert "--json" in err and "is a folder" in err and "Traceback" not in err
+
+
+def test_json_policy_writes_null_for_non_finite_values(capsys):
+    """One JSON policy: the squared law's density is infinite at 0 (the hard edge,
+    gamma = 1), written as null -- law --format json used to write the string "inf"."""
+    code, out, _ = run(capsys, "law", "--beta", "1", "--squared", "--points", "3",
+                       "--format", "json")
+    assert code == 0
+    assert "inf" not in out.lower() and "nan" not in out.lower()
+    data = json.loads(out)
+    assert data["table"]["x"][0] == 0.0 and data["table"]["pdf"][0] is None
+    assert freeattn.attention_law(1.0).squared().pdf(0.0) == np.inf
+    code, out, _ = run(capsys, "validate", "--beta", "1", "--n", "20", "--draws", "1",
+                       "--seed", "0", "--models", "linear", "--format", "json")
+    assert code == 0 and json.loads(out)["results"]["linear"]["ks_noise"] is None
+
+
+def test_validate_formats_render_the_same_report(capsys):
+    expected = freeattn.validate(1.0, 1.0, 30, 2, models=("attention", "linear"), rng=4,
+                                 progress=False)
+    argv = ["validate", "--beta", "1", "--n", "30", "--draws", "2", "--seed", "4",
+            "--models", "attention,linear", "--no-progress"]
+    code, out, _ = run(capsys, *argv, "--format", "csv")
+    assert code == 0
+    rows = {row["model"]: row for row in csv.DictReader(io.StringIO(out))}
+    for model in ("attention", "linear"):
+        result = expected.results[model]
+        assert float(rows[model]["ks"]) == result.ks
+        assert float(rows[model]["top_singular_values_1"]) == result.top_singular_values[0]
+    code, out, _ = run(capsys, *argv, "--markdown")
+    assert code == 0 and out.strip() == expected.to_markdown()
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and out.strip() == expected.to_text()
+
+
+def test_models_command_lists_the_registry(capsys):
+    code, out, _ = run(capsys, "models", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["name"] for r in rows] == list(freeattn.MODELS)
+    assert rows[0] == {"name": "attention", "law": True, "zeros": 1, "common_mode": 0,
+                       "outliers": 1, "defined": "theory eq. (7.1)",
+                       "matrix": freeattn.MODELS["attention"].description}
+    code, out, _ = run(capsys, "models")
+    assert code == 0 and all(name in out for name in freeattn.CHAIN_MODELS)
+
+
+def test_plot_out_into_a_missing_folder_is_an_error(capsys, tmp_path):
+    """--out in a folder that does not exist is a usage error, and the folder is not
+    created (it used to be, silently)."""
+    target = tmp_path / "missing" / "x.png"
+    code, out, err = run(capsys, "plot", "3", "--out", str(target))
+    assert code == 2 and out == ""
+    assert "does not exist" in err and "Traceback" not in err
+    assert not target.parent.exists()
+
+
+def test_plot_out_without_suffix_writes_and_reports_a_png(capsys, tmp_path):
+    """A suffix-less --out gets .png (matplotlib's default format), and the path
+    printed is the file written (it used to name a file that did not exist)."""
+    code, out, _ = run(capsys, "plot", "3", "--out", str(tmp_path / "edge"))
+    written = tmp_path / "edge.png"
+    assert code == 0 and out.strip() == f"wrote {written}"
+    assert written.read_bytes()[:4] == b"\x89PNG"
+    code, _, err = run(capsys, "plot", "3", "--out", str(tmp_path / "edge.xyz"))
+    assert code == 2 and "'.xyz'" in err and ".png" in err
+
+
+def test_startup_does_not_import_the_heavy_libraries():
+    """--help and --version answer without importing scipy.stats, matplotlib, sympy,
+    tqdm or dask (imported lazily where used); before, scipy.stats alone made
+    `freeattn --version` take seconds.  Timings are in the report, not asserted."""
+    code = ("import sys, io, contextlib; from freeattn._cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    codes = [main(['--version']), main(['--help']), main(['validate', '--help'])]\n"
+            "heavy = ('scipy.stats', 'matplotlib', 'sympy', 'tqdm', 'dask')\n"
+            "print(codes, sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('matplotlib', 'sympy', 'tqdm', 'dask') or m == 'scipy.stats'))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert result.stdout.strip() == "[0, 0, 0] []"

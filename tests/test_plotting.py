@@ -120,7 +120,7 @@ def test_chain_samples_are_reproducible_from_the_seed():
     np.testing.assert_array_equal(a["attention"], b["attention"])
     np.testing.assert_array_equal(a["linear"], b["linear"])
     # ... and they are validate's draws: draw i from the i-th child of the seed.
-    from freeattn._validation import run_draw
+    from freeattn._draws import run_draw
 
     children = np.random.SeedSequence(5).spawn(2)
     np.testing.assert_array_equal(a["linear"], np.concatenate(
@@ -169,3 +169,93 @@ def test_chain_samples_do_not_depend_on_the_executor():
         parallel = plotting.chain_samples(1.0, 10, draws=3, models=("attention",), rng=9,
                                           executor=pool)
     np.testing.assert_array_equal(serial["attention"], parallel["attention"])
+
+
+def test_chain_figure_grid_adapts_to_the_number_of_models():
+    """Rows of three histograms, as many rows as the models need; the quantile panel
+    spans every row.  Two models: one row; seven (the chain and one more): three rows."""
+    from freeattn._models import Model, same_variance_mp, single_head_law
+
+    small = plotting.chain_samples(1.0, 20, draws=1, models=("attention", "linear"), rng=0)
+    fig = plotting.figure_chain(1.0, 20, draws=1, samples=small)
+    assert len(fig.axes) == 3
+    assert fig.axes[-1].get_subplotspec().rowspan == range(0, 1)
+
+    extra = Model("linear_copy_test", freeattn.MODELS["linear"].sample,
+                  uses=("linear_noise", "scores"), law=single_head_law,
+                  reference=same_variance_mp)
+    freeattn.register_model(extra)
+    try:
+        samples = plotting.chain_samples(1.0, 20, draws=1,
+                                         models=freeattn.CHAIN_MODELS + ("linear_copy_test",),
+                                         rng=0)
+        fig = plotting.figure_chain(1.0, 20, draws=1, samples=samples)
+    finally:
+        freeattn.unregister_model("linear_copy_test")
+    histograms, quantiles = fig.axes[:-1], fig.axes[-1]
+    assert len(histograms) == 7
+    assert [ax.get_subplotspec().rowspan.start for ax in histograms] == [0, 0, 0, 1, 1, 1, 2]
+    assert quantiles.get_subplotspec().rowspan == range(0, 3)
+    assert histograms[-1].get_title() == "7. linear_copy_test"
+    # the extra model samples what "linear" samples, from the same draw
+    np.testing.assert_array_equal(samples["linear_copy_test"], samples["linear"])
+
+
+def test_chain_figure_draws_each_models_own_law():
+    """A model with another law gets that law's density in its panel."""
+    from freeattn._models import Model
+
+    def iid(draw):
+        return draw.take("linear_noise") / np.sqrt(draw.n)
+
+    def mp_one(beta, gamma):
+        return freeattn.marchenko_pastur(1.0, 1.0)
+
+    model = Model("iid_plot_test", iid, uses=("linear_noise",), law=mp_one)
+    freeattn.register_model(model)
+    try:
+        fig = plotting.figure_chain(1.0, 20, draws=1, models=("linear", "iid_plot_test"),
+                                    rng=0)
+    finally:
+        freeattn.unregister_model("iid_plot_test")
+    x, y = _line(fig.axes[1], "predicted law").get_data()
+    np.testing.assert_allclose(y, freeattn.marchenko_pastur(1.0, 1.0).pdf(x),
+                               rtol=ROUNDOFF_RTOL, atol=0)
+    x, y = _line(fig.axes[0], "predicted law").get_data()
+    np.testing.assert_allclose(y, freeattn.attention_law(1.0).squared().pdf(x),
+                               rtol=ROUNDOFF_RTOL, atol=0)
+
+
+def test_output_path_rules(tmp_path):
+    """The file save_figure writes, decided (and checked) before drawing: missing
+    folders are an error (not created), a suffix-less path gets .png, an existing
+    folder gets the figure's file name, a suffix matplotlib cannot write is an error."""
+    with pytest.raises(ValueError, match="does not exist"):
+        plotting.output_path(3, tmp_path / "missing" / "x.png")
+    assert not (tmp_path / "missing").exists()
+    assert plotting.output_path(3, tmp_path / "x") == tmp_path / "x.png"
+    assert plotting.output_path("gamma", tmp_path) == tmp_path / "fig5_gamma.png"
+    assert plotting.output_path(2, tmp_path / "x.pdf") == tmp_path / "x.pdf"
+    with pytest.raises(ValueError, match="suffix '.docx'"):
+        plotting.output_path(2, tmp_path / "x.docx")
+    path = plotting.save_figure(3, tmp_path / "edge")
+    assert path == tmp_path / "edge.png" and path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_reproduce_only_and_sizes_are_checked_before_drawing(tmp_path):
+    """only=[] is an error (None draws all five); a string is one figure name (not its
+    characters); jobs must be an integer >= 1 -- all before any file is written."""
+    with pytest.raises(ValueError, match="at least one figure"):
+        plotting.reproduce(tmp_path, only=[])
+    with pytest.raises(ValueError, match="got 'g'"):
+        plotting.reproduce(tmp_path, only="g")
+    with pytest.raises(ValueError, match="jobs must be an integer >= 1"):
+        plotting.reproduce(tmp_path, only=["edge", "chain"], jobs=0)
+    with pytest.raises(TypeError, match="jobs"):
+        plotting.make_figure("chain", jobs=True)
+    with pytest.raises(TypeError, match="unexpected size"):
+        plotting.reproduce(tmp_path, only=3, job=2)
+    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in plotting.reproduce(tmp_path, only="law-vs-mp")] == \
+        ["fig2_law_vs_mp.png"]
+    assert [p.name for p in plotting.reproduce(tmp_path, only=3)] == ["fig3_edge.png"]

@@ -11,7 +11,7 @@ import scipy.linalg
 import freeattn
 from freeattn import CHAIN_MODELS, sample_attention, sample_chain, sample_model
 from freeattn import squared_singular_values
-from freeattn._sampling import _gaussian_rows, _softmax_rows
+from freeattn._sampling import gaussian_rows, scores_product, softmax_rows
 
 
 # ---------------------------------------------------------------- attention
@@ -50,7 +50,7 @@ def test_attention_stable_at_large_beta(beta):
 
 def test_softmax_handles_ties_and_infinite_products():
     scores = np.array([[1.0, 1.0, -1e308], [0.0, -1.0, -2.0]])
-    out = _softmax_rows(scores.copy(), 1e10)
+    out = softmax_rows(scores.copy(), 1e10)
     np.testing.assert_allclose(out, [[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
 
 
@@ -161,14 +161,26 @@ def test_gaussian_rows_cholesky_and_clipped_fallback():
     rng = np.random.default_rng(0)
     z = rng.standard_normal((6, 6))
     cov = np.cov(rng.standard_normal((6, 20))) + np.eye(6)
-    np.testing.assert_allclose(_gaussian_rows(z, cov), z @ np.linalg.cholesky(cov).T,
+    np.testing.assert_allclose(gaussian_rows(z, cov), z @ np.linalg.cholesky(cov).T,
                                rtol=1e-12, atol=1e-13)
     v = rng.standard_normal((6, 3))
     low_rank = v @ v.T   # rank 3: Cholesky fails
-    rows = _gaussian_rows(np.eye(6), low_rank)   # Z = I: the rows are L^T
+    rows = gaussian_rows(np.eye(6), low_rank)   # Z = I: the rows are L^T
     np.testing.assert_allclose(rows.T @ rows, low_rank, atol=1e-12)
     with pytest.raises(ValueError, match="not positive semi-definite"):
-        _gaussian_rows(np.eye(2), np.diag([1.0, -1.0]))
+        gaussian_rows(np.eye(2), np.diag([1.0, -1.0]))
+
+
+def test_covariance_round_off_tolerance_is_100_n_eps():
+    """Section 7.1 of theory/07_validation.md: an eigenvalue down to
+    -100 n eps lambda_max is round-off and is clipped to 0; one ten times more
+    negative means the matrix is not a covariance.  diag(1, -10 n eps) and
+    diag(1, -1000 n eps) (n = 2) sit a factor 10 on either side of the tolerance."""
+    eps = np.finfo(float).eps
+    rows = gaussian_rows(np.eye(2), np.diag([1.0, -10 * 2 * eps]))
+    np.testing.assert_array_equal(rows.T @ rows, np.diag([1.0, 0.0]))
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        gaussian_rows(np.eye(2), np.diag([1.0, -1000 * 2 * eps]))
 
 
 # ---------------------------------------------------------------- spectrum
@@ -216,6 +228,31 @@ def test_bad_input(kwargs, error, match):
         sample_model("linear", **kwargs)
 
 
+@pytest.mark.parametrize("rng, error", [("abc", TypeError), (-1, ValueError),
+                                        (1.5, TypeError), (True, TypeError),
+                                        (object(), TypeError)])
+def test_bad_rng_is_named(rng, error):
+    """A bad seed is a TypeError/ValueError naming rng and what it may be, not
+    numpy's SeedSequence message."""
+    for sample in (lambda: sample_attention(10, 3, 1.0, rng=rng),
+                   lambda: sample_model("linear", 10, 3, 1.0, rng=rng),
+                   lambda: sample_chain(10, 3, 1.0, rng=rng)):
+        with pytest.raises(error, match="rng must be None, a non-negative integer"):
+            sample()
+
+
+def test_seed_sequence_is_a_seed():
+    """The same SeedSequence object gives the same matrix twice (it is copied, not
+    spawned from), as the same integer does; a Generator advances."""
+    seed = np.random.SeedSequence(8)
+    first = sample_model("linear", 8, 4, 1.0, rng=seed)
+    np.testing.assert_array_equal(sample_model("linear", 8, 4, 1.0, rng=seed), first)
+    np.testing.assert_array_equal(sample_model("linear", 8, 4, 1.0, rng=8), first)
+    generator = np.random.default_rng(8)
+    np.testing.assert_array_equal(sample_model("linear", 8, 4, 1.0, rng=generator), first)
+    assert not np.array_equal(sample_model("linear", 8, 4, 1.0, rng=generator), first)
+
+
 def test_bad_model_and_dtype():
     with pytest.raises(ValueError, match="unknown model"):
         sample_model("softmax", 10, 3, 1.0)
@@ -250,13 +287,11 @@ def test_float32_softmax_rejects_a_beta_it_cannot_hold():
 
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-13), (np.float32, 1e-5)])
 def test_scores_product_through_scipy_blas(dtype, rtol):
-    """_scores(q, k) is q @ k.T (same dtype, C-contiguous), formed by SciPy's gemm on
+    """scores_product(q, k) is q @ k.T (same dtype, C-contiguous), formed by SciPy's gemm on
     Fortran views so that sampling and spectrum share one BLAS thread pool."""
-    from freeattn._sampling import _scores
-
     rng = np.random.default_rng(3)
     q = rng.standard_normal((9, 4)).astype(dtype)
     k = rng.standard_normal((6, 4)).astype(dtype)
-    out = _scores(q, k)
+    out = scores_product(q, k)
     assert out.dtype == dtype and out.flags["C_CONTIGUOUS"] and out.shape == (9, 6)
     np.testing.assert_allclose(out, q @ k.T, rtol=rtol, atol=rtol)

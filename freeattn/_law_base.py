@@ -1,0 +1,893 @@
+"""The spectral-law base: every public method built once from a few hooks.
+
+A *spectral law* is a probability law on the real line with a continuous part
+on finitely many intervals and finitely many atoms -- the limiting eigenvalue
+law of a random matrix.  :class:`SpectralLaw` implements ``pdf``, ``cdf``,
+``sf``, ``ppf``, ``isf``, ``moment``, ``mean``, ``var``, ``median``,
+``support``, ``intervals``, ``atoms``, ``stieltjes``, ``rvs`` and
+``free_cumulants`` from the hooks a concrete law provides (theory section 8):
+
+``_support_intervals()``
+    the intervals of the continuous part, each with the exponent of the
+    density at its two edges (:class:`Interval`);
+``_atoms()``
+    locations and masses of the atoms;
+``_density(x)``
+    the exact density at points strictly inside the support (the law's own
+    solver); it feeds the piecewise-Chebyshev representation
+    (:mod:`freeattn._chebyshev`) that the generic methods evaluate;
+``_stieltjes_exact(z)`` (optional)
+    the Stieltjes transform from the law's own solver;
+``_moments_exact(k)`` (optional)
+    exact moments, as ``(scale, [m_j / scale**j])`` to keep high orders finite.
+
+Laws built from others -- scalings, affine maps, the eigenvalue <->
+singular-value map, free convolutions -- are laws of the same kind.
+
+Conventions (theory eq. (8.1)): ``G(z) = int dmu(x)/(z - x)``, ``G ~ 1/z`` at
+infinity, ``Im G < 0`` for ``Im z > 0``; density ``-Im G(x + i0)/pi``.
+"""
+
+import math
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ._checks import as_real_array, check_int
+from ._chebyshev import build_representation, edge_power
+from ._errors import ConvergenceError
+from ._options import DEFAULT_OPTIONS
+
+__all__ = [
+    "Interval",
+    "LawAccuracy",
+    "SpectralLaw",
+    "check_rng",
+    "check_z",
+]
+
+_LOG_MAX = math.log(np.finfo(np.float64).max)
+
+#: Soft (square-root) edge exponent, the generic behaviour of a density at the
+#: edge of its support (theory eq. (8.13)).
+SOFT = Fraction(1, 2)
+#: Hard edge ``x**(-1/2)`` of a square sample covariance at 0.
+HARD = Fraction(-1, 2)
+
+#: Beyond ``|z| > FAR_RADIUS * (largest |x| of the support)`` the Stieltjes
+#: transform of a law with exact moments is summed from its moment series
+#: ``sum_k m_k / z**(k+1)``; with ``FAR_TERMS`` terms the truncation error is
+#: below ``FAR_RADIUS**-(FAR_TERMS + 1)`` = 1e-52 relative.
+FAR_RADIUS = 1e4
+FAR_TERMS = 12
+
+#: Guard digits added to the working precision of the mpmath path.
+MP_GUARD_DIGITS = 10
+
+#: Gauss-Legendre nodes beyond half a panel's degree used by :meth:`SpectralLaw.expect`:
+#: exact for integrands that are polynomials of degree up to ``2 * QUADRATURE_EXTRA``
+#: in the panel variable times the density's series.
+QUADRATURE_EXTRA = 32
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An interval of the continuous part of a law's support.
+
+    Attributes
+    ----------
+    lo, hi : float
+        Ends, ``lo < hi``.
+    lo_exponent, hi_exponent : Fraction
+        ``eta`` in ``density ~ |x - edge|**eta`` at each end: ``1/2`` for a
+        soft edge, ``-1/2`` for the hard edge of a square sample covariance,
+        ``-2/3`` for a product of two square ones, ``0`` for a finite non-zero
+        end value (theory eq. (8.13)).
+    """
+
+    lo: float
+    hi: float
+    lo_exponent: Fraction = SOFT
+    hi_exponent: Fraction = SOFT
+
+    def __iter__(self):
+        yield self.lo
+        yield self.hi
+
+
+@dataclass(frozen=True)
+class LawAccuracy:
+    """Achieved accuracy of a law's piecewise-Chebyshev representation.
+
+    Attributes
+    ----------
+    mass_error : float
+        ``|atoms + integral of the density - 1|``.
+    representation_error : float
+        Sum over panels of the estimated error of each panel's mass (from the
+        Chebyshev coefficient tails).
+    panels : int
+        Number of panels.
+    max_degree : int
+        Largest number of Chebyshev coefficients of a panel.
+    """
+
+    mass_error: float
+    representation_error: float
+    panels: int
+    max_degree: int
+
+
+def check_z(z):
+    """``z`` as a 1-d complex array and its shape; TypeError/ValueError named ``z``."""
+    arr = np.asarray(z)
+    if arr.dtype.kind not in "iufc" or arr.dtype.kind == "b":
+        raise TypeError(f"z must be a complex number or array, got {z!r}")
+    arr = arr.astype(complex)
+    if np.isnan(arr).any():
+        raise ValueError(f"z must not be NaN, got {z!r}")
+    if (arr.imag < 0).any():
+        raise ValueError(f"z must lie in the closed upper half-plane (Im z >= 0), got {z!r}")
+    return arr.ravel(), arr.shape
+
+
+def check_rng(rng):
+    """A ``numpy.random.Generator`` from ``rng``, with errors naming ``rng``."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or (isinstance(rng, numbers.Integral) and not isinstance(rng, bool)
+                       and int(rng) >= 0) or isinstance(rng, (np.random.SeedSequence,
+                                                              np.random.BitGenerator)):
+        return np.random.default_rng(rng)
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        raise ValueError(f"rng must be a non-negative integer seed, a numpy Generator, "
+                         f"a SeedSequence or None, got {rng!r}")
+    raise TypeError(f"rng must be a non-negative integer seed, a numpy Generator, a "
+                    f"SeedSequence or None, got {type(rng).__name__} {rng!r}")
+
+
+def _out(values, shape):
+    """Reshape a flat result; a 0-d input gives a Python scalar."""
+    if shape == ():
+        v = values[0]
+        return complex(v) if np.iscomplexobj(values) else float(v)
+    return values.reshape(shape)
+
+
+class SpectralLaw:
+    """A probability law on the real line: continuous part on intervals, plus atoms.
+
+    Subclasses implement the hooks described in the module docstring; every
+    public method below works for every law.  Laws are immutable; the
+    representation is built on first use and cached.
+
+    Parameters
+    ----------
+    options : SolverOptions, optional
+        Tolerances of the engine (:data:`freeattn.DEFAULT_OPTIONS`).
+
+    Notes
+    -----
+    Theory section 8: the density, CDF and quantiles are evaluated on the
+    piecewise-Chebyshev representation of eqs. (8.14)-(8.15) built from the
+    exact density; laws with closed forms (Marchenko-Pastur, the semicircle)
+    use them for ``pdf`` and ``cdf``.
+    """
+
+    def __init__(self, options=None):
+        self.options = DEFAULT_OPTIONS if options is None else options
+        self._rep = None
+        self._atom_cache = None
+        self._interval_cache = None
+        self._support_cache = None
+
+    # -- hooks --------------------------------------------------------------------
+    def _support_intervals(self):
+        """Tuple of :class:`Interval` (continuous part), increasing."""
+        raise NotImplementedError
+
+    def _atoms(self):
+        """``(locations, masses)`` as float arrays (possibly empty)."""
+        return np.empty(0), np.empty(0)
+
+    def _density(self, x):
+        """Exact density at points strictly inside the support (1-d float array)."""
+        raise NotImplementedError(f"{type(self).__name__} has no density solver")
+
+    def _stieltjes_exact(self, z):
+        """Exact ``G(z)`` for a 1-d complex array, or ``None`` when not available."""
+        return None
+
+    def _moments_exact(self, kmax):
+        """``(scale, array of m_j / scale**j, j = 0..kmax)`` or ``None``."""
+        return None
+
+    def _pdf_closed(self, x):
+        """Closed-form density on a 1-d float array (all real x), or ``None``."""
+        return None
+
+    def _cdf_closed(self, x):
+        """Closed-form CDF of the continuous part on a 1-d float array, or ``None``."""
+        return None
+
+    def _curve(self):
+        """The rational Stieltjes graph (:class:`freeattn._subordination.Curve`) or ``None``."""
+        return None
+
+    def _r_transform(self):
+        """The R-transform as a :class:`freeattn._rational.RationalTransform`, or ``None``."""
+        return None
+
+    def _s_transform(self):
+        """The S-transform as a :class:`freeattn._rational.RationalTransform`, or ``None``."""
+        return None
+
+    def _edge_coefficient(self):
+        """``lim (x - lo)**(-eta) f(x)`` at the lower end of the first interval.
+
+        From the first panel's Chebyshev series: with ``x - lo = w s**p`` and
+        ``g = f dx/dsigma`` finite at the edge, the limit is
+        ``2 g(-1) / (p w**(1/p))`` (theory eq. (8.14)).
+        """
+        panel = self._representation().panels[0]
+        m = panel.map
+        g0 = float(np.polynomial.chebyshev.chebval(-1.0, panel.coef))
+        if m.kind == "smooth":
+            return g0 / (m.width / 2.0)
+        return 2.0 * g0 / (m.power * m.width ** (1.0 / m.power))
+
+    # -- support --------------------------------------------------------------------
+    def interval_details(self):
+        """The support intervals of the continuous part with their edge exponents.
+
+        Returns
+        -------
+        tuple of Interval
+        """
+        if self._interval_cache is None:
+            self._interval_cache = tuple(self._support_intervals())
+        return self._interval_cache
+
+    def intervals(self):
+        """Every interval of the support of the continuous part.
+
+        Returns
+        -------
+        tuple of (float, float)
+            ``(lo, hi)`` pairs, increasing.
+        """
+        return tuple((float(iv.lo), float(iv.hi)) for iv in self.interval_details())
+
+    def atoms(self):
+        """Locations and masses of the atoms.
+
+        Returns
+        -------
+        locations, masses : ndarray
+            Increasing locations; masses sum to at most 1.
+        """
+        if self._atom_cache is None:
+            loc, mass = self._atoms()
+            loc = np.asarray(loc, dtype=float)
+            mass = np.asarray(mass, dtype=float)
+            order = np.argsort(loc)
+            self._atom_cache = (loc[order], mass[order])
+        loc, mass = self._atom_cache
+        return loc.copy(), mass.copy()
+
+    @property
+    def atom(self):
+        """Mass of the atom at 0 (0.0 when there is none)."""
+        loc, mass = self.atoms()
+        return float(mass[loc == 0.0].sum())
+
+    def support(self):
+        """``(lower, upper)``: smallest and largest point of the support (atoms included)."""
+        if self._support_cache is None:
+            ends = [v for iv in self.interval_details() for v in (iv.lo, iv.hi)]
+            loc, mass = self.atoms()
+            ends += list(loc[mass > 0])
+            self._support_cache = (float(min(ends)), float(max(ends)))
+        return self._support_cache
+
+    def _continuous_mass(self):
+        return 1.0 - float(self.atoms()[1].sum())
+
+    # -- representation -------------------------------------------------------------
+    def _representation(self):
+        if self._rep is None:
+            ivs = self.interval_details()
+            self._rep = build_representation(self._density, ivs, self.options,
+                                             expected_mass=self._continuous_mass() if ivs else None)
+        return self._rep
+
+    def total_mass(self):
+        """Atoms plus the integral of the density: 1 up to the representation error."""
+        if not self.interval_details():
+            return float(self.atoms()[1].sum())
+        return float(self.atoms()[1].sum()) + self._representation().total
+
+    def accuracy(self):
+        """The achieved accuracy of the law's representation.
+
+        Returns
+        -------
+        LawAccuracy
+        """
+        if not self.interval_details():
+            return LawAccuracy(abs(float(self.atoms()[1].sum()) - 1.0), 0.0, 0, 0)
+        rep = self._representation()
+        return LawAccuracy(abs(self.total_mass() - 1.0), rep.error, len(rep.panels), rep.degree)
+
+    # -- density ---------------------------------------------------------------------
+    def pdf(self, x):
+        """Density of the continuous part (atoms are not included).
+
+        Parameters
+        ----------
+        x : array_like
+            Real points.
+
+        Returns
+        -------
+        float or ndarray
+            Same shape as ``x``; 0 outside the support, ``inf`` at an edge where
+            the density diverges.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``x`` is not real or contains NaN.
+        ConvergenceError
+            If building the representation fails its accuracy checks.
+        """
+        if type(x) is float and self._pdf_closed_is_default():
+            if not self.interval_details():
+                return 0.0
+            return self._representation().pdf_scalar(x)
+        arr = as_real_array(x, "x")
+        flat = arr.ravel()
+        closed = self._pdf_closed(flat)
+        if closed is not None:
+            out = closed
+        elif not self.interval_details():
+            out = np.zeros(flat.shape)
+        else:
+            out = self._representation().pdf(flat)
+        return _out(out, arr.shape)
+
+    def _pdf_closed_is_default(self):
+        return type(self)._pdf_closed is SpectralLaw._pdf_closed
+
+    # -- distribution function --------------------------------------------------------
+    def _atom_mass_below(self, flat, inclusive=True):
+        loc, mass = self.atoms()
+        if loc.size == 0:
+            return np.zeros(flat.shape)
+        cum = np.concatenate([[0.0], np.cumsum(mass)])
+        k = np.searchsorted(loc, flat, side="right" if inclusive else "left")
+        return cum[k]
+
+    def _continuous_cdf(self, flat):
+        closed = self._cdf_closed(flat)
+        if closed is not None:
+            return closed
+        if not self.interval_details():
+            return np.zeros(flat.shape)
+        rep = self._representation()
+        return rep.cdf(flat) * (self._continuous_mass() / rep.total)
+
+    def cdf(self, x):
+        """Cumulative distribution function ``P(X <= x)`` (atoms included).
+
+        Parameters
+        ----------
+        x : array_like
+
+        Returns
+        -------
+        float or ndarray
+            Same shape as ``x``, non-decreasing, in ``[0, 1]``.
+
+        Notes
+        -----
+        On each panel the continuous part is the exact integral of the
+        Chebyshev series of theory eq. (8.15); panel masses accumulate.  The
+        continuous part is scaled by ``(1 - atoms)/total`` so that the CDF
+        reaches 1 exactly; ``accuracy().mass_error`` reports the difference.
+        """
+        arr = as_real_array(x, "x")
+        flat = arr.ravel()
+        out = self._continuous_cdf(flat) + self._atom_mass_below(flat)
+        upper = self.support()[1]
+        out = np.where(flat >= upper, 1.0, np.clip(out, 0.0, 1.0))
+        return _out(out, arr.shape)
+
+    def sf(self, x):
+        """Survival function ``P(X > x) = 1 - cdf(x)``.
+
+        Computed as the mass above ``x`` (not ``1 - cdf``), so small upper
+        tails keep their relative accuracy.
+        """
+        arr = as_real_array(x, "x")
+        flat = arr.ravel()
+        loc, mass = self.atoms()
+        atoms_above = float(mass.sum()) - self._atom_mass_below(flat)
+        if self.interval_details():
+            closed = self._cdf_closed(flat)
+            cmass = self._continuous_mass()
+            if closed is not None:
+                cont = cmass - closed
+            else:
+                rep = self._representation()
+                cont = (rep.total - rep.cdf(flat)) * (cmass / rep.total)
+        else:
+            cont = np.zeros(flat.shape)
+        out = np.clip(cont + atoms_above, 0.0, 1.0)
+        out = np.where(flat >= self.support()[1], 0.0, out)
+        return _out(out, arr.shape)
+
+    def _check_q(self, q):
+        arr = as_real_array(q, "q")
+        if ((arr < 0) | (arr > 1)).any():
+            raise ValueError(f"q must be in [0, 1], got {q!r}")
+        return arr
+
+    def ppf(self, q):
+        """Quantile function: the smallest ``x`` with ``cdf(x) >= q``.
+
+        Parameters
+        ----------
+        q : array_like
+            Probabilities in ``[0, 1]``.
+
+        Returns
+        -------
+        float or ndarray
+
+        Raises
+        ------
+        ValueError
+            If ``q`` is outside ``[0, 1]`` or NaN.
+        ConvergenceError
+            If the inversion of a panel's CDF does not converge.
+
+        Notes
+        -----
+        Each panel carries an inverse interpolant of its CDF in a variable
+        that removes the edge power (theory eq. (8.15)); one Newton step on the
+        exact series polishes it.
+        """
+        arr = self._check_q(q)
+        return _out(self._quantile(arr.ravel(), upper=False), arr.shape)
+
+    def isf(self, q):
+        """Inverse survival function: ``x`` with ``sf(x) = q``.
+
+        Computed from the upper tail, so ``isf(1e-12)`` keeps its accuracy.
+        """
+        arr = self._check_q(q)
+        return _out(self._quantile(arr.ravel(), upper=True), arr.shape)
+
+    def _pieces(self):
+        """Atoms and panels in order of position, with the mass below each piece."""
+        loc, mass = self.atoms()
+        pieces = []                               # (position, order, kind, index, mass)
+        for i, (a, m) in enumerate(zip(loc, mass)):
+            if m > 0:
+                pieces.append((a, 0, "atom", i, m))
+        if self.interval_details():
+            rep = self._representation()
+            scale = self._continuous_mass() / rep.total
+            for j, p in enumerate(rep.panels):
+                pieces.append((p.lo, 1, "panel", j, p.mass * scale))
+        pieces.sort(key=lambda t: (t[0], t[1]))
+        masses = np.array([t[4] for t in pieces])
+        return pieces, np.concatenate([[0.0], np.cumsum(masses)])
+
+    def _quantile(self, q, upper):
+        pieces, cum = self._pieces()
+        total = cum[-1]
+        if upper:
+            # Mass above the quantile is q: locate from the top.
+            target = total - q * total
+            tail = q * total
+        else:
+            target = q * total
+        k = np.clip(np.searchsorted(cum, target, side="left") - 1, 0, len(pieces) - 1)
+        out = np.empty(q.shape)
+        rep = self._representation() if self.interval_details() else None
+        scale = self._continuous_mass() / rep.total if rep is not None else 1.0
+        for kk in np.unique(k):
+            sel = k == kk
+            pos, _, kind, index, m = pieces[kk]
+            if kind == "atom":
+                out[sel] = pos
+                continue
+            panel = rep.panels[index]
+            if upper:
+                above_piece = total - cum[kk + 1]
+                u = np.clip((tail[sel] - above_piece) / scale, 0.0, panel.mass)
+                t = panel.mass - u
+            else:
+                t = np.clip((target[sel] - cum[kk]) / scale, 0.0, panel.mass)
+            out[sel] = panel.quantile(t, self.options)
+        lo, hi = self.support()
+        out = np.clip(out, lo, hi)
+        if upper:
+            out[q == 1.0] = lo
+            out[q == 0.0] = hi
+        else:
+            out[q == 0.0] = lo
+            out[q == 1.0] = hi
+        return out
+
+    def median(self):
+        """``ppf(0.5)``."""
+        return self.ppf(0.5)
+
+    # -- moments --------------------------------------------------------------------
+    def _scale(self):
+        lo, hi = self.support()
+        return max(abs(lo), abs(hi), np.finfo(float).tiny)
+
+    def _scaled_moments(self, kmax):
+        """``(scale, m_j / scale**j for j = 0..kmax)``: exact when available."""
+        if kmax <= self.options.max_exact_moment_order:
+            exact = self._moments_exact(kmax)
+            if exact is not None:
+                return exact
+        return self._scale(), self._quadrature_moments(kmax)
+
+    def _quadrature_moments(self, kmax):
+        """Normalized moments by Gauss-Legendre on the panels, atoms added."""
+        scale = self._scale()
+        loc, mass = self.atoms()
+        ks = np.arange(kmax + 1)
+        out = np.zeros(kmax + 1)
+        if loc.size:
+            out += ((loc[:, None] / scale) ** ks[None, :] * mass[:, None]).sum(axis=0)
+        if self.interval_details():
+            rep = self._representation()
+            fac = self._continuous_mass() / rep.total
+            power = max(edge_power(e)[0] for iv in self.interval_details()
+                        for e in (iv.lo_exponent, iv.hi_exponent))
+            extra = int(power * min(kmax, 64) + 8 * power * math.sqrt(kmax))
+            prev = None
+            while True:
+                x, w = rep.quadrature(extra)
+                val = ((x[:, None] / scale) ** ks[None, :] * w[:, None]).sum(axis=0) * fac
+                if prev is not None and np.allclose(val, prev, rtol=1e-14, atol=1e-300):
+                    break
+                if extra > 8 * power * kmax + 64:
+                    break
+                prev, extra = val, 2 * extra + 16
+            out += val
+        return out
+
+    def expect(self, func):
+        """``E[func(X)]`` by Gauss-Legendre quadrature on the panels plus the atoms.
+
+        Parameters
+        ----------
+        func : callable
+            Vectorized real function of ``x``; it should be smooth on each
+            support interval (the quadrature is exact for polynomials of
+            moderate degree in the panel variable, theory eq. (8.15)).
+
+        Returns
+        -------
+        float
+        """
+        loc, mass = self.atoms()
+        total = float(np.sum(np.asarray(func(loc), dtype=float) * mass)) if loc.size else 0.0
+        if self.interval_details():
+            rep = self._representation()
+            x, w = rep.quadrature(QUADRATURE_EXTRA)
+            total += float(np.sum(np.asarray(func(x), dtype=float) * w)) * (
+                self._continuous_mass() / rep.total)
+        return total
+
+    def moment(self, k):
+        """Moment ``E[X**k]``.
+
+        Exact (from the law's cumulants) where the law has exact moments and
+        ``k <= options.max_exact_moment_order``, else by Gauss-Legendre
+        quadrature on the representation (accurate to its error).
+
+        Parameters
+        ----------
+        k : int
+            Order, ``k >= 0``.
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        OverflowError
+            If ``|E[X**k]|`` exceeds the float64 range (the message gives its
+            base-10 logarithm).
+        """
+        k = check_int(k, "k", minimum=0)
+        scale, m = self._scaled_moments(k)
+        v = float(m[k])
+        if v == 0.0:
+            return 0.0
+        log_abs = k * math.log(scale) + math.log(abs(v))
+        if log_abs > _LOG_MAX:
+            raise OverflowError(f"moment k={k} is about 10**{log_abs / math.log(10):.1f}, beyond "
+                                f"the float64 range")
+        return math.copysign(math.exp(log_abs), v) if scale != 1.0 else v
+
+    def moments(self, kmax):
+        """Moments ``m_0 .. m_kmax`` as an array (same sources as :meth:`moment`)."""
+        kmax = check_int(kmax, "kmax", minimum=0)
+        scale, m = self._scaled_moments(kmax)
+        ks = np.arange(kmax + 1)
+        with np.errstate(over="ignore"):
+            out = np.asarray(m, dtype=float) * float(scale) ** ks
+        if not np.all(np.isfinite(out)):
+            k = int(np.argmax(~np.isfinite(out)))
+            raise OverflowError(f"moment k={k} exceeds the float64 range")
+        return out
+
+    def mean(self):
+        """First moment."""
+        return self.moment(1)
+
+    def var(self):
+        """Variance ``m2 - m1**2``."""
+        scale, m = self._scaled_moments(2)
+        return float((m[2] - m[1] ** 2) * scale ** 2)
+
+    def std(self):
+        """Standard deviation."""
+        return math.sqrt(self.var())
+
+    def free_cumulants(self, kmax):
+        """Free cumulants ``kappa_1 .. kappa_kmax`` (theory eqs. (8.2)-(8.3)).
+
+        Returns
+        -------
+        ndarray
+            ``[kappa_1, ..., kappa_kmax]``.
+        """
+        from ._cumulants import moments_to_free_cumulants
+
+        kmax = check_int(kmax, "kmax", minimum=1)
+        scale, m = self._scaled_moments(kmax)
+        kappa = moments_to_free_cumulants(np.asarray(m[1:], dtype=float))
+        return kappa * float(scale) ** np.arange(1, kmax + 1)
+
+    # -- Stieltjes transform -------------------------------------------------------------
+    def stieltjes(self, z):
+        """Cauchy-Stieltjes transform ``G(z) = int dmu(x)/(z - x)``.
+
+        Parameters
+        ----------
+        z : array_like
+            Complex points with ``Im z >= 0``; a real ``z`` means ``z + i0``
+            (the boundary value from above inside the support); ``inf`` gives 0.
+
+        Returns
+        -------
+        complex or ndarray
+            ``G ~ 1/z`` at infinity, ``Im G < 0`` for ``Im z > 0``.
+
+        Raises
+        ------
+        ValueError
+            If ``Im z < 0``, ``z`` is NaN, or ``z`` is an atom (a pole).
+        """
+        zs, shape = check_z(z)
+        out = np.zeros(zs.shape, dtype=complex)
+        finite = np.isfinite(zs)
+        loc, mass = self.atoms()
+        if loc.size and np.isin(zs, loc[mass > 0]).any():
+            raise ValueError(f"z is an atom of the law (a pole of G): atoms at {loc.tolist()}")
+        if finite.any():
+            out[finite] = self._stieltjes(zs[finite])
+        return _out(out, shape)
+
+    def _stieltjes(self, zs):
+        """``G`` at finite points of the closed upper half-plane (``inf`` at an atom)."""
+        out = np.empty(zs.shape, dtype=complex)
+        exact_mom = None
+        far = np.abs(zs) > FAR_RADIUS * self._scale()
+        if far.any():
+            exact_mom = self._moments_exact(FAR_TERMS) if FAR_TERMS <= \
+                self.options.max_exact_moment_order else None
+        if exact_mom is not None and far.any():
+            scale, m = exact_mom
+            w = scale / zs[far]
+            acc = np.zeros(w.shape, dtype=complex)
+            for mk in m[::-1]:
+                acc = acc * w + mk
+            out[far] = acc * w / scale
+            rest = ~far
+        else:
+            rest = np.ones(zs.shape, dtype=bool)
+        if rest.any():
+            exact = self._stieltjes_exact(zs[rest])
+            if exact is None:
+                exact = self._stieltjes_from_representation(zs[rest])
+            out[rest] = exact
+        return out
+
+    def _stieltjes_from_representation(self, zs):
+        loc, mass = self.atoms()
+        g = np.zeros(zs.shape, dtype=complex)
+        if self.interval_details():
+            rep = self._representation()
+            g += rep.cauchy(zs) * (self._continuous_mass() / rep.total)
+        for a, m in zip(loc, mass):
+            g += m / (zs - a)
+        return g
+
+    # -- arbitrary precision ---------------------------------------------------------
+    def stieltjes_mp(self, z, dps=40):
+        """``G(z)`` at one point with mpmath at ``dps`` significant digits.
+
+        The same protocol as the float path, in mpmath arithmetic: closed
+        forms for the elementary laws, the subordination equation solved by
+        ``mpmath.findroot`` (started from the float solution, residual checked
+        against the working precision) for composed laws, quadrature of the
+        density for transforms without an algebraic transform (theory
+        section 8.8).
+
+        Parameters
+        ----------
+        z : complex
+            ``Im z >= 0``; a real ``z`` means ``z + i0``, taken as
+            ``z + i * 10**-(dps + 5) * scale``.
+        dps : int
+            Decimal digits, ``>= 15``.
+
+        Returns
+        -------
+        mpmath.mpc
+
+        Raises
+        ------
+        ConvergenceError
+            If a subordination solve does not reach the precision.
+        """
+        import mpmath
+
+        dps = check_int(dps, "dps", minimum=15)
+        zc, _ = check_z(z)
+        if zc.size != 1:
+            raise TypeError("stieltjes_mp takes one point z (a complex scalar)")
+        zc = complex(zc[0])
+        if not np.isfinite(zc):
+            raise ValueError(f"z must be finite, got {z!r}")
+        with mpmath.workdps(dps + MP_GUARD_DIGITS):
+            zm = mpmath.mpc(zc.real, zc.imag)
+            if zm.imag == 0:
+                zm = mpmath.mpc(zm.real, mpmath.mpf(10) ** (-(dps + 5)) * self._scale())
+            g = self._mp_stieltjes(zm)
+        with mpmath.workdps(dps):
+            return +g
+
+    def pdf_mp(self, x, dps=40):
+        """Density at one real point with mpmath at ``dps`` digits (``-Im G(x + i0)/pi``)."""
+        import mpmath
+
+        xv = as_real_array(x, "x", finite=True)
+        if xv.ndim != 0:
+            raise TypeError("pdf_mp takes one real point x")
+        g = self.stieltjes_mp(complex(float(xv)), dps)
+        with mpmath.workdps(dps):
+            return max(-g.imag / mpmath.pi, mpmath.mpf(0))
+
+    def _mp_stieltjes(self, z):
+        """``G(z)`` in the current mpmath precision (hook; default: density quadrature)."""
+        import mpmath
+
+        total = mpmath.mpc(0)
+        loc, mass = self.atoms()
+        for a, m in zip(loc, mass):
+            total += mpmath.mpf(m) / (z - mpmath.mpf(a))
+        for iv in self.interval_details():
+            dens = self._mp_density_function()
+            total += mpmath.quad(lambda t: dens(t) / (z - t),
+                                 [mpmath.mpf(iv.lo), mpmath.mpf(iv.hi)])
+        return total
+
+    def _mp_density_function(self):
+        raise NotImplementedError(f"{type(self).__name__} has no arbitrary-precision path")
+
+    def _stieltjes_pair(self, zs):
+        """``(G(z), G'(z))`` at finite points (one solve where the law can share it)."""
+        return self._stieltjes(zs), self._stieltjes_derivative(zs)
+
+    def _stieltjes_derivative(self, zs):
+        """``G'(z)`` (generic: from the representation and the atoms)."""
+        loc, mass = self.atoms()
+        d = np.zeros(zs.shape, dtype=complex)
+        if self.interval_details():
+            rep = self._representation()
+            d += rep.cauchy(zs, derivative=True)[1] * (self._continuous_mass() / rep.total)
+        for a, m in zip(loc, mass):
+            d -= m / (zs - a) ** 2
+        return d
+
+    # -- sampling ---------------------------------------------------------------------
+    def rvs(self, size=None, rng=None):
+        """Independent samples by inverse-transform sampling.
+
+        Parameters
+        ----------
+        size : int or tuple of int, optional
+            Output shape (``None``: one float).
+        rng : int, numpy.random.Generator or None
+            Seed or generator (``numpy.random.default_rng``).
+
+        Returns
+        -------
+        float or ndarray
+        """
+        gen = check_rng(rng)
+        if size is None:
+            return float(self.ppf(gen.random()))
+        return self.ppf(gen.random(size))
+
+    # -- transforms -------------------------------------------------------------------
+    def squared(self):
+        """The law of the squared singular values.
+
+        An eigenvalue law (of a Gram matrix ``Y Y^T``) already is the law of
+        the squared singular values of ``Y``, so this returns ``self``; the
+        singular-value law (:meth:`singular_values`) returns the eigenvalue law.
+        """
+        return self
+
+    def singular_values(self):
+        """The law of ``sqrt(X)`` for a law on ``[0, oo)`` (eigenvalues -> singular values).
+
+        Returns
+        -------
+        SingularValueLaw
+        """
+        from ._transforms import SingularValueLaw
+
+        return SingularValueLaw(self)
+
+    def affine(self, shift=0.0, scale=1.0):
+        """The law of ``shift + scale * X``.
+
+        Parameters
+        ----------
+        shift : float
+        scale : float
+            Non-zero; a negative scale reflects the law.
+
+        Returns
+        -------
+        SpectralLaw
+        """
+        from ._transforms import affine
+
+        return affine(self, shift, scale)
+
+    def scaled(self, factor):
+        """The law of ``factor * X`` (a dilation)."""
+        return self.affine(0.0, factor)
+
+    def __repr__(self):
+        return f"<{self._describe()}: support {self.support()}>"
+
+    def _describe(self):
+        return type(self).__name__
+
+
+def solver_error(what, point, residual, tolerance, iterations=None):
+    """A :class:`ConvergenceError` quoting the numbers."""
+    msg = (f"{what} at z={point!r}: relative residual {residual:.3e} > tolerance "
+           f"{tolerance:.1e}")
+    return ConvergenceError(msg, point=point, residual=float(residual), tolerance=tolerance,
+                            iterations=iterations)
