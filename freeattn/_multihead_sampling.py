@@ -19,7 +19,7 @@ from scipy.linalg import lapack as _lapack
 
 from ._checks import MAX_FLOAT_BETA, check_int, check_positive
 from ._coefficients import linear_coefficients
-from ._sampling import _scores, _softmax_rows, squared_singular_values
+from ._sampling import check_rng, scores_product, softmax_rows, squared_singular_values
 
 __all__ = [
     "MULTIHEAD_MODELS",
@@ -42,16 +42,8 @@ _STREAMS = 5
 
 
 def _generator_streams(rng):
-    """``np.random.default_rng(rng).spawn(5)``, with errors naming ``rng``."""
-    try:
-        generator = np.random.default_rng(rng)
-    except TypeError as err:
-        raise TypeError(f"rng must be None, an int, a numpy SeedSequence or a numpy "
-                        f"Generator, got {type(rng).__name__} {rng!r}") from err
-    except ValueError as err:
-        raise ValueError(f"rng must be a non-negative int seed (or None, a SeedSequence, "
-                         f"a Generator), got {rng!r}: {err}") from err
-    return generator.spawn(_STREAMS)
+    """``np.random.default_rng(rng).spawn(5)``; a bad ``rng`` raises naming ``rng``."""
+    return np.random.default_rng(check_rng(rng)).spawn(_STREAMS)
 
 
 def _check_common(n, heads, d_k, beta, kv_groups, model):
@@ -92,10 +84,10 @@ def _centred_heads(n, heads, d_k, beta, kv_groups, model, streams):
             keys = streams[_KEYS].standard_normal((n, d_k))
         q = streams[_QUERIES].standard_normal((n, d_k))
         q *= 1.0 / np.sqrt(d_k)
-        scores = _scores(q, keys)
+        scores = scores_product(q, keys)
         del q
         if model == "attention":
-            y = _softmax_rows(scores, beta)
+            y = softmax_rows(scores, beta)
             y -= 1.0 / n
         else:
             y = streams[_NOISE].standard_normal((n, n))

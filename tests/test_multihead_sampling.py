@@ -23,11 +23,30 @@ from freeattn._multihead_sampling import (
     sample_multihead,
     sample_multihead_output,
 )
-from freeattn._validation import _bootstrap_noise, _ks_from_cdf
 
 REFERENCE = json.loads((Path(__file__).parent / "reference"
                         / "multihead_references.json").read_text())
 CASES = {case["name"]: case for case in REFERENCE["multihead"]}
+
+
+def _ks_from_cdf(cdf_sorted):
+    """KS distance of sorted samples with their CDF values (no atoms; theory eq. (7.9))."""
+    m = len(cdf_sorted)
+    upper = np.arange(1, m + 1) / m
+    return float(max(np.max(upper - cdf_sorted), np.max(cdf_sorted - (upper - 1.0 / m))))
+
+
+def _bootstrap_noise(draws, pooled_sorted, rng, resamples=400):
+    """95% bootstrap quantile (over draws) of the KS distance between the resampled
+    pooled empirical CDF and the observed one (the noise width of theory eq. (7.11));
+    returns (width, None)."""
+    counts = np.stack([np.searchsorted(d, pooled_sorted, side="right") for d in draws])
+    sizes = np.array([len(d) for d in draws], dtype=float)
+    observed = counts.sum(axis=0) / sizes.sum()
+    weights = rng.multinomial(len(draws), np.full(len(draws), 1.0 / len(draws)),
+                              size=resamples).astype(float)
+    resampled = (weights @ counts) / (weights @ sizes)[:, None]
+    return float(np.quantile(np.abs(resampled - observed).max(axis=1), 0.95)), None
 
 
 def _streams(seed):
