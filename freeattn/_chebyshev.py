@@ -57,6 +57,11 @@ MAX_EDGE_POWER = 6
 NEAR_RHO = 2.0
 FAR_EXTRA_NODES = 32
 
+#: Relative imaginary offset (to the support width) at which a real point is
+#: evaluated by :meth:`Representation.cauchy` (the boundary value from above):
+#: the transform moves by O(offset * log(offset)) ~ 4e-15 relative.
+JUNCTION_OFFSET = 1e-16
+
 
 def edge_power(exponent):
     """Panel-map power ``p`` and the order ``k`` of ``g ~ s**k`` at an edge.
@@ -184,14 +189,17 @@ def _divide(coef, zeta):
     return d[:n - 1], value
 
 
-def _log_segment(zeta):
+def _log_segment(zeta, ends=None):
     """``int_{-1}^{1} ds/(s - zeta) = log(1 - zeta) - log(-1 - zeta)`` (principal).
 
     A real ``zeta`` inside ``(-1, 1)`` is read from above (``zeta + i0``):
     the principal value plus ``i pi``.  (IEEE signed zeros cannot carry that
-    side through ``1 - zeta``: ``0.0 - 0.0`` is ``+0.0``.)
+    side through ``1 - zeta``: ``0.0 - 0.0`` is ``+0.0``.)  ``ends`` may give
+    ``(1 - zeta, -1 - zeta)`` computed without cancellation next to an end of
+    the segment (see :meth:`PanelMap.roots`).
     """
-    out = np.log(1.0 - zeta) - np.log(-1.0 - zeta)
+    one_minus, minus_one_minus = (1.0 - zeta, -1.0 - zeta) if ends is None else ends
+    out = np.log(one_minus) - np.log(minus_one_minus)
     on_cut = (zeta.imag == 0) & (np.abs(zeta.real) < 1)
     if on_cut.any():
         x = zeta.real[on_cut]
@@ -205,7 +213,7 @@ def _bernstein_rho(zeta):
     return np.maximum(np.abs(r), 1.0 / np.maximum(np.abs(r), _TINY))
 
 
-def cauchy_integral(coef, zeta, derivative=False):
+def cauchy_integral(coef, zeta, derivative=False, ends=None):
     """``int_{-1}^{1} g(s)/(s - zeta) ds`` (and its ``zeta``-derivative).
 
     Parameters
@@ -217,6 +225,10 @@ def cauchy_integral(coef, zeta, derivative=False):
         above (``zeta + i0``).
     derivative : bool
         Also return ``int g(s)/(s - zeta)**2 ds``.
+    ends : tuple of ndarray, optional
+        ``(1 - zeta, -1 - zeta)`` computed without cancellation (for ``zeta``
+        next to an end of the segment, where the subtraction loses
+        ``eps/|1 -+ zeta|`` relative accuracy).
 
     Returns
     -------
@@ -239,12 +251,13 @@ def cauchy_integral(coef, zeta, derivative=False):
         zn = zeta[near]
         d, gz = _divide(coef, zn)
         w = _integral_weights(d.shape[0])
-        L = _log_segment(zn)
+        en = None if ends is None else (ends[0][near], ends[1][near])
+        L = _log_segment(zn, en)
         out[near] = w @ d + gz * L
         if derivative:
             d2, dgz = _divide_complex(d, zn)
             w2 = _integral_weights(d2.shape[0])
-            L1 = -2.0 / (1.0 - zn * zn)
+            L1 = (-2.0 / (1.0 - zn * zn) if en is None else 2.0 / (en[0] * en[1]))
             dout[near] = gz * L1 + dgz * L + np.einsum("k,km->m", w2, d2)
     far = ~near
     if far.any():
@@ -335,30 +348,40 @@ class PanelMap:
 
         Returns ``(sigma, weight)`` of shape (p, m) such that
         ``1/(z - x(sigma)) = sum_k weight_k / (sigma - sigma_k)`` (partial
-        fractions of ``1/(zeta**p - s**p)``; theory eq. (8.16)).
+        fractions of ``1/(zeta**p - s**p)``; theory eq. (8.16)), and the
+        ends ``(1 - sigma_k, -1 - sigma_k)`` computed from ``z`` without
+        cancellation: with ``s**p = (z - lo)/w`` (left map),
+        ``1 - s = ((hi - z)/w) / (1 + s + ... + s**(p-1))``.
         """
         w, p = self.width, self.power
         z = np.asarray(z, dtype=complex)
+        from_lo = (z - self.lo) / w
+        from_hi = (self.hi - z) / w
         if self.kind == "smooth":
-            sig = 2.0 * (z - self.lo) / w - 1.0
-            return sig[None, :], np.full((1, z.size), -2.0 / w, dtype=complex)
-        if self.kind == "left":
-            base = (z - self.lo) / w
-        else:
-            base = (self.hi - z) / w
+            sig = 2.0 * from_lo - 1.0
+            ends = ((2.0 * from_hi)[None, :], (-2.0 * from_lo)[None, :])
+            return sig[None, :], np.full((1, z.size), -2.0 / w, dtype=complex), ends
+        base, other = (from_lo, from_hi) if self.kind == "left" else (from_hi, from_lo)
         zeta = _principal_root(base, p)
         omega = np.exp(2j * np.pi * np.arange(p) / p)
         s = zeta[None, :] * omega[:, None]
+        one_minus_s = 1.0 - s
+        # For the principal root (the one on the panel) 1 - s cancels next to the
+        # panel's far end; there 1 - s = (1 - s**p)/(1 + s + ... + s**(p-1)).
+        geometric = sum(s[0] ** j for j in range(p))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            one_minus_s[0] = np.where(np.abs(geometric) > 0.5, other / geometric, 1.0 - s[0])
+        weight = -2.0 / (w * p) * s ** (1 - p)
         if self.kind == "left":
             sig = 2.0 * s - 1.0
-            weight = -2.0 / (w * p) * s ** (1 - p)
+            ends = (2.0 * one_minus_s, -2.0 * s)
         else:
             sig = 1.0 - 2.0 * s
-            weight = -2.0 / (w * p) * s ** (1 - p)
+            ends = (2.0 * s, -2.0 * one_minus_s)
         # A real z inside the panel is z + i0: the root on [-1, 1] moves up with z.
         real = (z.imag == 0)[None, :] & (sig.imag == 0)
         sig = np.where(real, sig.real + 0j, sig)
-        return sig, weight
+        return sig, weight, ends
 
 
 def _principal_root(base, p):
@@ -536,16 +559,17 @@ class Panel:
 
     def cauchy(self, z, derivative=False):
         """``int f(x)/(z - x) dx`` over the panel (and its ``z``-derivative)."""
-        sig, weight = self.map.roots(z)
+        sig, weight, ends = self.map.roots(z)
         total = np.zeros(z.shape, dtype=complex)
         dtotal = np.zeros(z.shape, dtype=complex) if derivative else None
         for k in range(sig.shape[0]):
+            e = (ends[0][k], ends[1][k])
             if derivative:
-                c, dc = cauchy_integral(self.coef, sig[k], derivative=True)
+                c, dc = cauchy_integral(self.coef, sig[k], derivative=True, ends=e)
                 total += weight[k] * c
                 dtotal += self._dweight(z, sig[k], weight[k], c, dc)
             else:
-                total += weight[k] * cauchy_integral(self.coef, sig[k])
+                total += weight[k] * cauchy_integral(self.coef, sig[k], ends=e)
         return (total, dtotal) if derivative else total
 
     def _dweight(self, z, sig, weight, c, dc):
@@ -761,7 +785,17 @@ class Representation:
         return self._quad[extra]
 
     def cauchy(self, z, derivative=False):
-        """``int f(x)/(z - x) dx`` (and the derivative) for a 1-d complex array."""
+        """``int f(x)/(z - x) dx`` (and the derivative) for a 1-d complex array.
+
+        A real ``z`` is read at ``z + i * JUNCTION_OFFSET * width`` (the boundary
+        value from above): next to the junction of two panels each panel's
+        logarithm nearly diverges and the two cancel, which needs the side of
+        the cut that a real float cannot carry.
+        """
+        z = np.asarray(z, dtype=complex)
+        if self.panels:
+            width = self.ends[-1] - self.starts[0]
+            z = np.where(z.imag == 0, z + 1j * JUNCTION_OFFSET * width, z)
         total = np.zeros(z.shape, dtype=complex)
         dtotal = np.zeros(z.shape, dtype=complex)
         for p in self.panels:

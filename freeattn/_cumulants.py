@@ -1,4 +1,4 @@
-"""Moments, free cumulants and power-series reversion (theory eqs. (8.3)-(8.5)).
+"""Moments, free cumulants and power-series reversion (theory eqs. (8.2)-(8.5)).
 
 All conversions are ``O(K**3)`` on BLAS matrix-vector products of lower
 triangular Toeplitz matrices (``K`` = order), so order 600 takes a fraction of
@@ -61,7 +61,7 @@ def free_cumulants_to_moments(kappa):
 
     Uses Lagrange inversion of ``M(z) = 1 + R(z M(z))``,
     ``R(w) = sum_s kappa_s w**s``: ``m_n = [w**n] (1 + R(w))**(n+1) / (n + 1)``
-    (theory eq. (8.4)).
+    (theory eq. (8.3)).
 
     Parameters
     ----------
@@ -149,7 +149,7 @@ def _series_inverse(a):
 def moments_to_free_cumulants(moments):
     """Free cumulants ``kappa_1 .. kappa_K`` from moments ``m_1 .. m_K``.
 
-    Inverts ``M(z) = 1 + R(z M(z))`` (theory eq. (8.4)): with
+    Inverts ``M(z) = 1 + R(z M(z))`` (theory eq. (8.3)): with
     ``y(z) = z M(z)`` and its inverse ``z(y)``, ``1 + R(y) = y / z(y)``.
 
     Parameters

@@ -95,6 +95,11 @@ class PointMasses(SpectralLaw):
             return -(self.weights[None, :] / (z[:, None] - self.values[None, :]) ** 2).sum(
                 axis=1)
 
+    def _mp_stieltjes(self, z):
+        import mpmath
+        return mpmath.fsum(mpmath.mpf(float(w)) / (z - mpmath.mpf(float(a)))
+                           for a, w in zip(self.values, self.weights))
+
     def _moments_exact(self, kmax):
         scale = max(float(np.abs(self.values).max()), np.finfo(float).tiny)
         ks = np.arange(kmax + 1)
@@ -219,6 +224,14 @@ class Semicircle(SpectralLaw):
         big = z + sq
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(np.abs(big) >= np.abs(z - sq), 2.0 / big, (z - sq) / (2.0 * v))
+
+    def _mp_stieltjes(self, z):
+        import mpmath
+        v = mpmath.mpf(self.variance)
+        r = 2 * mpmath.sqrt(v)
+        sq = mpmath.sqrt(z - r) * mpmath.sqrt(z + r)
+        big, small = z + sq, z - sq
+        return 2 / big if abs(big) >= abs(small) else small / (2 * v)
 
     def _stieltjes_derivative(self, z):
         g = self._stieltjes_exact(z)
@@ -347,6 +360,15 @@ class MarchenkoPastur(SpectralLaw):
             # Two forms of the same root (product of the roots is 1/(c v z)); the one
             # without cancellation, the second next to the pole of the atom at 0.
             return np.where(np.abs(big) >= np.abs(small), 2.0 / big, small / (2.0 * c * v * z))
+
+    def _mp_stieltjes(self, z):
+        import mpmath
+        v, c = mpmath.mpf(self.variance), mpmath.mpf(self.ratio)
+        lo, hi = v * (1 - mpmath.sqrt(c)) ** 2, v * (1 + mpmath.sqrt(c)) ** 2
+        sq = mpmath.sqrt(z - lo) * mpmath.sqrt(z - hi)
+        b = z - v * (1 - c)
+        big, small = b + sq, b - sq
+        return 2 / big if abs(big) >= abs(small) else small / (2 * c * v * z)
 
     def _stieltjes_derivative(self, z):
         # c v z G**2 - (z - v(1-c)) G + 1 = 0 differentiated in z.

@@ -24,7 +24,7 @@ class SolverOptions:
     branch_rtol : float
         Relative residual of the defining (subordination) equation, evaluated
         with the constituents' true-branch transforms, below which a root is
-        accepted (theory eq. (8.9)).  Roots of other sheets have residuals of
+        accepted (theory eq. (8.10)).  Roots of other sheets have residuals of
         order one; nearly double roots at a soft edge lose about half the
         digits, hence ``sqrt(eps)``-scale slack.
     newton_rtol : float

@@ -72,6 +72,11 @@ REAL_CRITICAL_RTOL = 1e-7
 CONTINUATION_FACTOR = 0.25
 CONTINUATION_FLOOR = 1e-7
 
+#: Secant steps of ``mpmath.findroot`` in the arbitrary-precision path (it
+#: starts from the float solution, so a few dozen suffice; the margin covers
+#: starts next to a hard edge, where the float point has few correct digits).
+MP_MAX_STEPS = 200
+
 #: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
 #: the inverse map counts as not positive in the generic support search.
 DPHI_FLOOR = 1e-10
@@ -304,7 +309,7 @@ def multiplicative_atoms(a_atoms, b_atoms):
 
 
 def additive_moments(a, b, kmax):
-    """Moments of ``a ⊞ b`` from ``kappa(a) + kappa(b)`` (eq. (8.4)), normalized."""
+    """Moments of ``a ⊞ b`` from ``kappa(a) + kappa(b)`` (eqs. (8.2)-(8.3)), normalized."""
     sa, ma = a._scaled_moments(kmax)
     sb, mb = b._scaled_moments(kmax)
     scale = sa + sb
@@ -321,11 +326,12 @@ def additive_moments(a, b, kmax):
 
 
 def multiplicative_moments(a, b, kmax):
-    """Moments of ``a ⊠ b`` (theory eq. (8.5)).
+    """Moments of ``a ⊠ b`` (theory eqs. (8.4)-(8.5)).
 
-    For ``a`` a Marchenko-Pastur law ``MP(v, c)`` the law is compound free
-    Poisson: ``kappa_n = c**(n-1) v**n m_n(b)`` (eq. (5.8)).  Otherwise
-    ``chi_{a⊠b}(w) = chi_a(w) chi_b(w) (1 + w)/w`` by series reversion.
+    For ``a`` a Marchenko-Pastur law ``MP(v, c)`` the companion law is compound
+    free Poisson, ``kappa_n = c v**n m_n(b)``, and ``m_n = m_n(companion)/c``
+    (eq. (5.8)).  Otherwise ``chi_{a⊠b}(w) = chi_a(w) chi_b(w) (1 + w)/w`` by
+    series reversion.
     """
     from ._elementary import MarchenkoPastur
 
@@ -337,8 +343,9 @@ def multiplicative_moments(a, b, kmax):
         v, c = a.variance, a.ratio
         scale = v * sb * (1.0 + math.sqrt(c)) ** 2
         n = np.arange(1, kmax + 1)
-        kappa = c ** (n - 1.0) * (v * sb / scale) ** n * mb[1:]
+        kappa = c * (v * sb / scale) ** n * mb[1:]
         m = free_cumulants_to_moments(kappa)
+        m[1:] /= c
         return (scale, m) if np.all(np.isfinite(m)) else None
     if kmax > MAX_REVERSION_ORDER:
         return None
@@ -1132,6 +1139,49 @@ class SubordinationLaw(SpectralLaw):
     def _moments_exact(self, kmax):
         return self.level.moments(self.constituent, kmax)
 
+    def _tau(self, z):
+        """Float outermost subordination point at each ``z`` (1-d)."""
+        if isinstance(self._solver, RationalSolver):
+            t, _ = self._solver.solve(z)
+            return self._solver.curve.stages(t, derivatives=False)[0][-2]
+        return self._solver.solve(z)[0]
+
+    def _mp_stieltjes(self, z):
+        """Solve ``Phi(tau) = z`` with ``mpmath.findroot`` (eq. (8.10)) at the working precision.
+
+        Started from the float solution (or, when that fails, from the
+        continuation of the float solver at ``Re z + i``), it is an
+        independent solve of the transcendental equation with the
+        constituent's arbitrary-precision transform; the residual is checked
+        against ``mp_tolerance`` of the working precision.
+        """
+        import mpmath
+        from ._tolerances import mp_tolerance
+
+        phi = self.level.mp(mpmath)
+        b = self.constituent
+        zc = complex(z)
+        try:
+            start = complex(self._tau(np.array([zc]))[0])
+        except ConvergenceError:
+            start = complex(self._tau(np.array([complex(zc.real, max(zc.imag, 1.0))]))[0])
+
+        def f(tau):
+            return phi(tau, b._mp_stieltjes(tau))[0] - z
+
+        tau = mpmath.findroot(f, mpmath.mpc(start.real, start.imag), verify=False,
+                              maxsteps=MP_MAX_STEPS)
+        tol = mp_tolerance(mpmath.mp.dps) * (abs(z) + abs(tau))
+        res = abs(f(tau))
+        # Next to an edge the root is nearly double and its imaginary part is
+        # only sqrt(tol)-accurate.
+        if res > tol or tau.imag < -mpmath.sqrt(tol) * abs(tau):
+            raise ConvergenceError(
+                f"mpmath subordination solve at z={complex(z)!r}: residual {float(res):.3e} "
+                f"(tolerance {float(tol):.1e}), tau={complex(tau)!r}", point=complex(z),
+                residual=float(res), tolerance=float(tol))
+        return phi(tau, b._mp_stieltjes(tau))[1]
+
     def _r_transform(self):
         if self.level.kind != "R":
             return None
@@ -1495,6 +1545,21 @@ class _NumericalTransform:
 
     def __call__(self, x):
         return self.value_and_derivative(x)[0]
+
+    def mp_callable(self, mpmath):
+        """The transform at the working precision: ``findroot`` on the law's mp transform."""
+        law = self.law
+
+        def h(y):
+            g = law._mp_stieltjes(y)
+            return g if self.kind == "R" else y * g
+
+        def f(x):
+            target = x if self.kind == "R" else 1 + x
+            start = complex(self._invert(np.array([complex(x)]))[0])
+            y = mpmath.findroot(lambda yy: h(yy) - target, mpmath.mpc(start.real, start.imag))
+            return y - 1 / x if self.kind == "R" else (1 + x) / (x * y)
+        return f
 
     def at_zero(self):
         """``R(0) = m_1`` or ``S(0) = 1/m_1``."""

@@ -19,6 +19,11 @@ __all__ = ["AffineLaw", "SingularValueLaw", "affine"]
 #: support, and the singular-value law's transform is taken from its representation.
 _TINY_SQ = 1e-280
 
+#: Digits of the working precision kept below the offset ``eta`` at which the
+#: squared law's boundary value is taken in the mpmath path (the density at
+#: ``x + i eta`` differs from the boundary value by O(eta)).
+MP_AXIS_DIGITS = 5
+
 
 def _finite_scalar(value, name):
     from ._elementary import _real_scalar
@@ -113,6 +118,14 @@ class AffineLaw(SpectralLaw):
         if self.scale > 0:
             return self.base._stieltjes(w) / self.scale
         return np.conj(self.base._stieltjes(np.conj(w))) / self.scale
+
+    def _mp_stieltjes(self, z):
+        import mpmath
+        a, s = mpmath.mpf(self.shift), mpmath.mpf(self.scale)
+        w = (z - a) / s
+        if self.scale > 0:
+            return self.base._mp_stieltjes(w) / s
+        return mpmath.conj(self.base._mp_stieltjes(mpmath.conj(w))) / s
 
     def _stieltjes_derivative(self, z):
         return self._stieltjes_pair(z)[1]
@@ -217,7 +230,7 @@ class SingularValueLaw(SpectralLaw):
 
     def _pdf_closed(self, s):
         out = np.zeros(s.shape)
-        pos = (s > 0) & np.isfinite(s)
+        pos = (s > 0) & (s <= math.sqrt(self._sq.support()[1]))
         if pos.any():
             out[pos] = 2.0 * s[pos] * np.asarray(self._sq.pdf(s[pos] ** 2), dtype=float)
         zero = s == 0
@@ -285,6 +298,27 @@ class SingularValueLaw(SpectralLaw):
         if (~right).any():
             g[~right], dg[~right] = self._representation_pair(z[~right])
         return g, dg
+
+    def _mp_stieltjes(self, z):
+        """Eq. (8.17) at the working precision: ``2 z G_x(z**2) + G_s(-z)`` for
+        ``Re z >= 0``, with ``G_s(-z)`` by tanh-sinh quadrature of the density
+        (``-z`` is at least ``|z|`` from the support, so the integrand is smooth)."""
+        if z.real < 0:
+            return SpectralLaw._mp_stieltjes(self, z)
+        return 2 * z * self._sq._mp_stieltjes(z * z) + SpectralLaw._mp_stieltjes(self, -z)
+
+    def _mp_density_function(self):
+        """``f_s(s) = 2 s f_x(s**2)`` with the squared law's boundary value at the working
+        precision (its ``_mp_stieltjes`` just above the axis)."""
+        import mpmath
+
+        sq = self._sq
+
+        def dens(s):
+            eta = mpmath.mpf(10) ** (-(mpmath.mp.dps - MP_AXIS_DIGITS)) * sq._scale()
+            g = sq._mp_stieltjes(mpmath.mpc(s * s, eta))
+            return 2 * s * max(-g.imag / mpmath.pi, 0)
+        return dens
 
     def _representation_pair(self, z):
         return (self._stieltjes_from_representation(z),

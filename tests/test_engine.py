@@ -1,0 +1,482 @@
+"""Tests of the law engine (freeattn._subordination, _elementary, _cumulants,
+_transforms) and of the algebra of theory/05_fixed_point.md, 06_edges.md and
+08_laws.md -- symbolically with sympy where the statement is an identity,
+numerically against closed forms or independent solves otherwise."""
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import freeattn
+from freeattn import (ConvergenceError, attention_law, free_additive, free_multiplicative,
+                      marchenko_pastur, point_masses, sample_covariance, semicircle)
+from freeattn._cumulants import series_reversion
+from freeattn._subordination import GenericSolver, RationalSolver, SubordinationLaw
+
+a, b, lam, z, u, c, t, M = sp.symbols("a b lambda z u c t M")
+
+
+def _attention_normalized(beta, gamma, options=None):
+    return attention_law(beta, gamma, options=options).squared().normalized
+
+
+# --------------------------------------------------------------------------- #
+# Section 5: the Silverstein equation and the attention population
+# --------------------------------------------------------------------------- #
+
+def test_silverstein_inverse_form_eq_5_3():
+    """eq. (5.3): z = -1/mbar + c int t dH/(1 + t mbar) with u = -1/mbar becomes
+    z = u(1-c) - c u^2 m_H(u), checked for a two-atom H with sympy; and it is the
+    S-level of eq. (8.9) with S(w) = 1/(1 + c w), m_H = -G_H."""
+    t1, t2, w1 = sp.symbols("t1 t2 w1", positive=True)
+    mbar = -1 / u
+    standard = -1 / mbar + c * (w1 * t1 / (1 + t1 * mbar) + (1 - w1) * t2 / (1 + t2 * mbar))
+    m_h = w1 / (t1 - u) + (1 - w1) / (t2 - u)
+    assert sp.simplify(standard - (u * (1 - c) - c * u ** 2 * m_h)) == 0
+    w = u * (-m_h) - 1
+    s_level = u * (1 + c * w)                    # tau / S(w) with S = 1/(1 + c w)
+    assert sp.simplify(s_level - (u * (1 - c) - c * u ** 2 * m_h)) == 0
+
+
+def test_mbar_relation_eq_5_2():
+    """eq. (5.2): the engine's sample_covariance(delta_1, c = 2) is MP with an atom
+    1/2 at 0: its transform solves c z m^2 + (z + c - 1) m + 1 = 0 with m = -G
+    (Bai & Silverstein 2010, eq. 3.1.1; atol 1e-12), and mbar = -(1-c)/z + c m lies in C+."""
+    law = sample_covariance(point_masses([1.0]), 2.0)
+    zz = np.array([1.0 + 0.5j, 3.0 + 0.1j, -1.0 + 2.0j])
+    m = -law.stieltjes(zz)
+    np.testing.assert_allclose(2 * zz * m * m + (zz + 1) * m + 1, 0, atol=1e-12)
+    mbar = -(1 - 2.0) / zz + 2.0 * m
+    assert np.all(m.imag > 0) and np.all(mbar.imag > 0)
+
+
+def test_mp_population_transform_eq_5_5():
+    """eq. (5.5): M(w) = -G_MP(w) solves lambda w M^2 + (w + lambda - 1) M + 1 = 0,
+    behaves as -1/w, and equals the integral of the MP density (scipy quad, rtol 1e-9)."""
+    from scipy.integrate import quad
+
+    mp = marchenko_pastur(1.0, 2.5)
+    lo, hi = mp.intervals()[0]
+    w = np.array([0.7 + 0.3j, 5.0 + 0.01j, -2.0 + 1.0j, 1e6 + 1.0j])
+    mw = -mp.stieltjes(w)
+    np.testing.assert_allclose(2.5 * w * mw ** 2 + (w + 1.5) * mw + 1, 0, atol=1e-12)
+    assert abs(mw[-1] * w[-1] + 1) < 1e-5
+    w0 = 2.0 + 0.5j
+    re = quad(lambda x: (mp.pdf(x) / (x - w0)).real, lo, hi, epsabs=1e-13)[0]
+    im = quad(lambda x: (mp.pdf(x) / (x - w0)).imag, lo, hi, epsabs=1e-13)[0]
+    atom = (1 - 1 / 2.5) / (0 - w0)
+    assert -mp.stieltjes(w0) == pytest.approx(re + 1j * im + atom, rel=1e-9)
+
+
+def test_quartic_form_eq_5_6():
+    """eq. (5.6): inserting M = b R/(c u^2) into the MP quadratic at w = (u-a)/b
+    gives the quartic (sympy); the engine's Stieltjes-branch root, mapped to the
+    outermost subordination point u, solves the c = 1 quartic at random points
+    (relative residual 1e-13)."""
+    r = u * (1 - c) - z
+    mm = b * r / (c * u ** 2)
+    w = (u - a) / b
+    quad_ = lam * w * mm ** 2 + (w + lam - 1) * mm + 1
+    quartic = (lam * b * (u - a) * r ** 2 + (u - a + b * (lam - 1)) * c * r * u ** 2
+               + c ** 2 * u ** 4)
+    assert sp.simplify(quad_ * c ** 2 * u ** 4 - quartic) == 0
+    c1 = (u ** 4 - z * u ** 3 - (b * (lam - 1) - a) * z * u ** 2 + lam * b * z ** 2 * u
+          - lam * a * b * z ** 2)
+    assert sp.expand(quartic.subs(c, 1) - c1) == 0
+    law = sample_covariance(marchenko_pastur(1.0, 4.0).affine(0.3, 0.7), 1.0)
+    assert law._curve().degree == 4                    # the quartic, in the leaf variable
+    zz = np.array([0.5 + 0.2j, 2.0 + 0j, 7.0 + 1e-3j])
+    uu = law._tau(zz)
+    val = (uu ** 4 - zz * uu ** 3 - (0.7 * 3 - 0.3) * zz * uu ** 2 + 4 * 0.7 * zz ** 2 * uu
+           - 4 * 0.3 * 0.7 * zz ** 2)
+    scale = np.abs(uu) ** 4 + np.abs(zz) * np.abs(uu) ** 3 + np.abs(zz) ** 2
+    assert np.all(np.abs(val) / scale < 1e-13)
+
+
+def test_branch_selection_eq_5_7_eq_8_10():
+    """eqs. (5.7) and (8.10): of the roots of the tower polynomial the selected one
+    has every subordination point in the closed upper half-plane and solves the
+    equation; every other root has a subordination point below the axis or is
+    not a root of the true-branch equation; with the admissible root removed the
+    selection raises ConvergenceError quoting the residual."""
+    law = _attention_normalized(0.9, 0.1)
+    solver = law._solver
+    assert isinstance(solver, RationalSolver)
+    zz = np.array([0.5 + 0.0j, 2.0 + 0.3j, 5.0 + 1e-3j])
+    t_best, _ = solver.solve(zz)
+    coeffs = solver.num[:, None] - zz[None, :] * solver.den[:, None]
+    from freeattn._rational import batched_roots
+    roots = batched_roots(coeffs)
+    for k in range(zz.size):
+        others = roots[:, k][np.abs(roots[:, k] - t_best[k]) > 1e-6 * abs(t_best[k])]
+        stages = solver.curve.stages(others, derivatives=False)[0]
+        min_im = np.min([np.imag(others)] + [np.imag(s) for s in stages[:-1]], axis=0)
+        assert np.all(min_im < 0)
+        best_stages = solver.curve.stages(np.array([t_best[k]]), derivatives=False)[0]
+        assert all(np.imag(s[0]) >= -1e-12 * abs(s[0]) for s in best_stages[:-1])
+    wrong = np.stack([roots[:, 1][np.abs(roots[:, 1] - t_best[1]) > 1e-6]]).T
+    with pytest.raises(ConvergenceError, match="residual") as info:
+        solver._select(wrong, zz[1:2])
+    assert info.value.residual is not None
+
+
+def test_free_cumulants_eq_5_8_5_9_narayana_eq_5_10():
+    """eqs. (5.8), (5.9) and (5.10): with kappa_k = c^(k-1) (H = delta_1) the moment-cumulant
+    relation gives the Narayana polynomials (MP moments), exact in sympy; the MP
+    law's float moments equal them at c = 3 (rtol 1e-14)."""
+    cc = sp.Symbol("c")
+    m = freeattn.free_cumulants_to_moments([cc ** (k - 1) for k in range(1, 6)])
+    narayana = [1] + [sum(cc ** r * sp.binomial(j, r) * sp.binomial(j - 1, r) / (r + 1)
+                          for r in range(j)) for j in range(1, 6)]
+    assert all(sp.expand(x - y) == 0 for x, y in zip(m, narayana))
+    expected = [float(sp.sympify(x).subs(cc, 3)) for x in narayana[:5]]
+    np.testing.assert_allclose(marchenko_pastur(1.0, 3.0).moments(4), expected, rtol=1e-14)
+
+
+def _series_moments(kmax):
+    """Moments from the power series of (5.6) at z = oo: m = -sum m_k z^(-k-1)."""
+    y = sp.Symbol("y")                                  # y = 1/z
+    ms = sp.symbols(f"m1:{kmax + 1}")
+    mser = -(y + sum(ms[k - 1] * y ** (k + 1) for k in range(1, kmax + 1)))
+    expr = sp.expand(lam * a * b * mser ** 4 + lam * b * mser ** 3
+                     - (a - b * (lam - 1)) * y * mser ** 2 - y * mser - y ** 2)
+    sol = {}
+    for order in range(3, kmax + 3):
+        coeff = sp.expand(expr.coeff(y, order)).subs(sol)
+        unknown = ms[order - 3]
+        sol[unknown] = sp.solve(coeff, unknown)[0]
+    return [sp.simplify(sol[ms[k]]) for k in range(kmax)]
+
+
+def test_moments_from_series_eq_5_11_5_12_5_13():
+    """eqs. (5.11), (5.12) and (5.13): the series of (5.6) at infinity gives m1 = theta1,
+    m2 = 2 theta1^2 + beta^4/gamma, m3 = 5 theta1^3 + 6 theta1 beta^4/gamma +
+    beta^6/gamma^2 (theta1 = a + b, b = beta^2, lambda = 1/gamma), equal to the
+    free-cumulant moments (exact in sympy) and to the engine's moments (rtol 1e-13)."""
+    m1, m2, m3, m4 = _series_moments(4)
+    th = a + b
+    assert sp.simplify(m1 - th) == 0
+    assert sp.simplify(m2 - (2 * th ** 2 + lam * b ** 2)) == 0
+    assert sp.simplify(m3 - (5 * th ** 3 + 6 * lam * b ** 2 * th + lam ** 2 * b ** 3)) == 0
+    h = [sp.Integer(1)] + [sp.expand(sum(sp.binomial(k, j) * a ** (k - j) * b ** j
+                                         * (1 if j == 0 else sum(lam ** r * sp.binomial(j, r)
+                                                                 * sp.binomial(j - 1, r) / (r + 1)
+                                                                 for r in range(j)))
+                                         for j in range(k + 1))) for k in range(1, 5)]
+    fc = freeattn.free_cumulants_to_moments(h[1:])
+    for k, mk in enumerate((m1, m2, m3, m4), start=1):
+        assert sp.simplify(fc[k] - mk) == 0
+    law = sample_covariance(marchenko_pastur(1.0, 2.0).affine(0.3, 0.7), 1.0)
+    vals = {a: 0.3, b: 0.7, lam: 2.0}
+    for k, mk in enumerate((m1, m2, m3, m4), start=1):
+        assert law.moment(k) == pytest.approx(float(mk.subs(vals)), rel=1e-13)
+
+
+def test_beta_to_zero_limit_eq_5_14_fuss_catalan():
+    """eq. (5.14): a = 0, b = 1 in the m-form of (5.6) gives
+    lambda z^2 G^3 + (1-lambda) z G^2 - z G + 1 = 0 (G = -m); at lambda = 1 its
+    series has the Fuss-Catalan moments 1, 3, 12, 55 (Banica et al. 2011), which
+    the engine's MP(1,1) ⊠ MP(1,1) reproduces (rtol 1e-13)."""
+    mm = sp.Symbol("m")
+    mform = (lam * a * b * z ** 2 * mm ** 4 + lam * b * z ** 2 * mm ** 3
+             - (a - b * (lam - 1)) * z * mm ** 2 - z * mm - 1)
+    g = sp.Symbol("G")
+    reduced = sp.expand(-mform.subs({a: 0, b: 1}).subs(mm, -g))
+    assert sp.expand(reduced - (lam * z ** 2 * g ** 3 + (1 - lam) * z * g ** 2 - z * g + 1)) == 0
+    fc = _series_moments(4)
+    assert [sp.simplify(x.subs({a: 0, b: 1, lam: 1})) for x in fc] == [1, 3, 12, 55]
+    prod = free_multiplicative(marchenko_pastur(1.0, 1.0), marchenko_pastur(1.0, 1.0))
+    np.testing.assert_allclose(prod.moments(4)[1:], [1, 3, 12, 55], rtol=1e-13)
+
+
+# --------------------------------------------------------------------------- #
+# Section 6: edges
+# --------------------------------------------------------------------------- #
+
+def test_parametrisation_and_edge_cubic_eq_6_2_6_3():
+    """eqs. (6.2) and (6.3): w(t) inverts the MP quadratic, and for c = 1 the numerator
+    of dx/dt is -u times the cubic (6.3) over t (lambda t + 1)^2; sympy."""
+    w = -((lam - 1) * t + 1) / (t * (lam * t + 1))
+    assert sp.simplify(lam * w * t ** 2 + (w + lam - 1) * t + 1) == 0
+    uu = a + b * w
+    x = -uu ** 2 * t / b
+    cubic = (2 * b * (lam * (lam - 1) * t ** 2 + 2 * lam * t + 1) + a * t * (lam * t + 1) ** 2
+             - b * ((lam - 1) * t + 1) * (lam * t + 1))
+    assert sp.simplify(sp.diff(x, t) + uu * cubic / (b * t * (lam * t + 1) ** 2)) == 0
+
+
+def test_edges_are_critical_values_of_the_cubic_eq_6_3_eq_8_12():
+    """eqs. (6.3) and (8.12): the engine's edges (critical points of the tower map in
+    the leaf variable) are the critical values x(t) of the cubic (6.3), computed
+    here independently with numpy.roots (rtol 1e-12), for a split support."""
+    from freeattn._coefficients import linear_coefficients
+
+    co = linear_coefficients(0.5)
+    aa, bb, ll = co.alpha2 / co.theta1, co.theta2 / co.theta1, 10.0
+    law = _attention_normalized(0.5, 0.1)
+    cubic = np.polynomial.polynomial.Polynomial(
+        2 * bb * np.array([1, 2 * ll, ll * (ll - 1)])) + np.polynomial.polynomial.Polynomial(
+        [0, aa]) * np.polynomial.polynomial.Polynomial([1, ll]) ** 2 - bb * (
+        np.polynomial.polynomial.Polynomial([1, ll - 1]) * np.polynomial.polynomial.Polynomial(
+            [1, ll]))
+    values = []
+    for tt in cubic.roots():
+        if abs(tt.imag) > 1e-9:
+            continue
+        tt = tt.real
+        ww = -((ll - 1) * tt + 1) / (tt * (ll * tt + 1))
+        values.append(-(aa + bb * ww) ** 2 * tt / bb)
+    edges = sorted(v for iv in law.intervals() for v in iv if v > 0)
+    for e in edges:
+        assert min(abs(e - v) for v in values) <= 1e-12 * e
+
+
+def test_support_complement_eq_6_1_eq_8_11():
+    """eqs. (6.1) and (8.11): real u off supp H with x'(u) > 0 map outside the
+    support, and points inside the support have density > 0 (beta = 0.5,
+    gamma = 0.1, split support)."""
+    law = _attention_normalized(0.5, 0.1)
+    pop = law.constituent
+    iv = law.intervals()
+    assert len(iv) == 2
+    (lo_h, hi_h), = pop.intervals()
+    atom = pop.atoms()[0][0]
+    uu = np.concatenate([np.linspace(atom * 1.001, lo_h * 0.999, 400),
+                         np.linspace(hi_h * 1.001, 30 * hi_h, 400)])
+    xu = (uu ** 2 * pop.stieltjes(uu + 0j)).real
+    dx = np.gradient(xu, uu)
+    inc = xu[dx > 0]
+    for lo, hi in iv:
+        assert not np.any((inc > lo + 1e-9) & (inc < hi - 1e-9))
+    mids = np.array([0.5 * (lo + hi) for lo, hi in iv])
+    assert np.all(law.pdf(mids) > 0)
+
+
+def test_gap_classification_eq_6_4():
+    """eq. (6.4): density(midpoint) * width > 1e-13 exactly for the gaps between
+    consecutive edges that the engine puts inside the support (it finds them
+    from eq. (8.11), not from the density)."""
+    law = _attention_normalized(0.5, 0.1)
+    edges = sorted({v for iv in law.intervals() for v in iv})
+    inside = set(law.intervals())
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        classified = law.pdf(0.5 * (lo + hi)) * (hi - lo) > 1e-13
+        assert classified == ((lo, hi) in inside)
+
+
+def test_hard_edge_coefficient_eq_6_6():
+    """eq. (6.6): u = kappa sqrt(z) in the quartic gives kappa^4 - (b(lambda-1) - a)
+    kappa^2 - lambda a b = 0 at order z^2 (sympy); sqrt(x) f(x) -> 1/(pi |kappa|)
+    numerically (rtol 1e-6 at x = 1e-14, and from the panel's edge value to 1e-12);
+    MP value 1/pi."""
+    k, zz = sp.symbols("kappa zeta", positive=True)
+    quartic = (u ** 4 - z * u ** 3 - (b * (lam - 1) - a) * z * u ** 2 + lam * b * z ** 2 * u
+               - lam * a * b * z ** 2)
+    lead = sp.expand(quartic.subs({u: k * zz, z: zz ** 2})).coeff(zz, 4)
+    assert sp.expand(lead - (k ** 4 - (b * (lam - 1) - a) * k ** 2 - lam * a * b)) == 0
+    aa, bb, ll = 0.4, 0.6, 3.0
+    law = sample_covariance(marchenko_pastur(1.0, ll).affine(aa, bb), 1.0)
+    s = bb * (ll - 1) - aa
+    k2 = (s - np.hypot(s, 2 * np.sqrt(ll * aa * bb))) / 2
+    coef = 1 / (np.pi * np.sqrt(-k2))
+    x = 1e-14
+    assert np.sqrt(x) * law.pdf(x) == pytest.approx(coef, rel=1e-6)
+    assert law._edge_coefficient() == pytest.approx(coef, rel=1e-12)
+    assert marchenko_pastur(1.0, 1.0)._edge_coefficient() == pytest.approx(1 / np.pi, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- #
+# Section 8: the composable engine
+# --------------------------------------------------------------------------- #
+
+def test_conventions_eq_8_1():
+    """eq. (8.1): G ~ 1/z at infinity, Im G < 0 above the axis, and the density is
+    -Im G(x + i0)/pi (rtol 1e-12) for a composed law."""
+    law = free_additive(semicircle(1.0), marchenko_pastur(1.0, 0.5))
+    assert law.stieltjes(1e8 + 1e8j) * (1e8 + 1e8j) == pytest.approx(1.0, rel=1e-7)
+    zz = np.array([0.3 + 1e-3j, -1.0 + 2.0j, 5.0 + 0.5j])
+    assert np.all(law.stieltjes(zz).imag < 0)
+    x = np.linspace(*law.intervals()[0], 9)[1:-1]
+    np.testing.assert_allclose(-law.stieltjes(x + 0j).imag / np.pi, law.pdf(x), rtol=1e-12)
+
+
+def test_free_cumulants_add_and_lagrange_eq_8_2_eq_8_3():
+    """eqs. (8.2) and (8.3): free cumulants add under ⊞ (semicircle(1) ⊞ MP(1, 0.5):
+    kappa_2 = 1 + 0.5, kappa_n = c^(n-1) for MP, exact to rtol 1e-12), and
+    moments <-> cumulants by Lagrange inversion round-trip at order 60: rtol 1e-12
+    for the first ten, atol 1e-12 for all (the conversion is ill-conditioned at
+    high order: small cumulants are differences of moments of size 1)."""
+    law = free_additive(semicircle(1.0), marchenko_pastur(1.0, 0.5))
+    kappa = law.free_cumulants(6)
+    expected = np.array([0.5 ** (n - 1) for n in range(1, 7)])
+    expected[1] += 1.0
+    np.testing.assert_allclose(kappa, expected, rtol=1e-12, atol=1e-14)
+    rng = np.random.default_rng(3)
+    kap = rng.uniform(-0.3, 0.3, 60) / 2.0 ** np.arange(60)
+    m = freeattn.free_cumulants_to_moments(kap)
+    back = freeattn.moments_to_free_cumulants(m[1:])
+    np.testing.assert_allclose(back[:10], kap[:10], rtol=1e-12)
+    np.testing.assert_allclose(back, kap, rtol=0, atol=1e-12)
+
+
+def test_s_transform_and_reversion_eq_8_4_eq_8_5():
+    """eqs. (8.4) and (8.5): series reversion inverts (f(g(w)) = w to order 12,
+    atol 1e-12: the composition check itself cancels terms of size 1e3), and MP(1, 0.5) ⊠ MP(1, 0.25) has the moments of the product of
+    the S-transforms 1/(1 + 0.5 w) * 1/(1 + 0.25 w) (closed-form check of chi,
+    rtol 1e-12)."""
+    f = np.array([1.0, 0.5, -0.25, 0.1] + [0.0] * 16)
+    g = series_reversion(f)
+    fp = np.polynomial.polynomial.Polynomial(np.concatenate([[0.0], f]))
+    gp = np.polynomial.polynomial.Polynomial(np.concatenate([[0.0], g]))
+    comp = fp(gp).coef[:13]
+    expected = np.zeros(13)
+    expected[1] = 1.0
+    np.testing.assert_allclose(comp, expected, atol=1e-12)
+    law = free_multiplicative(marchenko_pastur(1.0, 0.5), marchenko_pastur(1.0, 0.25))
+    m = law.moments(5)
+    # chi(w) = S(w) w/(1 + w) with S = 1/((1 + 0.5 w)(1 + 0.25 w)); psi = chi^{-1}.
+    w = sp.Symbol("w")
+    chi = w / ((1 + w) * (1 + w / 2) * (1 + w / 4))
+    series = sp.series(chi, w, 0, 7).removeO()
+    coef = [float(series.coeff(w, k)) for k in range(1, 7)]
+    psi = series_reversion(coef)
+    np.testing.assert_allclose(m[1:], psi[:5], rtol=1e-12)
+
+
+def test_elementary_closed_forms_eq_8_6():
+    """eq. (8.6): semicircle G and moments (Catalan), MP R- and S-transforms, the
+    MP leaf parametrization t = 1/G: z(t) = t (t + v(1-c))/(t - cv) maps the
+    transform back (rtol 1e-13)."""
+    sc = semicircle(2.0)
+    zz = np.array([0.5 + 0.5j, 3.0 + 0.1j])
+    g = sc.stieltjes(zz)
+    np.testing.assert_allclose(2.0 * g * g - zz * g + 1, 0, atol=1e-13)
+    np.testing.assert_allclose(sc.moments(6)[::2], [1, 2, 2 * 4, 5 * 8], rtol=1e-13)
+    v, cc = 1.5, 0.4
+    mp = marchenko_pastur(v, cc)
+    g = mp.stieltjes(zz)
+    tt = 1 / g
+    np.testing.assert_allclose(tt * (tt + v * (1 - cc)) / (tt - cc * v), zz, rtol=1e-13)
+    r = mp._r_transform()
+    np.testing.assert_allclose(r(g) + 1 / g, zz, rtol=1e-13)
+    assert r.at_zero() == pytest.approx(v) and mp._s_transform().at_zero() == pytest.approx(1 / v)
+
+
+def test_levels_eq_8_7_eq_8_8_eq_8_9():
+    """eqs. (8.7)-(8.9): the affine level maps G (rtol 1e-13); the R-level of a
+    semicircle over point masses satisfies G(z) = G_b(z - v G(z)) (Biane); the
+    S-level satisfies z G(z) = tau G_b(tau) with z = tau/S(tau G_b(tau) - 1)."""
+    base = marchenko_pastur(1.0, 0.5)
+    aff = base.affine(2.0, 3.0)
+    zz = np.array([4.0 + 0.3j, 9.0 + 2j])
+    np.testing.assert_allclose(aff.stieltjes(zz), base.stieltjes((zz - 2.0) / 3.0) / 3.0,
+                               rtol=1e-13)
+    pm = point_masses([-1.0, 2.0], [0.3, 0.7])
+    add = free_additive(semicircle(0.5), pm)
+    g = add.stieltjes(zz)
+    np.testing.assert_allclose(g, pm.stieltjes(zz - 0.5 * g), rtol=1e-12)
+    mul = sample_covariance(pm.affine(3.0, 1.0), 0.3)
+    tau = mul._tau(zz)
+    gb = mul.constituent.stieltjes(tau)
+    np.testing.assert_allclose(zz * mul.stieltjes(zz), tau * gb, rtol=1e-12)
+    np.testing.assert_allclose(tau * (1 + 0.3 * (tau * gb - 1)), zz, rtol=1e-12)
+
+
+def test_generic_path_matches_rational_path_eq_8_10():
+    """eq. (8.10): the generic solver (Newton with continuation, no polynomial)
+    and the rational tower give the same transform (rtol 1e-11) on the support,
+    off it and above the axis, and the same support (rtol 1e-11)."""
+    pop = marchenko_pastur(1.0, 4.0).affine(0.3, 0.7)
+    rational = sample_covariance(pop, 1.0)
+    generic = SubordinationLaw(rational.level, pop,
+                               options=freeattn.SolverOptions(max_rational_degree=1))
+    assert isinstance(rational._solver, RationalSolver)
+    assert isinstance(generic._solver, GenericSolver)
+    np.testing.assert_allclose(np.array(generic.intervals()), np.array(rational.intervals()),
+                               rtol=1e-11, atol=1e-14)
+    iv = rational.intervals()
+    x = np.concatenate([np.linspace(lo, hi, 13)[1:-1] for lo, hi in iv]
+                       + [np.array([1.1 * iv[-1][1], 3 * iv[-1][1]])])
+    zz = np.concatenate([x + 0j, x + 0.1j])
+    np.testing.assert_allclose(generic._solver.solve(zz)[1], rational._solver.solve(zz)[1],
+                               rtol=1e-11)
+
+
+def test_real_z_off_support_takes_increasing_branch_eq_6_1_eq_8_11():
+    """eqs. (6.1) and (8.11): for real x above the support the Stieltjes value is the
+    real root on which every level increases, which equals the arbitrary-precision
+    value at x + i 1e-45 (40 dps; rtol 1e-12)."""
+    law = _attention_normalized(1.0, 1.0)
+    x = 1.1 * law.intervals()[-1][1]
+    ref = complex(law.stieltjes_mp(x, dps=40))
+    got = law.stieltjes(x)
+    assert got.real == pytest.approx(ref.real, rel=1e-12)
+    assert abs(got.imag) < 1e-12
+
+
+def test_edges_and_exponents_eq_8_12_eq_8_13():
+    """eqs. (8.12) and (8.13): soft edges have exponent 1/2; the square sample
+    covariance has the hard edge -1/2 at 0; MP(1,1) ⊠ MP(1,1) has -2/3 at 0 and
+    its upper edge 27/4 (Fuss-Catalan, exact to 1e-15); an edge inherited from a
+    constituent edge keeps its exponent."""
+    fc = free_multiplicative(marchenko_pastur(1.0, 1.0), marchenko_pastur(1.0, 1.0))
+    (iv,) = fc.interval_details()
+    assert iv.lo == 0.0 and iv.hi == pytest.approx(27 / 4, rel=1e-15)
+    assert iv.lo_exponent == sp.Rational(-2, 3) and iv.hi_exponent == sp.Rational(1, 2)
+    sq = _attention_normalized(1.0, 1.0)
+    assert sq.interval_details()[0].lo_exponent == sp.Rational(-1, 2)
+    split = free_additive(semicircle(1.0), point_masses([-3.0, 3.0], [0.5, 0.5]))
+    assert len(split.intervals()) == 2
+    assert all(e == sp.Rational(1, 2) for i in split.interval_details()
+               for e in (i.lo_exponent, i.hi_exponent))
+
+
+def test_singular_value_transform_eq_8_17():
+    """eq. (8.17): G_s(z) = 2 z G_x(z^2) + G_s(-z); near the axis inside the support
+    the singular-value law's transform equals the arbitrary-precision quadrature
+    of its density (20 dps; rtol 1e-12) -- where a plain quadrature of f_s/(z - s)
+    is off by 7e-2 (the audit defect)."""
+    law = attention_law(1.0, 1.0)
+    edge = law.support()[1]
+    for zz in ((0.5 + 0.003j) * edge, (0.5 + 1e-6j) * edge):
+        ref = complex(law.stieltjes_mp(zz, dps=20))
+        assert law.stieltjes(zz) == pytest.approx(ref, rel=1e-12)
+    zz = np.array([0.7 + 0.2j, 2.0 + 0.01j])
+    lhs = law.stieltjes(zz)
+    rhs = 2 * zz * law.squared().stieltjes(zz * zz) + law._stieltjes_from_representation(-zz)
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-13)
+
+
+def test_mpmath_path_matches_float_eq_8_8_eq_8_9():
+    """Arbitrary precision through the same protocol (theory section 8.8): the
+    mpmath solve of eqs. (8.8)-(8.9) agrees with the float path at Im z > 0
+    (rtol 1e-13) for the attention law, a free additive and a free
+    multiplicative convolution."""
+    laws = [attention_law(1.0, 1.0).squared(),
+            free_additive(semicircle(1.0), marchenko_pastur(1.0, 0.5)),
+            free_multiplicative(marchenko_pastur(1.0, 0.5), point_masses([1.0, 3.0]))]
+    for law in laws:
+        zz = 1.3 + 0.2j
+        assert law.stieltjes(zz) == pytest.approx(complex(law.stieltjes_mp(zz, dps=30)),
+                                                  rel=1e-13)
+
+
+def test_generic_population_that_only_knows_its_transform():
+    """The audit case: a sample covariance whose population is a law with no
+    rational graph (the singular values of MP(1, 0.5)) builds its intervals,
+    density and CDF through the generic path: mass 1 (1e-11, the engine's own
+    check), mean = population mean and m2 = m2(H) + c m1(H)^2 (compound free
+    Poisson, eq. (5.8); rtol 1e-10 against quadrature), density = -Im G/pi."""
+    pop = marchenko_pastur(1.0, 0.5).singular_values()
+    law = sample_covariance(pop, 0.3)
+    assert isinstance(law._solver, GenericSolver)
+    (iv,) = law.intervals()
+    assert law.total_mass() == pytest.approx(1.0, abs=1e-11)
+    m1h, m2h = pop.moment(1), pop.moment(2)
+    assert law.expect(lambda x: x) == pytest.approx(m1h, rel=1e-10)
+    assert law.expect(lambda x: x * x) == pytest.approx(m2h + 0.3 * m1h ** 2, rel=1e-10)
+    x = np.linspace(iv[0], iv[1], 7)[1:-1]
+    np.testing.assert_allclose(law.pdf(x), -law.stieltjes(x + 0j).imag / np.pi, rtol=1e-10)
+    nested = sample_covariance(law, 2.0)                 # a computed law as population
+    assert nested.total_mass() == pytest.approx(1.0, abs=1e-10)
+    assert nested.atom == pytest.approx(0.5, abs=1e-15)
