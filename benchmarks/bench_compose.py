@@ -54,10 +54,10 @@ MP_RATIO = 0.5
 MP_VARIANCE = 1.0
 # The probability of the single-point ppf.
 SINGLE_Q = 0.3
-# The targets: warm pdf/cdf <= 3x and ppf <= 6x a degree-64 chebval on the same
+# The composable engine's targets (benchmarks/README.md): warm pdf/cdf <= 3x and ppf <= 6x a degree-64 chebval on the same
 # number of points, a single point <= 2x one chebval call; a new MP law + pdf <= 2x its
 # bare closed form.
-# The "a single point" is read for pdf and cdf; ppf at one point is reported
+# Its "a single point" target is read for pdf and cdf; ppf at one point is reported
 # without a target.
 TARGETS = {"pdf": 3.0, "cdf": 3.0, "ppf": 6.0, "pdf (1 point)": 2.0, "cdf (1 point)": 2.0,
            "ppf (1 point)": None, "new law + pdf": 2.0}

@@ -21,7 +21,7 @@ points spanning the support and 5% beyond it:
 Baseline C: the cost of 10^4 batched 3 x 3 ``numpy.linalg.eigvals`` (companion
 matrices of cubics, benchmarks/_common.py), timed in this process right before each
 library's measurement of each task; "x C" is the library's minimum over C's minimum.
-The targets (issue "composable engine"): per composed task, relative density error
+The composable engine's targets (benchmarks/README.md): per composed task, relative density error
 <= 1e-12 at interior points, every band found, new law + density <= 2 C, and faster
 than the fastest peer.
 
@@ -97,7 +97,7 @@ WRONG_POINT_REL_ERR = 1e-2
 BAND_EDGE_TOLERANCE = 1e-2
 # The grid extends this fraction of the support's width beyond each edge.
 GRID_OVERHANG = 0.05
-# The issue's targets for the four composed tasks.
+# The composable engine's targets for the four composed tasks (benchmarks/README.md).
 TARGET_REL_ERR = 1e-12
 TARGET_X_C = 2.0
 COMPOSED_TASKS = ("mp_plus_semicircle", "mp_times_mp", "samplecov_two_atoms",
