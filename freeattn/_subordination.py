@@ -114,6 +114,12 @@ class AffineLevel:
     def guess(self, z):
         return (z - self.shift) / self.scale
 
+    def partner_point(self, z, tau, gb, g):
+        return None
+
+    def partner_check(self, point, tau, gb, g):
+        return None
+
     def rational(self, n, d, a, b):
         return (padd(pscale(d, self.shift), pscale(n, self.scale)), d, a, pscale(b, self.scale))
 
@@ -176,6 +182,19 @@ class RLevel:
     def guess(self, z):
         return z - self.transform.at_zero()
 
+    def partner_point(self, z, tau, gb, g):
+        """The partner's subordination point ``omega_1 = z - tau + 1/G`` (eq. (8.8))."""
+        if _single_atom(self.partner):
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return z - tau + 1.0 / g
+
+    def partner_check(self, point, tau, gb, g):
+        """Relative mismatch of ``G_a(omega_1) = G`` with the partner's true branch."""
+        ga = self.partner._stieltjes(point)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.abs(ga - g) / np.abs(g)
+
     def rational(self, n, d, a, b):
         rn, rd = compose(self.transform.num, self.transform.den, a, b)
         return padd(pmul(n, rd), pmul(d, rn)), pmul(d, rd), a, b
@@ -220,6 +239,20 @@ class SLevel:
     def guess(self, z):
         return z * self.transform.at_zero()
 
+    def partner_point(self, z, tau, gb, g):
+        """The partner's subordination point ``xi = z G_b(tau)/w`` (``xi G_a(xi) = tau
+        G_b(tau)``, eq. (8.9))."""
+        if _single_atom(self.partner):
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return z * gb / (tau * gb - 1.0)
+
+    def partner_check(self, point, tau, gb, g):
+        """Relative mismatch of ``xi G_a(xi) = tau G_b(tau)`` with the partner's true branch."""
+        ga = self.partner._stieltjes(point)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.abs(point * ga - tau * gb) / np.abs(tau * gb)
+
     def rational(self, n, d, a, b):
         wn = padd(pmul(n, a), -pmul(d, b))
         wd = pmul(d, b)
@@ -263,6 +296,11 @@ class SLevel:
 
     def describe(self):
         return f"⊠ {self.partner._describe()}"
+
+
+def _single_atom(law):
+    loc, mass = law.atoms()
+    return loc.size == 1 and not law.interval_details()
 
 
 def _deflate_exact(p, r):
@@ -486,6 +524,29 @@ class Curve:
     def z_of(self, t):
         return self.stages(t, derivatives=False)[0][-1]
 
+    def partner_points(self, zs, gs):
+        """The partners' subordination points of every level, ``[(level, k, point)]``."""
+        out = []
+        for k, level in enumerate(self.levels, start=1):
+            pt = level.partner_point(zs[k], zs[k - 1], gs[k - 1], gs[k])
+            if pt is not None:
+                out.append((level, k, pt))
+        return out
+
+    def partner_valid(self, zs, gs, rtol):
+        """On the real line: every partner point is on its partner's true branch (eq. (8.11))."""
+        ok = np.ones(np.shape(zs[0]), dtype=bool)
+        for level, k, pt in self.partner_points(zs, gs):
+            flat = np.ravel(pt)
+            good = np.isfinite(flat)
+            mism = np.full(flat.shape, np.inf)
+            if good.any():
+                mism[good] = level.partner_check(flat[good] + 0j, np.ravel(zs[k - 1])[good],
+                                                 np.ravel(gs[k - 1])[good],
+                                                 np.ravel(gs[k])[good])
+            ok &= (mism <= rtol).reshape(ok.shape)
+        return ok
+
 
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL):
     """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged."""
@@ -600,7 +661,9 @@ class RationalSolver:
         """The admissible root: all subordination points in the closed upper half-plane."""
         opts = self.options
         zs, gs, _, _ = self.curve.stages(roots, derivatives=False)
-        zk = np.stack([roots] + zs[:-1])                         # (K + 1, d, m)
+        partner_info = self.curve.partner_points(zs, gs)
+        partners = [pt for _, _, pt in partner_info]
+        zk = np.stack([roots] + zs[:-1] + partners)              # (points, d, m)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             im_rel = zk.imag / np.maximum(np.abs(zk), _TINY)
             score = im_rel.min(axis=0)                            # (d, m)
@@ -608,12 +671,25 @@ class RationalSolver:
                                                  + self.scale)
         res = np.where(np.isfinite(res), res, np.inf)
         ok = (res < opts.branch_rtol) & (score >= -opts.branch_rtol) & np.isfinite(gs[-1])
+        if partner_info and ok.any():
+            # A partner's subordination point must also be on the partner's true
+            # branch (eq. (8.10)): a root of the tower polynomial can put it in C+
+            # on another sheet of the partner's transform.
+            for level, k, pt in partner_info:
+                sel = ok & np.isfinite(pt)
+                mism = np.full(pt.shape, np.inf)
+                if sel.any():
+                    mism[sel] = level.partner_check(pt[sel], zs[k - 1][sel], gs[k - 1][sel],
+                                                    gs[k][sel])
+                ok &= mism <= np.sqrt(opts.branch_rtol)
         real = ok & (np.abs(score) <= opts.real_root_rtol * 1e3)
         if real.any():
             # Off the support only real roots remain; the Stieltjes value is the one on
             # which every level increases (eq. (8.11)).
-            dz = np.stack(self.curve.stages(roots.real + 0j)[2]).real
-            increasing = np.all(dz > 0, axis=0)
+            rr = roots.real + 0j
+            zr, gr, dzr, _ = self.curve.stages(rr)
+            increasing = np.all(np.stack(dzr).real > 0, axis=0) & self.curve.partner_valid(
+                zr, gr, opts.branch_rtol)
             score = np.where(real, np.where(increasing, 0.0, -1.0), score)
         score = np.where(ok, score, -np.inf)
         idx = np.argmax(score, axis=0)
@@ -702,8 +778,10 @@ class RationalSolver:
 
     def _valid(self, t):
         """Whether every level increases at each real leaf point (eq. (8.11))."""
-        dz = np.stack(self.curve.stages(t.astype(complex))[2]).real
-        return np.all((dz > 0) & np.isfinite(dz), axis=0)
+        zs, gs, dzs, _ = self.curve.stages(t.astype(complex))
+        dz = np.stack(dzs).real
+        return np.all((dz > 0) & np.isfinite(dz), axis=0) & self.curve.partner_valid(
+            zs, gs, self.options.branch_rtol)
 
     def _end_value(self, t, side):
         """``lim Z`` at an end of an increasing t-interval (``side=+1``: left end)."""
@@ -864,7 +942,7 @@ class GenericSolver:
         floor = DPHI_FLOOR * self._dphi_infinity()
         for glo, ghi, e_glo, e_ghi in _gaps(b):
             taus = _gap_grid(glo, ghi, opts.critical_grid, self.scale)
-            pos = self._dphi_real(taus) > floor
+            pos = (self._dphi_real(taus) > floor) & self._partner_valid(taus)
             for i, j in _runs(pos):
                 if i == 0:
                     left, e_left = glo, e_glo
@@ -897,6 +975,20 @@ class GenericSolver:
             out.append([float(lo), float(hi), SOFT if left[3] is None else left[3],
                         SOFT if right[2] is None else right[2]])
         return _snap_hard_edge(out, self.level.hard_edge(b), opts)
+
+    def _partner_valid(self, taus):
+        """The partner's subordination point is on its true branch (eq. (8.11))."""
+        tau = taus.astype(complex)
+        z, g, _, _ = self._phi(tau)
+        gb = self.constituent._stieltjes(tau)
+        pt = self.level.partner_point(z, tau, gb, g)
+        if pt is None:
+            return np.ones(taus.shape, dtype=bool)
+        ok = np.isfinite(pt) & np.isfinite(z)
+        mism = np.full(taus.shape, np.inf)
+        if ok.any():
+            mism[ok] = self.level.partner_check(pt[ok].real + 0j, tau[ok], gb[ok], g[ok])
+        return mism <= self.options.branch_rtol
 
     def _dphi_infinity(self):
         level = self.level
