@@ -189,6 +189,7 @@ class SpectralLaw:
         self._atom_cache = None
         self._interval_cache = None
         self._support_cache = None
+        self._pieces_cache = None
 
     # -- hooks --------------------------------------------------------------------
     def _support_intervals(self):
@@ -350,10 +351,8 @@ class SpectralLaw:
         ConvergenceError
             If building the representation fails its accuracy checks.
         """
-        if type(x) is float and self._pdf_closed_is_default():
-            if not self.interval_details():
-                return 0.0
-            return self._representation().pdf_scalar(x)
+        if type(x) is float and x == x:
+            return self._pdf_scalar(x)
         arr = as_real_array(x, "x")
         flat = arr.ravel()
         closed = self._pdf_closed(flat)
@@ -365,8 +364,27 @@ class SpectralLaw:
             out = self._representation().pdf(flat)
         return _out(out, arr.shape)
 
-    def _pdf_closed_is_default(self):
-        return type(self)._pdf_closed is SpectralLaw._pdf_closed
+    def _pdf_scalar(self, x):
+        """Density at one (non-NaN) Python float: the scalar path of :meth:`pdf`."""
+        if not self.interval_details():
+            return 0.0
+        if type(self)._pdf_closed is SpectralLaw._pdf_closed:
+            return self._representation().pdf_scalar(x)
+        return float(self._pdf_closed(np.array([x]))[0])
+
+    def _cdf_scalar(self, x):
+        """CDF at one (non-NaN) Python float: the scalar path of :meth:`cdf`."""
+        if x >= self.support()[1]:
+            return 1.0
+        loc, mass = self.atoms()
+        total = float(mass[loc <= x].sum()) if loc.size else 0.0
+        if self.interval_details():
+            if type(self)._cdf_closed is SpectralLaw._cdf_closed:
+                rep = self._representation()
+                total += rep.cdf_scalar(x) * (self._continuous_mass() / rep.total)
+            else:
+                total += float(self._continuous_cdf(np.array([x]))[0])
+        return min(max(total, 0.0), 1.0)
 
     # -- distribution function --------------------------------------------------------
     def _atom_mass_below(self, flat, inclusive=True):
@@ -405,6 +423,8 @@ class SpectralLaw:
         continuous part is scaled by ``(1 - atoms)/total`` so that the CDF
         reaches 1 exactly; ``accuracy().mass_error`` reports the difference.
         """
+        if type(x) is float and x == x:
+            return self._cdf_scalar(x)
         arr = as_real_array(x, "x")
         flat = arr.ravel()
         out = self._continuous_cdf(flat) + self._atom_mass_below(flat)
@@ -479,7 +499,12 @@ class SpectralLaw:
         return _out(self._quantile(arr.ravel(), upper=True), arr.shape)
 
     def _pieces(self):
-        """Atoms and panels in order of position, with the mass below each piece."""
+        """Atoms and panels in order of position, with the mass below each piece (cached)."""
+        if self._pieces_cache is None:
+            self._pieces_cache = self._build_pieces()
+        return self._pieces_cache
+
+    def _build_pieces(self):
         loc, mass = self.atoms()
         pieces = []                               # (position, order, kind, index, mass)
         for i, (a, m) in enumerate(zip(loc, mass)):

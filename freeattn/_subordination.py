@@ -539,7 +539,9 @@ class Curve:
         for level, k, pt in self.partner_points(zs, gs):
             flat = np.ravel(pt)
             good = np.isfinite(flat)
-            mism = np.full(flat.shape, np.inf)
+            # A partner point at infinity is the partner's transform at 0 (G = 0, or
+            # w = 0 for an S-level): consistent with every law.
+            mism = np.zeros(flat.shape)
             if good.any():
                 mism[good] = level.partner_check(flat[good] + 0j, np.ravel(zs[k - 1])[good],
                                                  np.ravel(gs[k - 1])[good],
@@ -662,7 +664,8 @@ class RationalSolver:
         opts = self.options
         zs, gs, _, _ = self.curve.stages(roots, derivatives=False)
         partner_info = self.curve.partner_points(zs, gs)
-        partners = [pt for _, _, pt in partner_info]
+        # A partner point at infinity (G = 0) restricts nothing.
+        partners = [np.where(np.isfinite(pt), pt, 1j) for _, _, pt in partner_info]
         zk = np.stack([roots] + zs[:-1] + partners)              # (points, d, m)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             im_rel = zk.imag / np.maximum(np.abs(zk), _TINY)
@@ -677,7 +680,7 @@ class RationalSolver:
             # on another sheet of the partner's transform.
             for level, k, pt in partner_info:
                 sel = ok & np.isfinite(pt)
-                mism = np.full(pt.shape, np.inf)
+                mism = np.zeros(pt.shape)
                 if sel.any():
                     mism[sel] = level.partner_check(pt[sel], zs[k - 1][sel], gs[k - 1][sel],
                                                     gs[k][sel])
@@ -985,7 +988,7 @@ class GenericSolver:
         if pt is None:
             return np.ones(taus.shape, dtype=bool)
         ok = np.isfinite(pt) & np.isfinite(z)
-        mism = np.full(taus.shape, np.inf)
+        mism = np.where(np.isfinite(z), 0.0, np.inf)          # partner at infinity: fine
         if ok.any():
             mism[ok] = self.level.partner_check(pt[ok].real + 0j, tau[ok], gb[ok], g[ok])
         return mism <= self.options.branch_rtol

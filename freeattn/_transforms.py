@@ -106,6 +106,18 @@ class AffineLaw(SpectralLaw):
         return np.asarray(self.base.pdf(self._to_base(y)), dtype=float).reshape(y.shape) / abs(
             self.scale)
 
+    def _pdf_scalar(self, y):
+        return self.base._pdf_scalar((y - self.shift) / self.scale) / abs(self.scale)
+
+    def _cdf_scalar(self, y):
+        x = (y - self.shift) / self.scale
+        if self.scale > 0:
+            return self.base._cdf_scalar(x)
+        # P(a + s X <= y) = P(X >= x) for s < 0.
+        loc, mass = self.base.atoms()
+        at = float(mass[loc == x].sum()) if loc.size else 0.0
+        return min(max(1.0 - self.base._cdf_scalar(x) + at, 0.0), 1.0)
+
     def _cdf_closed(self, y):
         x = self._to_base(y)
         if not self.base.interval_details():
@@ -230,10 +242,12 @@ class SingularValueLaw(SpectralLaw):
 
     def _pdf_closed(self, s):
         out = np.zeros(s.shape)
-        pos = (s > 0) & (s <= math.sqrt(self._sq.support()[1]))
+        with np.errstate(under="ignore"):
+            sq = s * s
+        pos = (s > 0) & (sq > 0) & (s <= math.sqrt(self._sq.support()[1]))
         if pos.any():
-            out[pos] = 2.0 * s[pos] * np.asarray(self._sq.pdf(s[pos] ** 2), dtype=float)
-        zero = s == 0
+            out[pos] = 2.0 * s[pos] * np.asarray(self._sq.pdf(sq[pos]), dtype=float)
+        zero = (s >= 0) & (sq == 0)
         if zero.any() and self._sq.interval_details():
             iv = self._sq.interval_details()[0]
             if iv.lo == 0.0:
@@ -243,6 +257,15 @@ class SingularValueLaw(SpectralLaw):
                 elif 2 * eta + 1 == 0:
                     out[zero] = 2.0 * self._sq._edge_coefficient()
         return out
+
+    def _pdf_scalar(self, s):
+        sq = s * s
+        if s > 0 and sq > 0 and s <= math.sqrt(self._sq.support()[1]):
+            return 2.0 * s * self._sq._pdf_scalar(sq)
+        return float(self._pdf_closed(np.array([s]))[0])
+
+    def _cdf_scalar(self, s):
+        return self._sq._cdf_scalar(s * s) if s >= 0 else 0.0
 
     def _cdf_closed(self, s):
         if not self._sq.interval_details():
