@@ -933,6 +933,36 @@ class SpectralLaw:
 
         return affine(self, shift, scale)
 
+    def zero_padded(self, t):
+        """``t * law + (1 - t) delta_0``: the law after a change of dimension.
+
+        The non-zero eigenvalues of ``A B`` (``p x p``) and ``B A`` (``N x N``,
+        ``N = t p``) coincide, so their laws differ by zeros (theory eq. (9.4)).
+
+        Parameters
+        ----------
+        t : float
+            Ratio of the dimensions, ``> 0``; ``t > 1`` removes zeros (the law
+            must have at least ``1 - 1/t`` at 0).
+
+        Returns
+        -------
+        ZeroPaddedLaw
+
+        Examples
+        --------
+        >>> import freeattn
+        >>> law = freeattn.marchenko_pastur(1.0, 0.5).zero_padded(0.5)
+        >>> law.atom, round(law.mean(), 12)
+        (0.5, 0.5)
+        """
+        from ._transforms import ZeroPaddedLaw, _finite_scalar
+
+        value = _finite_scalar(t, "t")
+        if value <= 0:
+            raise ValueError(f"t must be > 0, got {t!r}")
+        return ZeroPaddedLaw(self, value)
+
     def scaled(self, factor):
         """The law of ``factor * X`` (a dilation)."""
         return self.affine(0.0, factor)
