@@ -459,9 +459,12 @@ class Panel:
         (:meth:`PanelMap.s_of`), so the density keeps its relative accuracy at
         ``x - lo`` far below ``eps * width`` (``sigma`` itself rounds to ``-1``).
         """
-        if self.map.kind == "smooth":
+        if self.map.kind not in ("left", "right"):
             sig = self.map.sigma_of(x)
-            return np.maximum(_cheb.chebval(sig, self.coef) / (self.map.width / 2.0), 0.0)
+            g = _cheb.chebval(sig, self.coef)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f = g / self.map.dx_dsigma(sig)
+            return np.maximum(np.where(np.isfinite(f), f, 0.0), 0.0)
         sv = self.map.s_of(x)
         sig = 2.0 * sv - 1.0 if self.map.kind == "left" else 1.0 - 2.0 * sv
         g = _cheb.chebval(sig, self.coef)
@@ -815,9 +818,8 @@ class Representation:
             return 0.0
         p = self.panels[j]
         m = p.map
-        if m.kind == "smooth":
-            sig = 2.0 * (x - m.lo) / m.width - 1.0
-            return max(clenshaw(p.coef_list, sig) / (m.width / 2.0), 0.0)
+        if m.kind not in ("left", "right"):
+            return float(p.density(np.array([x]))[0])
         d = (x - m.lo) / m.width if m.kind == "left" else (m.hi - x) / m.width
         sv = d if m.power == 1 else d ** (1.0 / m.power)
         sig = 2.0 * sv - 1.0 if m.kind == "left" else 1.0 - 2.0 * sv
@@ -835,8 +837,8 @@ class Representation:
             return float(self.below[k])
         p = self.panels[k]
         m = p.map
-        if m.kind == "smooth":
-            sig = 2.0 * (x - m.lo) / m.width - 1.0
+        if m.kind not in ("left", "right"):
+            sig = float(m.sigma_of(np.array([x]))[0])
         else:
             d = (x - m.lo) / m.width if m.kind == "left" else (m.hi - x) / m.width
             sv = d if m.power == 1 else d ** (1.0 / m.power)

@@ -77,6 +77,9 @@ CONTINUATION_FLOOR = 1e-7
 #: starts next to a hard edge, where the float point has few correct digits).
 MP_MAX_STEPS = 200
 
+#: Step halvings of the generic solver's backtracking line search.
+BACKTRACK_HALVINGS = 20
+
 #: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
 #: the inverse map counts as not positive in the generic support search.
 DPHI_FLOOR = 1e-10
@@ -911,9 +914,11 @@ class GenericSolver:
         active = np.arange(tau.size)
         for _ in range(opts.newton_max_iter):
             ta = tau[active]
+            za = zk[active]
             zz, _, dz, _ = self._phi(ta)
+            res0 = np.abs(zz - za)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                step = (zz - zk[active]) / dz
+                step = (zz - za) / dz
             step = np.where(np.isfinite(step), step, 0)
             new = ta - step
             for _ in range(30):
@@ -923,6 +928,16 @@ class GenericSolver:
                 step = np.where(out, step / 2, step)
                 new = ta - step
             new = np.where(new.imag < 0, new.real + 0j, new)
+            # Backtracking: a step that does not reduce the residual is halved
+            # (far from the solution a full Newton step can jump to another sheet).
+            for _ in range(BACKTRACK_HALVINGS):
+                with np.errstate(all="ignore"):
+                    res1 = np.abs(self._phi(new)[0] - za)
+                worse = ~(res1 <= res0) & (np.abs(step) > opts.newton_rtol * np.abs(ta))
+                if not worse.any():
+                    break
+                step = np.where(worse, step / 2, step)
+                new = np.where(worse, ta - step, new)
             tau[active] = new
             done = np.abs(step) <= opts.newton_rtol * np.maximum(np.abs(new), 1e-300)
             active = active[~done]
