@@ -666,7 +666,10 @@ class RationalSolver:
         """The admissible root: all subordination points in the closed upper half-plane."""
         opts = self.options
         zs, gs, _, _ = self.curve.stages(roots, derivatives=False)
-        partner_info = self.curve.partner_points(zs, gs)
+        # The outermost partner point from the given z, not from Z(t) recomputed with
+        # cancellation (next to a hard edge Z(t) keeps few digits of z).
+        zs_exact = zs[:-1] + [np.broadcast_to(z[None, :], zs[-1].shape)]
+        partner_info = self.curve.partner_points(zs_exact, gs)
         # A partner point at infinity (G = 0) restricts nothing.
         partners = [np.where(np.isfinite(pt), pt, 1j) for _, _, pt in partner_info]
         zk = np.stack([roots] + zs[:-1] + partners)              # (points, d, m)
@@ -685,7 +688,11 @@ class RationalSolver:
                 sel = ok & np.isfinite(pt)
                 mism = np.zeros(pt.shape)
                 if sel.any():
-                    mism[sel] = level.partner_check(pt[sel], zs[k - 1][sel], gs[k - 1][sel],
+                    # A point on the partner's support up to rounding is read on the
+                    # upper side (the boundary value of the Stieltjes branch).
+                    ps = pt[sel]
+                    ps = ps.real + 1j * np.maximum(ps.imag, 0.0)
+                    mism[sel] = level.partner_check(ps, zs[k - 1][sel], gs[k - 1][sel],
                                                     gs[k][sel])
                 ok &= mism <= np.sqrt(opts.branch_rtol)
         real = ok & (np.abs(score) <= opts.real_root_rtol * 1e3)
@@ -728,8 +735,9 @@ class RationalSolver:
         crit_c, crit_m = _cluster(crit)
         poles = []
         for (nk, dk, ak, bk) in curve.polys:
-            poles.extend(_real_roots(dk))
-            poles.extend(_real_roots(bk))
+            for poly in (dk, bk):
+                if poly.size > 1:
+                    poles.extend(_real_roots(poly))
         poles = _cluster(np.array(poles))[0] if poles else np.empty(0)
         breaks = np.sort(np.concatenate([crit_c, poles]))
         breaks = _cluster(breaks)[0] if breaks.size else breaks

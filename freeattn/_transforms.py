@@ -242,7 +242,7 @@ class SingularValueLaw(SpectralLaw):
 
     def _pdf_closed(self, s):
         out = np.zeros(s.shape)
-        with np.errstate(under="ignore"):
+        with np.errstate(under="ignore", over="ignore"):
             sq = s * s
         pos = (s > 0) & (sq > 0) & (s <= math.sqrt(self._sq.support()[1]))
         if pos.any():
