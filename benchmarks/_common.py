@@ -85,6 +85,33 @@ def time_call(func, *, repeat=5, quick=False):
             "number": number, "repeat": len(times)}
 
 
+# The baseline C of the composition benchmarks: LAPACK eigenvalues of this many 3 x 3
+# companion matrices in one batched numpy.linalg.eigvals call (the roots of one cubic
+# per point, the least a density defined by a polynomial equation costs).
+BASELINE_POINTS = 10_000
+BASELINE_SEED = 20261129
+
+
+def companion_batch(points=BASELINE_POINTS):
+    """``points`` companion matrices of fixed random monic cubics, shape (points, 3, 3)."""
+    import numpy as np
+
+    coeffs = np.random.default_rng(BASELINE_SEED).standard_normal((points, 3))
+    batch = np.zeros((points, 3, 3))
+    batch[:, 0, :] = -coeffs
+    batch[:, 1, 0] = 1.0
+    batch[:, 2, 1] = 1.0
+    return batch
+
+
+def time_eigvals_baseline(points=BASELINE_POINTS, *, repeat=5, quick=False):
+    """Time C: one ``numpy.linalg.eigvals`` call on ``companion_batch(points)``."""
+    import numpy as np
+
+    batch = companion_batch(points)
+    return time_call(lambda: np.linalg.eigvals(batch), repeat=repeat, quick=quick)
+
+
 def machine_info():
     """Date, machine and library versions of this run, as a JSON-ready dict."""
     import numpy as np

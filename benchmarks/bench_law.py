@@ -43,7 +43,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 
-CASES = ((0.5, 1.0), (1.0, 1.0), (1.0, 0.25), (2.0, 4.0), (1.0, 0.05))
+# The five cases of issue 3, and two from the range the composable engine opened
+# (gamma in [1e-4, 1e4]: long contexts, gamma = d_head / n, and the opposite end).
+CASES = ((0.5, 1.0), (1.0, 1.0), (1.0, 0.25), (2.0, 4.0), (1.0, 0.05), (1.0, 1e-3), (1.0, 1e3))
 QUICK_CASES = ((1.0, 1.0),)
 POINTS = 10_000
 QUICK_POINTS = 200
@@ -52,19 +54,9 @@ BASELINE_NAMES = ("cubic roots", "MP closed form")
 DEFAULT_JSON = "bench_law.json"
 
 
-def _companion_batch(points):
-    """``points`` companion matrices of fixed random monic cubics, shape (points, 3, 3)."""
-    coeffs = np.random.default_rng(20261129).standard_normal((points, 3))
-    batch = np.zeros((points, 3, 3))
-    batch[:, 0, :] = -coeffs
-    batch[:, 1, 0] = 1.0
-    batch[:, 2, 1] = 1.0
-    return batch
-
-
 def baselines(points, repeat, quick):
     """Time the two baselines; return ``{name: timing}``."""
-    companions = _companion_batch(points)
+    companions = _common.companion_batch(points)
     ratio, variance = 0.5, 1.0
     a = variance * (1 - math.sqrt(ratio)) ** 2
     b = variance * (1 + math.sqrt(ratio)) ** 2

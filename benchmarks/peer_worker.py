@@ -7,12 +7,17 @@ on standard input::
      "repeat": 5, "quick": false}
 
 and prints one JSON object on standard output: ``{"ok": true, "version": ...,
-"cold_seconds": ..., "time": {"min": ..., "median": ...}, "density": [...]}``, or
-``{"ok": false, "unsupported": true|false, "error": "..."}``.  It imports neither
-freeattn nor anything of the peer's beyond its public API, and only calls the peer
-(rmtool is GPL: it is called here, never copied).
+"cold_seconds": ..., "time": {"min": ..., "median": ...}, "baseline": {...},
+"density": [...], "bands": [[lo, hi], ...] or null, "band_source": "..."}``, or
+``{"ok": false, "unsupported": true|false, "error": "..."}``.  ``baseline`` is the
+cost C of 10^4 batched 3 x 3 ``numpy.linalg.eigvals`` timed in this process right
+before the task (recorded as a check of the peer's numpy; the table's ratios use the
+C of the parent process).  It imports neither freeattn nor anything of the peer's
+beyond its public API, and only calls the peer (rmtool is GPL: it is called here,
+never copied).
 
-Tasks and the calls made (each timed from scratch: build the law, evaluate on x):
+Tasks and the calls made (each timed from scratch: build the law, evaluate on x),
+with the peers' default accuracy settings:
 
 - ``mp_density`` (params ratio c, variance v): the Marchenko-Pastur density.
   freealg ``distributions.MarchenkoPastur(lam=c, sigma=sqrt(v)).density(x)``;
@@ -25,6 +30,20 @@ Tasks and the calls made (each timed from scratch: build the law, evaluate on x)
 - ``mp_times_mp`` (ratio 1 twice): MP(1) boxtimes MP(1), the Fuss-Catalan law of order 2.
   freealg ``distributions.FussCatalan(p=2).density(x)``;
   rmtool ``Lmz2pdf(AtimesB(wishartpol(1), wishartpol(1)), x)``.
+- ``samplecov_two_atoms`` (values t, weights w, ratio c): the sample-covariance law
+  of a population with atoms t (weights w).
+  freealg ``distributions.DeformedMarchenkoPastur(t=t, w=w, c=c).density(x)``;
+  rmtool ``Lmz2pdf(AtimesWish(atomLmz(t, w), c), x)``.
+- ``sc_plus_two_atoms`` (atoms t, weights w, semicircle variance s2): SC(s2) boxplus
+  the atoms.  freealg ``distributions.DeformedWigner(t=t, w=w, sigma=sqrt(s2)).density(x)``;
+  rmtool ``Lmz2pdf(AplusB(wignerpol(), atomLmz(t, w)), x)`` (s2 = 1 only).
+
+scikit-rmt has the Marchenko-Pastur law only (no free convolution, no population).
+
+Bands: a peer's own support routine where it has one (freealg ``.support()``,
+scikit-rmt ``lambda_minus``/``lambda_plus``), called on a separate object after the
+timing; otherwise ``bands`` is null and bench_peers.py counts the bands of the
+density on the grid.
 """
 
 from __future__ import annotations
@@ -37,58 +56,86 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from _common import time_call  # noqa: E402
+from _common import time_call, time_eigvals_baseline  # noqa: E402
 
 
 class Unsupported(Exception):
     """The peer has no routine for this task (or these parameters)."""
 
 
+def _freealg_bands(law):
+    return [[float(lo), float(hi)] for lo, hi in law.support()]
+
+
 def _freealg(task, params):
+    """``(make_law, density(law, x), bands(law) or None)`` for freealg."""
     from freealg import distributions
 
+    density = (lambda law, x: law.density(x))
     if task == "mp_density":
-        return lambda x: distributions.MarchenkoPastur(
-            lam=params["ratio"], sigma=math.sqrt(params["variance"])).density(x)
-    if task == "mp_plus_semicircle":
+        make = (lambda: distributions.MarchenkoPastur(
+            lam=params["ratio"], sigma=math.sqrt(params["variance"])))
+    elif task == "mp_plus_semicircle":
         c = params["ratio"]
-        return lambda x: distributions.FreeLevy(
-            t=[c], w=[1.0], lam=1.0 / c, sigma=math.sqrt(params["s2"])).density(x)
-    if task == "mp_times_mp":
-        return lambda x: distributions.FussCatalan(p=2).density(x)
-    raise Unsupported(task)
+        make = (lambda: distributions.FreeLevy(t=[c], w=[1.0], lam=1.0 / c,
+                                               sigma=math.sqrt(params["s2"])))
+    elif task == "mp_times_mp":
+        make = (lambda: distributions.FussCatalan(p=2))
+    elif task == "samplecov_two_atoms":
+        make = (lambda: distributions.DeformedMarchenkoPastur(
+            t=params["values"], w=params["weights"], c=params["ratio"]))
+    elif task == "sc_plus_two_atoms":
+        make = (lambda: distributions.DeformedWigner(
+            t=params["values"], w=params["weights"], sigma=math.sqrt(params["s2"])))
+    else:
+        raise Unsupported(task)
+    return make, density, _freealg_bands
 
 
 def _skrmt(task, params):
     if task != "mp_density":
-        raise Unsupported(f"scikit-rmt has no free convolution routine for {task}")
+        raise Unsupported("scikit-rmt has the Marchenko-Pastur law only (no free "
+                          "convolution, no sample covariance of a population)")
     from skrmt.ensemble.spectral_law import MarchenkoPasturDistribution
 
-    return lambda x: MarchenkoPasturDistribution(
-        ratio=params["ratio"], beta=1, sigma=math.sqrt(params["variance"])).pdf(x)
+    def make():
+        return MarchenkoPasturDistribution(ratio=params["ratio"], beta=1,
+                                           sigma=math.sqrt(params["variance"]))
+
+    def bands(law):
+        return [[float(law.lambda_minus), float(law.lambda_plus)]]
+
+    return make, (lambda law, x: law.pdf(x)), bands
 
 
 def _rmtool(task, params):
     import numpy as np
     import rmtool
 
-    def density(curve):
-        def evaluate(x):
-            return np.asarray(rmtool.Lmz2pdf(curve(), np.asarray(x)).density, dtype=float)
-        return evaluate
+    def density(curve, x):
+        return np.asarray(rmtool.Lmz2pdf(curve, np.asarray(x)).density, dtype=float)
 
     if task == "mp_density":
         if params["variance"] != 1.0:
             raise Unsupported("rmtool's wishartpol has unit variance")
-        return density(lambda: rmtool.wishartpol(params["ratio"]))
-    if task == "mp_plus_semicircle":
+        make = (lambda: rmtool.wishartpol(params["ratio"]))
+    elif task == "mp_plus_semicircle":
         if params["s2"] != 1.0:
             raise Unsupported("rmtool's wignerpol has unit variance")
-        return density(lambda: rmtool.AplusB(rmtool.wishartpol(params["ratio"]),
-                                             rmtool.wignerpol()))
-    if task == "mp_times_mp":
-        return density(lambda: rmtool.AtimesB(rmtool.wishartpol(1), rmtool.wishartpol(1)))
-    raise Unsupported(task)
+        make = (lambda: rmtool.AplusB(rmtool.wishartpol(params["ratio"]), rmtool.wignerpol()))
+    elif task == "mp_times_mp":
+        make = (lambda: rmtool.AtimesB(rmtool.wishartpol(1), rmtool.wishartpol(1)))
+    elif task == "samplecov_two_atoms":
+        make = (lambda: rmtool.AtimesWish(rmtool.atomLmz(params["values"], params["weights"]),
+                                          params["ratio"]))
+    elif task == "sc_plus_two_atoms":
+        if params["s2"] != 1.0:
+            raise Unsupported("rmtool's wignerpol has unit variance")
+        make = (lambda: rmtool.AplusB(rmtool.wignerpol(),
+                                      rmtool.atomLmz(params["values"], params["weights"])))
+    else:
+        raise Unsupported(task)
+    return make, density, None
 
 
 PEERS = {"freealg": ("freealg", _freealg), "scikit-rmt": ("skrmt", _skrmt),
@@ -111,17 +158,30 @@ def run(request):
     peer, task, params = request["peer"], request["task"], request["params"]
     _, factory = PEERS[peer]
     x = np.asarray(request["x"], dtype=float)
+    repeat, quick = request.get("repeat", 5), request.get("quick", False)
     try:
-        evaluate = factory(task, params)
+        make, density, bands = factory(task, params)
     except Unsupported as exc:
         return {"ok": False, "unsupported": True, "error": str(exc), "version": _version(peer)}
+
+    def evaluate():
+        return density(make(), x)
+
     start = time.perf_counter()
-    density = np.asarray(evaluate(x), dtype=float)
+    values = np.asarray(evaluate(), dtype=float)
     cold = time.perf_counter() - start
-    timing = time_call(lambda: evaluate(x), repeat=request.get("repeat", 5),
-                       quick=request.get("quick", False))
-    return {"ok": True, "version": _version(peer), "cold_seconds": cold, "time": timing,
-            "density": density.tolist()}
+    baseline = time_eigvals_baseline(repeat=repeat, quick=quick)
+    timing = time_call(evaluate, repeat=repeat, quick=quick)
+    answer = {"ok": True, "version": _version(peer), "cold_seconds": cold, "time": timing,
+              "baseline": baseline, "density": values.tolist(), "bands": None,
+              "band_source": None}
+    if bands is not None:
+        try:
+            answer["bands"] = bands(make())
+            answer["band_source"] = "support routine"
+        except Exception as exc:  # the density still counts; the bands come from the grid
+            answer["band_error"] = f"{type(exc).__name__}: {exc}"
+    return answer
 
 
 def main():

@@ -51,6 +51,8 @@ from ._models import (
     sample_model,
     unregister_model,
 )
+from ._causal_law import CausalLaw, causal_law
+from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
 from ._draws import DrawError
 from ._validation import (
     ConvergenceReport,
@@ -64,6 +66,12 @@ from ._validation import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CausalLaw",
+    "causal_law",
+    "CAUSAL_MODELS",
+    "causal_attention",
+    "causal_matrix",
+    "causal_spectrum",
     "ConvergenceError",
     "SolverOptions",
     "DEFAULT_OPTIONS",

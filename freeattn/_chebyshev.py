@@ -57,6 +57,10 @@ MAX_EDGE_POWER = 6
 NEAR_RHO = 2.0
 FAR_EXTRA_NODES = 32
 
+#: Coefficient tail at which a panel's inverse-CDF interpolant has converged
+#: (theory eq. (8.15)); the quantile takes one Newton step from it.
+INVERSE_TAIL_RTOL = 1e-9
+
 #: Relative imaginary offset (to the support width) at which a real point is
 #: evaluated by :meth:`Representation.cauchy` (the boundary value from above):
 #: the transform moves by O(offset * log(offset)) ~ 4e-15 relative.
@@ -335,6 +339,19 @@ class PanelMap:
             return 1.0 - 2.0 * (s if p == 1 else s ** (1.0 / p))
         return 2.0 * (x - self.lo) / w - 1.0
 
+    def s_of(self, x):
+        """Distance variable ``s`` in ``[0, 1]`` of an edge map (``x - lo = w s**p`` for a
+        left map), computed from ``x`` directly so that it keeps its relative
+        precision next to the edge (``sigma = 2 s - 1`` rounds to ``-1`` there)."""
+        w, p = self.width, self.power
+        x = np.clip(x, self.lo, self.hi)
+        d = (x - self.lo) / w if self.kind == "left" else (self.hi - x) / w
+        return d if p == 1 else d ** (1.0 / p)
+
+    def dx_ds_half(self, s):
+        """``dx/dsigma = (w p / 2) s**(p - 1)`` as a function of ``s`` (edge maps)."""
+        return self.width * self.power / 2.0 * s ** (self.power - 1)
+
     def dx_dsigma(self, sigma):
         w, p = self.width, self.power
         if self.kind == "left":
@@ -436,10 +453,22 @@ class Panel:
 
     # -- evaluation ---------------------------------------------------------------
     def density(self, x):
-        """``f(x) = g(sigma)/(dx/dsigma)`` at points of the panel."""
-        sig = self.map.sigma_of(x)
+        """``f(x) = g(sigma)/(dx/dsigma)`` at points of the panel.
+
+        On an edge panel the Jacobian is taken from ``s`` computed from ``x``
+        (:meth:`PanelMap.s_of`), so the density keeps its relative accuracy at
+        ``x - lo`` far below ``eps * width`` (``sigma`` itself rounds to ``-1``).
+        """
+        if self.map.kind not in ("left", "right"):
+            sig = self.map.sigma_of(x)
+            g = _cheb.chebval(sig, self.coef)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f = g / self.map.dx_dsigma(sig)
+            return np.maximum(np.where(np.isfinite(f), f, 0.0), 0.0)
+        sv = self.map.s_of(x)
+        sig = 2.0 * sv - 1.0 if self.map.kind == "left" else 1.0 - 2.0 * sv
         g = _cheb.chebval(sig, self.coef)
-        dx = self.map.dx_dsigma(sig)
+        dx = self.map.dx_ds_half(sv)
         with np.errstate(divide="ignore", invalid="ignore"):
             f = g / dx
         edge = dx == 0
@@ -524,9 +553,11 @@ class Panel:
             values = vals
             coef = nodes_coefficients(values)
             tail = _tail(coef)
-            if tail <= options.cheb_tail_rtol or n >= options.cheb_max_nodes or (
-                    tail <= options.cheb_noise_rtol and tail > prev_tail / 8):
-                self._inverse = _chop(coef, options.cheb_tail_rtol / 4)
+            # One Newton step follows the interpolant (quadratic: 1e-9 -> 1e-18), so
+            # the inverse needs INVERSE_TAIL_RTOL only; its samples carry the CDF
+            # series' ulp noise amplified near an edge, a floor around 1e-10.
+            if tail <= INVERSE_TAIL_RTOL or n >= options.cheb_max_nodes:
+                self._inverse = _chop(coef, INVERSE_TAIL_RTOL / 10)
                 return
             prev_tail = tail
             n *= 3
@@ -591,72 +622,108 @@ class Panel:
 # Building
 # --------------------------------------------------------------------------- #
 
-def _fit(density, pmap, lead, options):
-    """Triple the nodes until the series of ``g`` converges.
+class _Task:
+    """A panel being fitted: its map, the node count so far and the samples."""
 
-    Returns ``(coef, tail, converged)``.
+    def __init__(self, pmap, lead, exponents, depth, floor, options):
+        self.map, self.lead, self.exponents = pmap, lead, exponents
+        self.depth, self.floor = depth, floor
+        self.n = options.cheb_start_nodes
+        self.values = None
+        self.prev_tail = np.inf
+
+    def new_nodes(self):
+        sig = first_kind_nodes(self.n)
+        new = np.ones(self.n, dtype=bool) if self.values is None else (np.arange(self.n) % 3 != 1)
+        return sig, new
+
+    def panel(self, coef, tail):
+        m = self.map
+        lo_exp = self.exponents[0] if m.kind == "left" else None
+        hi_exp = self.exponents[1] if m.kind == "right" else None
+        return Panel(m, coef, tail, self.lead, lo_exp, hi_exp)
+
+    def children(self, options):
+        if self.depth + 1 > options.panel_max_depth:
+            raise ConvergenceError(
+                f"Chebyshev panels did not converge on [{self.map.lo!r}, {self.map.hi!r}] after "
+                f"{self.depth} splits (tail above {options.cheb_tail_rtol:.1e} with "
+                f"{options.cheb_max_nodes} nodes)", point=(self.map.lo, self.map.hi),
+                iterations=self.depth)
+        m, d = self.map, self.depth + 1
+        args = (self.exponents, d, self.floor, options)
+        lo, hi = m.lo, m.hi
+        if m.kind == "left":
+            cut = lo + (hi - lo) / 4
+            return [_Task(PanelMap(lo, cut, "left", m.power), self.lead, *args),
+                    _Task(PanelMap(cut, hi, "smooth", 1), 0, *args)]
+        if m.kind == "right":
+            cut = hi - (hi - lo) / 4
+            return [_Task(PanelMap(lo, cut, "smooth", 1), 0, *args),
+                    _Task(PanelMap(cut, hi, "right", m.power), self.lead, *args)]
+        mid = 0.5 * (lo + hi)
+        return [_Task(PanelMap(lo, mid, "smooth", 1), 0, *args),
+                _Task(PanelMap(mid, hi, "smooth", 1), 0, *args)]
+
+
+def _fit_all(density, tasks, options):
+    """Fit every panel, all panels' new nodes in one density call per round.
+
+    Each round samples the new nodes of every unfinished panel at once (the
+    tripled first-kind nodes: those of ``n`` are nodes of ``3 n``), then each
+    panel has converged (tail below ``cheb_tail_rtol``, or a rounding floor
+    below ``cheb_noise_rtol`` that no longer shrinks), is tripled, or -- at
+    ``cheb_max_nodes`` -- is split (theory eq. (8.14)).
     """
-    n = options.cheb_start_nodes
-    values = None
-    prev_tail = np.inf
-    while True:
-        sig = first_kind_nodes(n)
-        new = np.ones(n, dtype=bool) if values is None else (np.arange(n) % 3 != 1)
-        vals = np.empty(n)
-        if values is not None:
-            vals[~new] = values
-        x = pmap.x_of(sig[new])
+    done = []
+    while tasks:
+        pieces, xs = [], []
+        for task in tasks:
+            sig, new = task.new_nodes()
+            pieces.append((sig, new))
+            xs.append(task.map.x_of(sig[new]))
+        x = np.concatenate(xs)
         dens = np.asarray(density(x), dtype=float)
         if dens.shape != x.shape or not np.all(np.isfinite(dens)):
             bad = ~np.isfinite(dens) if dens.shape == x.shape else np.ones(x.shape, bool)
             k = int(np.argmax(bad))
-            raise ConvergenceError(
-                f"density is not finite at x={x[k]!r} inside the support "
-                f"(panel [{pmap.lo!r}, {pmap.hi!r}])", point=float(x[k]))
-        vals[new] = dens * pmap.dx_dsigma(sig[new])
-        values = vals
-        coef = nodes_coefficients(values)
-        tail = _tail(coef)
-        if tail <= options.cheb_tail_rtol:
-            return _chop(coef, options.cheb_tail_rtol / 4), tail, True
-        if tail <= options.cheb_noise_rtol and tail > prev_tail / 8:
-            # Rounding floor of the samples: no longer shrinking on tripling.
-            return _chop(coef, tail / 4), tail, True
-        if 3 * n > options.cheb_max_nodes:
-            return coef, tail, False
-        prev_tail = tail
-        n *= 3
-
-
-def _build_panels(density, lo, hi, kind, power, lead, exponents, depth, floor, options):
-    if depth > options.panel_max_depth:
-        raise ConvergenceError(
-            f"Chebyshev panels did not converge on [{lo!r}, {hi!r}] after {depth} splits "
-            f"(tail above {options.cheb_tail_rtol:.1e} with {options.cheb_max_nodes} nodes)",
-            point=(lo, hi), iterations=depth)
-    pmap = PanelMap(float(lo), float(hi), kind, power)
-    coef, tail, ok = _fit(density, pmap, lead, options)
-    lo_exp = exponents[0] if kind == "left" else None
-    hi_exp = exponents[1] if kind == "right" else None
-    if ok:
-        return [Panel(pmap, coef, tail, lead, lo_exp, hi_exp)]
-    at_singular_edge = (kind == "left" and exponents[0] is not None and exponents[0] < 0) or (
-        kind == "right" and exponents[1] is not None and exponents[1] < 0)
-    if not at_singular_edge and hi - lo <= floor:
-        # A sliver next to a cusp: kept with its error estimate (eq. (8.14)).
-        return [Panel(pmap, coef, tail, lead, lo_exp, hi_exp)]
-    args = (depth + 1, floor, options)
-    if kind == "left":
-        cut = lo + (hi - lo) / 4
-        return (_build_panels(density, lo, cut, "left", power, lead, exponents, *args)
-                + _build_panels(density, cut, hi, "smooth", 1, 0, exponents, *args))
-    if kind == "right":
-        cut = hi - (hi - lo) / 4
-        return (_build_panels(density, lo, cut, "smooth", 1, 0, exponents, *args)
-                + _build_panels(density, cut, hi, "right", power, lead, exponents, *args))
-    mid = 0.5 * (lo + hi)
-    return (_build_panels(density, lo, mid, "smooth", 1, 0, exponents, *args)
-            + _build_panels(density, mid, hi, "smooth", 1, 0, exponents, *args))
+            raise ConvergenceError(f"density is not finite at x={x[k]!r} inside the support",
+                                   point=float(x[k]))
+        pos = 0
+        following = []
+        for task, (sig, new) in zip(tasks, pieces):
+            cnt = int(new.sum())
+            vals = np.empty(task.n)
+            if task.values is not None:
+                vals[~new] = task.values
+            vals[new] = dens[pos:pos + cnt] * task.map.dx_dsigma(sig[new])
+            pos += cnt
+            task.values = vals
+            coef = nodes_coefficients(vals)
+            tail = _tail(coef)
+            if tail <= options.cheb_tail_rtol:
+                done.append(task.panel(_chop(coef, options.cheb_tail_rtol / 4), tail))
+            elif tail <= options.cheb_noise_rtol and tail > task.prev_tail / 8:
+                # Rounding floor of the samples: no longer shrinking on tripling.
+                done.append(task.panel(_chop(coef, tail / 4), tail))
+            elif 3 * task.n <= options.cheb_max_nodes:
+                task.prev_tail = tail
+                task.n *= 3
+                following.append(task)
+            else:
+                m = task.map
+                at_singular_edge = (m.kind == "left" and task.exponents[0] is not None
+                                    and task.exponents[0] < 0) or (
+                    m.kind == "right" and task.exponents[1] is not None
+                    and task.exponents[1] < 0)
+                if not at_singular_edge and m.hi - m.lo <= task.floor:
+                    # A sliver next to a cusp: kept with its error estimate (eq. (8.14)).
+                    done.append(task.panel(coef, tail))
+                else:
+                    following.extend(task.children(options))
+        tasks = following
+    done.sort(key=lambda p: p.lo)
+    return done
 
 
 def build_representation(density, intervals, options, expected_mass=None):
@@ -678,7 +745,7 @@ def build_representation(density, intervals, options, expected_mass=None):
     -------
     Representation
     """
-    panels = []
+    tasks = []
     for iv in intervals:
         lo, hi = float(iv.lo), float(iv.hi)
         floor = options.panel_min_width_rtol * (hi - lo)
@@ -686,13 +753,13 @@ def build_representation(density, intervals, options, expected_mass=None):
         mid = 0.5 * (lo + hi)
         p_lo, k_lo = edge_power(exps[0])
         p_hi, k_hi = edge_power(exps[1])
-        kind_lo = "left" if p_lo > 1 or k_lo != 0 else "smooth"
-        kind_hi = "right" if p_hi > 1 or k_hi != 0 else "smooth"
-        panels += _build_panels(density, lo, mid, kind_lo, p_lo, k_lo if kind_lo != "smooth" else 0,
-                                exps, 0, floor, options)
-        panels += _build_panels(density, mid, hi, kind_hi, p_hi, k_hi if kind_hi != "smooth" else 0,
-                                exps, 0, floor, options)
-    rep = Representation(panels)
+        left = p_lo > 1 or k_lo != 0
+        right = p_hi > 1 or k_hi != 0
+        tasks.append(_Task(PanelMap(lo, mid, "left" if left else "smooth", p_lo if left else 1),
+                           k_lo if left else 0, exps, 0, floor, options))
+        tasks.append(_Task(PanelMap(mid, hi, "right" if right else "smooth", p_hi if right else 1),
+                           k_hi if right else 0, exps, 0, floor, options))
+    rep = Representation(_fit_all(density, tasks, options))
     if expected_mass is not None and abs(rep.total - expected_mass) > options.mass_atol:
         raise ConvergenceError(
             f"the density integrates to {rep.total!r} on its support where {expected_mass!r} "
@@ -750,11 +817,33 @@ class Representation:
         if j < 0 or x > self.ends[j]:
             return 0.0
         p = self.panels[j]
-        sig = float(p.map.sigma_of(x))
-        dx = float(p.map.dx_dsigma(sig))
+        m = p.map
+        if m.kind not in ("left", "right"):
+            return float(p.density(np.array([x]))[0])
+        d = (x - m.lo) / m.width if m.kind == "left" else (m.hi - x) / m.width
+        sv = d if m.power == 1 else d ** (1.0 / m.power)
+        sig = 2.0 * sv - 1.0 if m.kind == "left" else 1.0 - 2.0 * sv
+        dx = m.width * m.power / 2.0 * sv ** (m.power - 1)
         if dx == 0.0:
             return float(p._edge_value(np.array(sig)))
         return max(clenshaw(p.coef_list, sig) / dx, 0.0)
+
+    def cdf_scalar(self, x):
+        """Continuous mass below one Python float (no numpy array overhead)."""
+        k = int(np.searchsorted(self.ends, x, side="right"))
+        if k >= len(self.panels):
+            return self.total
+        if x < self.starts[k]:
+            return float(self.below[k])
+        p = self.panels[k]
+        m = p.map
+        if m.kind not in ("left", "right"):
+            sig = float(m.sigma_of(np.array([x]))[0])
+        else:
+            d = (x - m.lo) / m.width if m.kind == "left" else (m.hi - x) / m.width
+            sv = d if m.power == 1 else d ** (1.0 / m.power)
+            sig = 2.0 * sv - 1.0 if m.kind == "left" else 1.0 - 2.0 * sv
+        return float(self.below[k]) + min(max(clenshaw(p.cum_list, sig), 0.0), p.mass)
 
     def cdf(self, x):
         """Mass of the continuous part below each point of a 1-d float array."""

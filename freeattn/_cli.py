@@ -326,6 +326,33 @@ def _cmd_edge(args, emit):
                "mp_*: Marchenko-Pastur law with the same variance theta1",))])
 
 
+def _cmd_causal(args, emit):
+    fa, r = _library(), _render()
+    from . import _causal
+
+    support = _causal.causal_support(args.beta, args.gamma)
+    moments = _causal.causal_moments(args.beta, args.gamma, 3)
+    theta1 = float(fa.linear_coefficients(args.beta).theta1)
+    pairs = [("beta", args.beta), ("gamma", args.gamma), ("theta1", theta1)]
+    for k, (lo, hi) in enumerate(support.intervals, start=1):
+        pairs += [(f"interval{k}_lo", lo), (f"interval{k}_hi", hi)]
+    for k, mass in enumerate(support.gap_masses, start=1):
+        pairs.append((f"cdf_on_gap{k}", mass))
+    pairs += [("squared_edge", support.upper), ("norm", support.upper ** 0.5),
+              ("noncausal_squared_edge", fa.operator_norm(args.beta, args.gamma).squared_edge),
+              ("dykema_haagerup_squared_edge", 2.718281828459045 * theta1),
+              ("m1", moments[0]), ("m2", moments[1]), ("m3", moments[2]),
+              ("cdf_at_1e-3_theta1", float(_causal.causal_cdf(args.beta, args.gamma,
+                                                               1e-3 * theta1)))]
+    return r.Document([r.Record(
+        pairs, title="limiting law of the squared singular values of causal attention "
+                     "C = diag(1..n)(A - M)/sqrt(n)",
+        notes=("squared_edge: upper edge of the support (theory eq. (10.17)); m1-m3: exact "
+               "moments (eq. (10.16)); the density diverges at 0 like 1/(x log^2(theta1/x)) "
+               "(eq. (10.18)); noncausal/dykema_haagerup: the edges without mask and "
+               "without scores (eq. (10.14))",))])
+
+
 def _cmd_threshold(args, emit):
     import numpy as np
 
@@ -504,6 +531,17 @@ def build_parser():
     _add_gamma(p)
     _add_format(p)
     p.set_defaults(handler=_cmd_edge)
+
+    p = command("causal", "support, edge and moments of the causal (masked) attention law",
+                "The limiting law of the squared singular values of causal attention\n"
+                "C = diag(1..n)(A - M)/sqrt(n) (theory note 10): its support intervals\n"
+                "(split for small gamma), upper edge beside the non-causal and the\n"
+                "Dykema-Haagerup edges, exact moments, and the CDF at 1e-3 theta1.\n"
+                "Ranges: beta in [1e-8, 4], gamma in [0.1, 10].")
+    _add_beta(p)
+    _add_gamma(p)
+    _add_format(p)
+    p.set_defaults(handler=_cmd_causal)
 
     p = command("threshold", "linearization threshold beta*(n)",
                 "The beta at which the bulk edge of sqrt(n)*A reaches the common mode\n"

@@ -379,19 +379,25 @@ class MarchenkoPastur(SpectralLaw):
     def _moments_exact(self, kmax):
         # Narayana moments (theory eq. (5.10)) in units of the upper edge, summed
         # from logarithms so that no term over- or underflows.
+        out = np.array([self._narayana_scaled(k) for k in range(kmax + 1)])
+        return self.variance * (1.0 + math.sqrt(self.ratio)) ** 2, out
+
+    def _moment_exact_single(self, k):
+        return self.variance * (1.0 + math.sqrt(self.ratio)) ** 2, self._narayana_scaled(k)
+
+    def _narayana_scaled(self, k):
+        """``m_k / (v (1 + sqrt c)**2)**k`` from logarithms of the Narayana terms (eq. (5.10))."""
         from scipy.special import gammaln
 
         c = self.ratio
         log_hi = 2.0 * math.log1p(math.sqrt(c))
-        out = np.empty(kmax + 1)
-        out[0] = 1.0
-        for k in range(1, kmax + 1):
-            r = np.arange(k)
-            log_terms = (r * math.log(c) + gammaln(k + 1) - gammaln(r + 1) - gammaln(k - r + 1)
-                         + gammaln(k) - gammaln(r + 1) - gammaln(k - r) - np.log(r + 1.0)
-                         - k * log_hi)
-            out[k] = np.exp(log_terms).sum()
-        return self.variance * math.exp(log_hi), out
+        if k == 0:
+            return 1.0
+        r = np.arange(k)
+        log_terms = (r * math.log(c) + gammaln(k + 1) - gammaln(r + 1) - gammaln(k - r + 1)
+                     + gammaln(k) - gammaln(r + 1) - gammaln(k - r) - np.log(r + 1.0)
+                     - k * log_hi)
+        return float(np.exp(log_terms).sum())
 
     def _r_transform(self):
         """``R(g) = v / (1 - c v g)``."""

@@ -32,22 +32,31 @@ CANCEL_IMAG_RTOL = 1e-9
 
 
 def _arr(p):
+    if type(p) is np.ndarray and p.dtype == np.float64 and p.ndim == 1:
+        return p
     return np.atleast_1d(np.asarray(p, dtype=float))
 
 
 def trim(p):
     """Drop trailing (highest-degree) exact zeros, keeping at least one coefficient."""
     p = _arr(p)
-    nz = np.nonzero(p)[0]
-    return p[:nz[-1] + 1].copy() if nz.size else p[:1].copy()
+    last = p.size
+    while last > 1 and p[last - 1] == 0.0:
+        last -= 1
+    return p[:last].copy()
 
 
 def pmul(p, q):
-    return trim(_P.polymul(_arr(p), _arr(q)))
+    return trim(np.convolve(_arr(p), _arr(q)))
 
 
 def padd(p, q):
-    return trim(_P.polyadd(_arr(p), _arr(q)))
+    p, q = _arr(p), _arr(q)
+    if p.size < q.size:
+        p, q = q, p
+    out = p.copy()
+    out[:q.size] += q
+    return trim(out)
 
 
 def pscale(p, s):

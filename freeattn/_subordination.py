@@ -77,6 +77,9 @@ CONTINUATION_FLOOR = 1e-7
 #: starts next to a hard edge, where the float point has few correct digits).
 MP_MAX_STEPS = 200
 
+#: Step halvings of the generic solver's backtracking line search.
+BACKTRACK_HALVINGS = 20
+
 #: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
 #: the inverse map counts as not positive in the generic support search.
 DPHI_FLOOR = 1e-10
@@ -113,6 +116,12 @@ class AffineLevel:
 
     def guess(self, z):
         return (z - self.shift) / self.scale
+
+    def partner_point(self, z, tau, gb, g):
+        return None
+
+    def partner_check(self, point, tau, gb, g):
+        return None
 
     def rational(self, n, d, a, b):
         return (padd(pscale(d, self.shift), pscale(n, self.scale)), d, a, pscale(b, self.scale))
@@ -176,6 +185,19 @@ class RLevel:
     def guess(self, z):
         return z - self.transform.at_zero()
 
+    def partner_point(self, z, tau, gb, g):
+        """The partner's subordination point ``omega_1 = z - tau + 1/G`` (eq. (8.8))."""
+        if _single_atom(self.partner):
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return z - tau + 1.0 / g
+
+    def partner_check(self, point, tau, gb, g):
+        """Relative mismatch of ``G_a(omega_1) = G`` with the partner's true branch."""
+        ga = self.partner._stieltjes(point)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.abs(ga - g) / np.abs(g)
+
     def rational(self, n, d, a, b):
         rn, rd = compose(self.transform.num, self.transform.den, a, b)
         return padd(pmul(n, rd), pmul(d, rn)), pmul(d, rd), a, b
@@ -220,6 +242,20 @@ class SLevel:
     def guess(self, z):
         return z * self.transform.at_zero()
 
+    def partner_point(self, z, tau, gb, g):
+        """The partner's subordination point ``xi = z G_b(tau)/w`` (``xi G_a(xi) = tau
+        G_b(tau)``, eq. (8.9))."""
+        if _single_atom(self.partner):
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return z * gb / (tau * gb - 1.0)
+
+    def partner_check(self, point, tau, gb, g):
+        """Relative mismatch of ``xi G_a(xi) = tau G_b(tau)`` with the partner's true branch."""
+        ga = self.partner._stieltjes(point)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.abs(point * ga - tau * gb) / np.abs(tau * gb)
+
     def rational(self, n, d, a, b):
         wn = padd(pmul(n, a), -pmul(d, b))
         wd = pmul(d, b)
@@ -263,6 +299,11 @@ class SLevel:
 
     def describe(self):
         return f"⊠ {self.partner._describe()}"
+
+
+def _single_atom(law):
+    loc, mass = law.atoms()
+    return loc.size == 1 and not law.interval_details()
 
 
 def _deflate_exact(p, r):
@@ -486,6 +527,31 @@ class Curve:
     def z_of(self, t):
         return self.stages(t, derivatives=False)[0][-1]
 
+    def partner_points(self, zs, gs):
+        """The partners' subordination points of every level, ``[(level, k, point)]``."""
+        out = []
+        for k, level in enumerate(self.levels, start=1):
+            pt = level.partner_point(zs[k], zs[k - 1], gs[k - 1], gs[k])
+            if pt is not None:
+                out.append((level, k, pt))
+        return out
+
+    def partner_valid(self, zs, gs, rtol):
+        """On the real line: every partner point is on its partner's true branch (eq. (8.11))."""
+        ok = np.ones(np.shape(zs[0]), dtype=bool)
+        for level, k, pt in self.partner_points(zs, gs):
+            flat = np.ravel(pt)
+            good = np.isfinite(flat)
+            # A partner point at infinity is the partner's transform at 0 (G = 0, or
+            # w = 0 for an S-level): consistent with every law.
+            mism = np.zeros(flat.shape)
+            if good.any():
+                mism[good] = level.partner_check(flat[good] + 0j, np.ravel(zs[k - 1])[good],
+                                                 np.ravel(gs[k - 1])[good],
+                                                 np.ravel(gs[k])[good])
+            ok &= (mism <= rtol).reshape(ok.shape)
+        return ok
+
 
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL):
     """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged."""
@@ -600,7 +666,13 @@ class RationalSolver:
         """The admissible root: all subordination points in the closed upper half-plane."""
         opts = self.options
         zs, gs, _, _ = self.curve.stages(roots, derivatives=False)
-        zk = np.stack([roots] + zs[:-1])                         # (K + 1, d, m)
+        # The outermost partner point from the given z, not from Z(t) recomputed with
+        # cancellation (next to a hard edge Z(t) keeps few digits of z).
+        zs_exact = zs[:-1] + [np.broadcast_to(z[None, :], zs[-1].shape)]
+        partner_info = self.curve.partner_points(zs_exact, gs)
+        # A partner point at infinity (G = 0) restricts nothing.
+        partners = [np.where(np.isfinite(pt), pt, 1j) for _, _, pt in partner_info]
+        zk = np.stack([roots] + zs[:-1] + partners)              # (points, d, m)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             im_rel = zk.imag / np.maximum(np.abs(zk), _TINY)
             score = im_rel.min(axis=0)                            # (d, m)
@@ -608,12 +680,29 @@ class RationalSolver:
                                                  + self.scale)
         res = np.where(np.isfinite(res), res, np.inf)
         ok = (res < opts.branch_rtol) & (score >= -opts.branch_rtol) & np.isfinite(gs[-1])
+        if partner_info and ok.any():
+            # A partner's subordination point must also be on the partner's true
+            # branch (eq. (8.10)): a root of the tower polynomial can put it in C+
+            # on another sheet of the partner's transform.
+            for level, k, pt in partner_info:
+                sel = ok & np.isfinite(pt)
+                mism = np.zeros(pt.shape)
+                if sel.any():
+                    # A point on the partner's support up to rounding is read on the
+                    # upper side (the boundary value of the Stieltjes branch).
+                    ps = pt[sel]
+                    ps = ps.real + 1j * np.maximum(ps.imag, 0.0)
+                    mism[sel] = level.partner_check(ps, zs[k - 1][sel], gs[k - 1][sel],
+                                                    gs[k][sel])
+                ok &= mism <= np.sqrt(opts.branch_rtol)
         real = ok & (np.abs(score) <= opts.real_root_rtol * 1e3)
         if real.any():
             # Off the support only real roots remain; the Stieltjes value is the one on
             # which every level increases (eq. (8.11)).
-            dz = np.stack(self.curve.stages(roots.real + 0j)[2]).real
-            increasing = np.all(dz > 0, axis=0)
+            rr = roots.real + 0j
+            zr, gr, dzr, _ = self.curve.stages(rr)
+            increasing = np.all(np.stack(dzr).real > 0, axis=0) & self.curve.partner_valid(
+                zr, gr, opts.branch_rtol)
             score = np.where(real, np.where(increasing, 0.0, -1.0), score)
         score = np.where(ok, score, -np.inf)
         idx = np.argmax(score, axis=0)
@@ -646,8 +735,9 @@ class RationalSolver:
         crit_c, crit_m = _cluster(crit)
         poles = []
         for (nk, dk, ak, bk) in curve.polys:
-            poles.extend(_real_roots(dk))
-            poles.extend(_real_roots(bk))
+            for poly in (dk, bk):
+                if poly.size > 1:
+                    poles.extend(_real_roots(poly))
         poles = _cluster(np.array(poles))[0] if poles else np.empty(0)
         breaks = np.sort(np.concatenate([crit_c, poles]))
         breaks = _cluster(breaks)[0] if breaks.size else breaks
@@ -702,8 +792,10 @@ class RationalSolver:
 
     def _valid(self, t):
         """Whether every level increases at each real leaf point (eq. (8.11))."""
-        dz = np.stack(self.curve.stages(t.astype(complex))[2]).real
-        return np.all((dz > 0) & np.isfinite(dz), axis=0)
+        zs, gs, dzs, _ = self.curve.stages(t.astype(complex))
+        dz = np.stack(dzs).real
+        return np.all((dz > 0) & np.isfinite(dz), axis=0) & self.curve.partner_valid(
+            zs, gs, self.options.branch_rtol)
 
     def _end_value(self, t, side):
         """``lim Z`` at an end of an increasing t-interval (``side=+1``: left end)."""
@@ -830,9 +922,11 @@ class GenericSolver:
         active = np.arange(tau.size)
         for _ in range(opts.newton_max_iter):
             ta = tau[active]
+            za = zk[active]
             zz, _, dz, _ = self._phi(ta)
+            res0 = np.abs(zz - za)
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                step = (zz - zk[active]) / dz
+                step = (zz - za) / dz
             step = np.where(np.isfinite(step), step, 0)
             new = ta - step
             for _ in range(30):
@@ -842,6 +936,16 @@ class GenericSolver:
                 step = np.where(out, step / 2, step)
                 new = ta - step
             new = np.where(new.imag < 0, new.real + 0j, new)
+            # Backtracking: a step that does not reduce the residual is halved
+            # (far from the solution a full Newton step can jump to another sheet).
+            for _ in range(BACKTRACK_HALVINGS):
+                with np.errstate(all="ignore"):
+                    res1 = np.abs(self._phi(new)[0] - za)
+                worse = ~(res1 <= res0) & (np.abs(step) > opts.newton_rtol * np.abs(ta))
+                if not worse.any():
+                    break
+                step = np.where(worse, step / 2, step)
+                new = np.where(worse, ta - step, new)
             tau[active] = new
             done = np.abs(step) <= opts.newton_rtol * np.maximum(np.abs(new), 1e-300)
             active = active[~done]
@@ -864,7 +968,7 @@ class GenericSolver:
         floor = DPHI_FLOOR * self._dphi_infinity()
         for glo, ghi, e_glo, e_ghi in _gaps(b):
             taus = _gap_grid(glo, ghi, opts.critical_grid, self.scale)
-            pos = self._dphi_real(taus) > floor
+            pos = (self._dphi_real(taus) > floor) & self._partner_valid(taus)
             for i, j in _runs(pos):
                 if i == 0:
                     left, e_left = glo, e_glo
@@ -897,6 +1001,20 @@ class GenericSolver:
             out.append([float(lo), float(hi), SOFT if left[3] is None else left[3],
                         SOFT if right[2] is None else right[2]])
         return _snap_hard_edge(out, self.level.hard_edge(b), opts)
+
+    def _partner_valid(self, taus):
+        """The partner's subordination point is on its true branch (eq. (8.11))."""
+        tau = taus.astype(complex)
+        z, g, _, _ = self._phi(tau)
+        gb = self.constituent._stieltjes(tau)
+        pt = self.level.partner_point(z, tau, gb, g)
+        if pt is None:
+            return np.ones(taus.shape, dtype=bool)
+        ok = np.isfinite(pt) & np.isfinite(z)
+        mism = np.where(np.isfinite(z), 0.0, np.inf)          # partner at infinity: fine
+        if ok.any():
+            mism[ok] = self.level.partner_check(pt[ok].real + 0j, tau[ok], gb[ok], g[ok])
+        return mism <= self.options.branch_rtol
 
     def _dphi_infinity(self):
         level = self.level

@@ -13,7 +13,7 @@ import numpy as np
 from ._law_base import Interval, SpectralLaw
 from ._rational import RationalTransform, compose, pmul, padd
 
-__all__ = ["AffineLaw", "SingularValueLaw", "affine"]
+__all__ = ["AffineLaw", "SingularValueLaw", "ZeroPaddedLaw", "affine"]
 
 #: Below ``|z|**2 <= _TINY_SQ * scale**2`` the square ``z**2`` underflows against the
 #: support, and the singular-value law's transform is taken from its representation.
@@ -105,6 +105,18 @@ class AffineLaw(SpectralLaw):
             return np.zeros(y.shape)
         return np.asarray(self.base.pdf(self._to_base(y)), dtype=float).reshape(y.shape) / abs(
             self.scale)
+
+    def _pdf_scalar(self, y):
+        return self.base._pdf_scalar((y - self.shift) / self.scale) / abs(self.scale)
+
+    def _cdf_scalar(self, y):
+        x = (y - self.shift) / self.scale
+        if self.scale > 0:
+            return self.base._cdf_scalar(x)
+        # P(a + s X <= y) = P(X >= x) for s < 0.
+        loc, mass = self.base.atoms()
+        at = float(mass[loc == x].sum()) if loc.size else 0.0
+        return min(max(1.0 - self.base._cdf_scalar(x) + at, 0.0), 1.0)
 
     def _cdf_closed(self, y):
         x = self._to_base(y)
@@ -230,10 +242,12 @@ class SingularValueLaw(SpectralLaw):
 
     def _pdf_closed(self, s):
         out = np.zeros(s.shape)
-        pos = (s > 0) & (s <= math.sqrt(self._sq.support()[1]))
+        with np.errstate(under="ignore", over="ignore"):
+            sq = s * s
+        pos = (s > 0) & (sq > 0) & (s <= math.sqrt(self._sq.support()[1]))
         if pos.any():
-            out[pos] = 2.0 * s[pos] * np.asarray(self._sq.pdf(s[pos] ** 2), dtype=float)
-        zero = s == 0
+            out[pos] = 2.0 * s[pos] * np.asarray(self._sq.pdf(sq[pos]), dtype=float)
+        zero = (s >= 0) & (sq == 0)
         if zero.any() and self._sq.interval_details():
             iv = self._sq.interval_details()[0]
             if iv.lo == 0.0:
@@ -243,6 +257,15 @@ class SingularValueLaw(SpectralLaw):
                 elif 2 * eta + 1 == 0:
                     out[zero] = 2.0 * self._sq._edge_coefficient()
         return out
+
+    def _pdf_scalar(self, s):
+        sq = s * s
+        if s > 0 and sq > 0 and s <= math.sqrt(self._sq.support()[1]):
+            return 2.0 * s * self._sq._pdf_scalar(sq)
+        return float(self._pdf_closed(np.array([s]))[0])
+
+    def _cdf_scalar(self, s):
+        return self._sq._cdf_scalar(s * s) if s >= 0 else 0.0
 
     def _cdf_closed(self, s):
         if not self._sq.interval_details():
@@ -336,3 +359,88 @@ class SingularValueLaw(SpectralLaw):
     def var(self):
         """``E[s**2] - E[s]**2``."""
         return self._sq.moment(1) - self.moment(1) ** 2
+
+
+class ZeroPaddedLaw(SpectralLaw):
+    """``t mu + (1 - t) delta_0``: the eigenvalue law after a change of dimension.
+
+    If ``mu`` is the eigenvalue law of an ``N x N`` matrix ``B A`` and ``A B``
+    is ``p x p`` with ``N = t p``, the law of ``A B`` is ``t mu + (1 - t)
+    delta_0`` (theory eq. (9.4)): the non-zero eigenvalues are shared.  With
+    ``t > 1`` zeros are removed, which needs ``mu({0}) >= 1 - 1/t``.
+
+    Parameters
+    ----------
+    base : SpectralLaw
+    t : float
+        ``> 0``.
+    """
+
+    def __init__(self, base, t):
+        super().__init__(base.options)
+        self.base = base
+        self.t = t
+        loc, mass = base.atoms()
+        zero = float(mass[loc == 0.0].sum()) * t + (1.0 - t)
+        if zero < -ZERO_MASS_ATOL:
+            raise ValueError(f"t = {t!r} removes more mass at 0 than the law has "
+                             f"({float(mass[loc == 0.0].sum())!r} at 0; at most 1 - 1/t = "
+                             f"{1 - 1 / t!r} can be removed)")
+
+    def _describe(self):
+        return f"{self.t:g} * ({self.base._describe()}) + {1 - self.t:g} * delta_0"
+
+    def _support_intervals(self):
+        return self.base.interval_details()
+
+    def _atoms(self):
+        loc, mass = self.base.atoms()
+        mass = mass * self.t
+        at_zero = loc == 0.0
+        zero = float(mass[at_zero].sum()) + (1.0 - self.t)
+        loc, mass = loc[~at_zero], mass[~at_zero]
+        if zero > ZERO_MASS_ATOL:
+            loc, mass = np.append(loc, 0.0), np.append(mass, zero)
+        return loc, mass
+
+    def _density(self, x):
+        return self.t * self.base._density(x)
+
+    def _pdf_closed(self, x):
+        return self.t * np.asarray(self.base.pdf(x), dtype=float).reshape(x.shape)
+
+    def _pdf_scalar(self, x):
+        return self.t * self.base._pdf_scalar(x)
+
+    def _cdf_closed(self, x):
+        return self.t * self.base._continuous_cdf(x)
+
+    def _stieltjes_exact(self, z):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.t * self.base._stieltjes(z) + (1.0 - self.t) / z
+
+    def _stieltjes_pair(self, z):
+        g, dg = self.base._stieltjes_pair(z)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.t * g + (1.0 - self.t) / z, self.t * dg - (1.0 - self.t) / (z * z)
+
+    def _stieltjes_derivative(self, z):
+        return self._stieltjes_pair(z)[1]
+
+    def _moments_exact(self, kmax):
+        exact = self.base._moments_exact(kmax)
+        if exact is None:
+            return None
+        sc, m = exact
+        m = np.asarray(m, dtype=float) * self.t
+        m[0] = 1.0
+        return sc, m
+
+    def _mp_stieltjes(self, z):
+        import mpmath
+        t = mpmath.mpf(self.t)
+        return t * self.base._mp_stieltjes(z) + (1 - t) / z
+
+
+#: Mass at 0 below which a zero-padded law has no atom there (rounding of 1 - t).
+ZERO_MASS_ATOL = 1e-14
