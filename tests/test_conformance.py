@@ -121,8 +121,6 @@ def law_of(case_id):
 # Known engine bugs: (check, law id) -> reason.  Each runs as xfail(strict=True).
 # --------------------------------------------------------------------------- #
 
-_NESTED = ("sample_covariance of a sample-covariance law merges the two S-levels and loses the "
-           "inner admissibility test: intervals() == (), total mass 0")
 _CDF_ULP = "the CDF decreases by 1-3 ulp (1e-17..1e-16) within 1e-10 of an edge"
 _NEG_EDGE = ("sample_covariance(attention_law(1, 1).squared(), 0.5) has lower edge -3.2e-32 < 0: "
              "its singular_values() and sample_covariance() raise ValueError")
@@ -138,13 +136,8 @@ _SV_AXIS = ("singular-value law with p(0) > 0: G(-d) left of 0 has Im G ~ -p(0) 
 _FAR_WARN = "pdf/cdf at |x| >= 1e300 are right but emit an overflow RuntimeWarning"
 
 KNOWN_FAILURES = {
-    **{(check, "nested_samplecov"): _NESTED for check in (
-        "support", "mass", "monotone", "ppf", "isf", "moments", "mean_var", "cumulants",
-        "density_sign", "density_far", "density_integral", "stieltjes_quadrature",
-        "stieltjes_far", "stieltjes_sign", "stieltjes_real_outside", "stieltjes_next_to_edges",
-        "singular_values", "rvs", "rvs_ks", "shapes")},
     **{("monotone", law): _CDF_ULP for law in (
-        "mp_c0.5_sv", "attention_b2_g0.5", "samplecov_two_atoms", "semicircle_plus_mp",
+        "mp_c0.5_sv", "attention_b2_g0.5", "samplecov_two_atoms", "semicircle_plus_mp", "nested_samplecov",
         "semicircle_plus_two_atoms_split", "mp_times_two_atoms", "generic_path_samplecov_of_sv")},
     ("support", "samplecov_of_attention"): _NEG_EDGE,
     ("singular_values", "samplecov_of_attention"): _NEG_EDGE,
