@@ -273,8 +273,10 @@ class SpectralLaw:
 
         Returns
         -------
-        locations, masses : ndarray
-            Increasing locations; masses sum to at most 1.
+        locations : ndarray
+            The atoms' locations, increasing.
+        masses : ndarray
+            Their masses, in the same order; they sum to at most 1.
         """
         if self._atom_cache is None:
             loc, mass = self._atoms()
