@@ -703,6 +703,17 @@ def output_path(figure, out=None):
     otherwise the path itself, whose suffix must be a format matplotlib
     writes.  The folder must exist (nothing is created).
 
+    Parameters
+    ----------
+    figure : int or str
+        A figure of :data:`FIGURES`, by number or name.
+    out : str or os.PathLike, optional
+        File or folder, as above.
+
+    Returns
+    -------
+    pathlib.Path
+
     Raises
     ------
     ValueError
