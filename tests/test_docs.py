@@ -118,6 +118,15 @@ def test_relative_links_resolve(page):
         assert (base / target).resolve().exists(), f"{page.name}: broken link {target}"
 
 
+def test_every_theory_note_is_a_page_of_the_site():
+    notes = sorted(p.name for p in (ROOT / "theory").glob("*.md"))
+    stubs = sorted(p.name for p in (DOCS / "theory").glob("*.md"))
+    assert notes == stubs, "add a stub docs/theory/NAME.md that includes theory/NAME.md"
+    for name in stubs:
+        text = (DOCS / "theory" / name).read_text(encoding="utf-8")
+        assert f"```{{include}} ../../theory/{name}\n```" in text, name
+
+
 #: Seconds the site build may take before the test says so; the build takes about 20 s
 #: on the project's 2-core machine (tests/test_docs.py builds it once per session).
 SITE_BUILD_BUDGET = 120.0
