@@ -290,8 +290,10 @@ class SpectralLaw:
 
         Returns
         -------
-        locations, masses : ndarray
-            Increasing locations; masses sum to at most 1.
+        locations : ndarray
+            The atoms' locations, increasing.
+        masses : ndarray
+            Their masses, in the same order; they sum to at most 1.
         """
         if self._atom_cache is None:
             loc, mass = self._atoms()
@@ -543,6 +545,15 @@ class SpectralLaw:
 
         Computed as the mass above ``x`` (not ``1 - cdf``), so small upper
         tails keep their relative accuracy.
+
+        Parameters
+        ----------
+        x : array_like
+
+        Returns
+        -------
+        float or ndarray
+            Same shape as ``x``, non-increasing, in ``[0, 1]``.
         """
         arr = as_real_array(x, "x")
         flat = self._clip_far(arr.ravel())
@@ -604,6 +615,20 @@ class SpectralLaw:
         """Inverse survival function: ``x`` with ``sf(x) = q``.
 
         Computed from the upper tail, so ``isf(1e-12)`` keeps its accuracy.
+
+        Parameters
+        ----------
+        q : array_like
+            Probabilities in ``[0, 1]``.
+
+        Returns
+        -------
+        float or ndarray
+
+        Raises
+        ------
+        ValueError
+            If ``q`` is outside ``[0, 1]`` or NaN.
         """
         arr = self._check_q(q)
         return _out(self._quantile(arr.ravel(), upper=True), arr.shape)
@@ -797,7 +822,17 @@ class SpectralLaw:
         return _rescale(v, scale, k)
 
     def moments(self, kmax):
-        """Moments ``m_0 .. m_kmax`` as an array (same sources as :meth:`moment`)."""
+        """Moments ``m_0, ..., m_kmax`` as an array (same sources as :meth:`moment`).
+
+        Parameters
+        ----------
+        kmax : int
+            Highest order, ``kmax >= 0``.
+
+        Returns
+        -------
+        ndarray, shape (kmax + 1,)
+        """
         kmax = check_int(kmax, "kmax", minimum=0)
         low = min(kmax, self.options.max_exact_moment_order)
         scale, m = self._scaled_moments(low)
@@ -818,7 +853,12 @@ class SpectralLaw:
         return math.sqrt(self.var())
 
     def free_cumulants(self, kmax):
-        """Free cumulants ``kappa_1 .. kappa_kmax`` (theory eqs. (8.2)-(8.3)).
+        """Free cumulants ``kappa_1, ..., kappa_kmax`` (theory eqs. (8.2)-(8.3)).
+
+        Parameters
+        ----------
+        kmax : int
+            Highest order, ``kmax >= 1``.
 
         Returns
         -------
@@ -950,7 +990,19 @@ class SpectralLaw:
             return +g
 
     def pdf_mp(self, x, dps=40):
-        """Density at one real point with mpmath at ``dps`` digits (``-Im G(x + i0)/pi``)."""
+        """Density at one real point with mpmath at ``dps`` digits (``-Im G(x + i0)/pi``).
+
+        Parameters
+        ----------
+        x : float
+            One real point.
+        dps : int, optional
+            Significant decimal digits of the evaluation (see :meth:`stieltjes_mp`).
+
+        Returns
+        -------
+        mpmath.mpf
+        """
         import mpmath
 
         xv = as_real_array(x, "x", finite=True)
@@ -1081,7 +1133,17 @@ class SpectralLaw:
         return ZeroPaddedLaw(self, value)
 
     def scaled(self, factor):
-        """The law of ``factor * X`` (a dilation)."""
+        """The law of ``factor * X`` (a dilation).
+
+        Parameters
+        ----------
+        factor : float
+            Non-zero; a negative factor reflects the law (see :meth:`affine`).
+
+        Returns
+        -------
+        SpectralLaw
+        """
         return self.affine(0.0, factor)
 
     def __repr__(self):
