@@ -671,8 +671,8 @@ def test_raw_trace_grows_like_log_n():
 # --------------------------------------------------------------------------- the law on the base
 
 def test_causal_law_on_the_spectral_law_base():
-    """freeattn.causal_law (the base's representation with the log-end panel of
-    freeattn/_causal_law.py) against the solver: pdf rtol 1e-11 inside the
+    """freeattn.causal_law (the base's representation, its log-end panel the map
+    of eq. (8.18)) against the solver: pdf rtol 1e-11 inside the
     support (also at 1e-30 and 1e-200, in the log-end panel), CDF atol 1e-13
     against the exact log potential eq. (10.13), ppf inverts the CDF, total
     mass 1 (1e-12), exact moments eq. (10.16), support eq. (10.17), and G
@@ -695,6 +695,28 @@ def test_causal_law_on_the_spectral_law_base():
     assert law.stieltjes(z) == pytest.approx(complex(causal_stieltjes(beta, gamma, z)), rel=1e-14)
     # the quantiles below F(5e-324) = 0.00135 are not float64 numbers: they come out 0
     assert law.ppf(1e-3) == 0.0
+
+
+@pytest.mark.parametrize("beta,gamma", [(1.0, 1.0), (1.0, 0.3)])
+def test_causal_cdf_and_ppf_at_the_log_end(beta, gamma):
+    """The log-end panel of eq. (8.18) (LogEnd edge of scale theta1, eq. (10.18)):
+    law.cdf at x = theta1 * (1e-3, 1e-6, 1e-12) against the exact CDF of the log
+    potential, eq. (10.13), computed from the solution at x itself (atol 1e-13;
+    measured <= 1.5e-15), and against the first form of the asymptotics (10.18)
+    (error C y**3; measured C = 2.8-3.1 at gamma = 1, 13.5-17.5 at gamma = 0.3 at
+    these x; bound 25); ppf inverts it (relative 1e-10 in x, measured <= 5e-14:
+    dx/x = dq log(theta1/x)**2/A at the log end)."""
+    law = freeattn.causal_law(beta, gamma)
+    assert law._representation().panels[0].map.kind == "logend"
+    solver, scale = causal._law(beta, gamma)
+    x = law.theta1 * np.array([1e-3, 1e-6, 1e-12])
+    F = law.cdf(x)
+    np.testing.assert_allclose(F, causal_cdf(beta, gamma, x), atol=1e-13)
+    L = np.log(x / law.theta1)
+    y = 1 / (-L + 2 * solver.b2 ** 2 / solver.gamma)
+    assert np.all(np.abs(F - solver.tiny_cdf(L)) < 25 * y ** 3)
+    np.testing.assert_allclose(law.ppf(F), x, rtol=1e-10)
+    assert 0.13 < F[0] < 0.22            # 13-21% of the mass below 1e-3 theta1 (theory 10.8)
 
 
 def test_causal_models_are_registered():
