@@ -95,6 +95,12 @@ GUESS_POINTS = 4
 #: integrated equations, whose terms are O(1)); anything larger is reported.
 RESIDUAL_TOL = 1e-10
 
+#: A solve whose Newton steps stagnate (they do within ~1e-10 relative of an edge,
+#: where the Jacobian's condition number grows like distance**(-1/2): measured
+#: steps ~1e-12 for 30 iterations at 8e-11 from the upper edge, beta = 0.5) is
+#: accepted when its residual is at this rounding level of the O(1) equations.
+RESIDUAL_ROUNDING = 1e-14
+
 #: Chebyshev nodes per panel of the position grid.  A single panel on [0, 1/2]
 #: with 32 nodes reaches ~1e-14 in the bulk of the support (tests quote the
 #: convergence table); panels are added near x = 0 when the boundary layer
@@ -512,7 +518,10 @@ class _System:
         bc = _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - log_mz)
         # the boundary condition balances terms of size |log z|: relative to that
         res = np.maximum(np.max(np.abs(st.R), axis=1), np.abs(bc) / np.maximum(1.0, np.abs(log_mz)))
-        conv = done & (res < RESIDUAL_TOL) & np.isfinite(res)
+        # next to an edge the Jacobian is nearly singular and the steps can stagnate
+        # at rounding level above NEWTON_STEP_TOL: a residual at rounding level is then
+        # as converged as the data allow
+        conv = (done | (res < RESIDUAL_ROUNDING)) & (res < RESIDUAL_TOL) & np.isfinite(res)
         return st, conv, its, res
 
     # -- real branch at given kappa --------------------------------------------
