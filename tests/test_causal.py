@@ -779,3 +779,25 @@ def test_validate_uses_the_floor_aware_distance_for_causal_models():
     lapack = np.sort(np.concatenate([scipy.linalg.svdvals(Y) ** 2 for Y in mats]))
     assert abs(res.ks - floor_ks(lapack)) <= 1.0 / (n * draws) + 1e-12
     assert stats.ks_distance(law.cdf(own)) > res.ks
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
+def test_cli_causal_command_every_format(fmt, capsys):
+    """`freeattn causal --format F` prints the upper edge of eq. (10.17) and the exact
+    m1 = theta1/2 of eq. (10.16) in each of the four formats of the renderer."""
+    from freeattn._cli import main
+
+    assert main(["causal", "--beta", "1", "--gamma", "1", "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    edge, m1 = causal_edge(1.0, 1.0), float(np.expm1(1.0)) / 2
+    if fmt == "json":
+        data = json.loads(out)
+        assert data["squared_edge"] == pytest.approx(edge, rel=1e-15)
+        assert data["m1"] == pytest.approx(m1, rel=1e-15)
+    elif fmt == "csv":
+        header, row = out.strip().splitlines()[:2]
+        data = dict(zip(header.split(","), row.split(",")))
+        assert float(data["squared_edge"]) == pytest.approx(edge, rel=1e-15)
+        assert float(data["m1"]) == pytest.approx(m1, rel=1e-15)
+    else:
+        assert f"{edge:.8g}" in out and f"{m1:.8g}" in out
