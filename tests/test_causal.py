@@ -610,15 +610,15 @@ def test_sampler_arguments():
 
 # --------------------------------------------------------------------------- Monte Carlo
 
-def _ks_above_floor(ev, cdf):
-    """Kolmogorov distance on x >= floor = 1e3 eps max (theory 10.9): values of
-    a triangular matrix below it are not resolved in float64, only counted."""
+def _ks_above_floor(ev, cdf, n):
+    """Floor-aware Kolmogorov distance, theory eq. (7.15) (freeattn._statistics): the
+    values of a triangular matrix below the float64 floor 10 n eps max are counted,
+    not placed (theory 10.9)."""
+    from freeattn import _statistics as stats
+
     ev = np.sort(ev)
-    floor = 1e3 * np.finfo(float).eps * ev[-1]
-    F = cdf(ev)
-    n = ev.size
-    d = np.maximum(np.arange(1, n + 1) / n - F, F - np.arange(n) / n)
-    return max(d[ev >= floor].max(), abs(np.mean(ev < floor) - float(cdf(floor))))
+    floor = stats.resolution_floor(n, ev[-1])
+    return stats.ks_distance_above_floor(ev, cdf(ev), floor, float(cdf(floor)))
 
 
 @pytest.mark.statistical
@@ -628,13 +628,14 @@ def test_masked_linear_model_matches_the_law():
     Measured (benchmarks/causal_finite_n.py): 0.0023 at n = 500 (8 draws), 0.0014
     at n = 1000; a pool of 1800 values has a KS noise ~0.7/sqrt(1800) = 0.016
     for i.i.d. samples, far less for rigid eigenvalues.  Bound 0.008; the same
-    statistic against the non-causal law of the same beta is > 0.1."""
+    statistic against the non-causal law of the same beta is > 0.1.  The CDF is
+    causal_law's, within 1e-13 of eq. (10.13) (test_causal_law_on_the_spectral_law_base)."""
     beta, gamma, n = 1.0, 1.0, 600
     ev = np.concatenate([causal_spectrum("causal_linear", n, n, beta, rng=s) for s in range(3)])
-    ks = _ks_above_floor(ev, lambda x: causal_cdf(beta, gamma, x))
+    ks = _ks_above_floor(ev, freeattn.causal_law(beta, gamma).cdf, n)
     assert ks < 0.008
     wrong = freeattn.attention_law(beta, gamma).squared()
-    assert _ks_above_floor(ev, lambda x: wrong.cdf(x)) > 0.1
+    assert _ks_above_floor(ev, wrong.cdf, n) > 0.1
 
 
 @pytest.mark.statistical
@@ -644,7 +645,7 @@ def test_causal_softmax_matches_the_law():
     gap is small at beta = 0.5, section 10.9)."""
     beta, gamma, n = 0.5, 1.0, 600
     ev = np.concatenate([causal_spectrum("causal", n, n, beta, rng=10 + s) for s in range(3)])
-    assert _ks_above_floor(ev, lambda x: causal_cdf(beta, gamma, x)) < 0.012
+    assert _ks_above_floor(ev, freeattn.causal_law(beta, gamma).cdf, n) < 0.012
 
 
 @pytest.mark.statistical
