@@ -4,7 +4,8 @@ Run ``python benchmarks/causal_finite_n.py`` (``--quick`` for a small smoke run)
 Writes ``benchmarks/results/causal_finite_n.json`` and prints a markdown table.
 The numbers are quoted in theory/10_causal.md, section 10.9.
 
-For each ``beta`` in (0.5, 1, 1.5), ``gamma = 1`` and ``n`` in (500, 1000, 2000):
+For each ``beta`` in (0.5, 1, 1.5), ``gamma = 1`` and ``n`` in (500, 1000, 2000)
+(and 4000 with ``--large``):
 
 - ``R`` independent draws of ``C = diag(1..n)(A - M)/sqrt(n)`` and ``R`` of
   ``Y_c = L * (beta S + alpha W)/sqrt(n)`` (independent seeds), pooled;
@@ -52,6 +53,8 @@ def ks_law(ev, cdf, floor):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--large", action="store_true",
+                        help="also n = 4000 with one draw per pool (minutes per beta)")
     parser.add_argument("--json", default=str(_common.RESULTS_DIR / "causal_finite_n.json"))
     args = parser.parse_args(argv)
     import freeattn
@@ -61,6 +64,8 @@ def main(argv=None):
 
     betas = (1.0,) if args.quick else (0.5, 1.0, 1.5)
     sizes = ((100, 2), (200, 2)) if args.quick else ((500, 8), (1000, 4), (2000, 2))
+    if args.large and not args.quick:
+        sizes += ((4000, 1),)
     rows = []
     for beta in betas:
         edge = causal.causal_edge(beta, 1.0)
