@@ -6,27 +6,29 @@ For each ``(beta, gamma)`` it times, with :mod:`timeit` (min and median of repea
 always *cold* (every call at a ``beta`` perturbed by a relative ``k * 1e-12``, so
 no cache inside freeattn can answer and the time includes building the law):
 
-- ``pdf (interpolant)``: a new law, its density at ~130 Chebyshev nodes (exact
-  solver, ``freeattn._causal.causal_density``) and a piecewise Chebyshev
-  interpolant of it (``density/sqrt(edge distance)`` in ``sqrt(edge distance)``
-  next to each square-root edge, ``lambda * density`` in ``log lambda`` towards the
-  log end at 0), evaluated on 10^4 points spanning the support (target <= 1 s) --
-  the work the spectral-law base will do, done here until the base lands; the
-  maximum relative error of the interpolant against the exact density at 50
-  random points is reported;
+- ``law + pdf``: ``freeattn.causal_law`` of a new ``beta`` (support, continuation
+  atlas, the piecewise-Chebyshev representation of theory eqs. (8.14)-(8.18)) and
+  its ``pdf`` on 10^4 points spanning the support (target <= 1 s);
 - ``pdf (exact, 300 points)``: the density from the solver on 300 points of a
-  new law (what the interpolant costs, minus its evaluation);
+  new law (``freeattn._causal.causal_density``);
 - ``edge``: ``causal_edge`` of a new law (target <= 0.2 s).
+
+Accuracy of the law (built once per case, not timed): the largest relative error
+of ``law.pdf`` against the solver's density (``causal_density``) at 50 random
+interior points and at ``theta1 * 1e-3, 1e-6, 1e-12, 1e-30`` (log end); the
+largest absolute error of ``law.cdf`` against the exact CDF of the log
+potential (theory eq. (10.13), ``causal_cdf``) at the same points; and
+``max |cdf(ppf(q)) - q|`` on 200 levels.
 
 Baseline, measured in the same run: ``numpy.linalg.eigvals`` of a fixed batch of
 10^4 companion matrices (3 x 3), as in ``bench_law.py``; ratios are cold min /
-baseline min.
+baseline min.  To compare two versions of freeattn, run the script with each on
+``PYTHONPATH``: each run times its own baseline.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import pathlib
 import sys
 
@@ -40,12 +42,10 @@ CASES = ((0.5, 1.0), (1.0, 1.0), (1.5, 1.0), (1.0, 0.3), (2.0, 5.0))
 QUICK_CASES = ((1.0, 1.0),)
 POINTS = 10_000
 QUICK_POINTS = 200
-TARGET_S = {"pdf (interpolant)": 1.0, "pdf (exact, 300 points)": None, "edge": 0.2}
+TARGET_S = {"law + pdf": 1.0, "pdf (exact, 300 points)": None, "edge": 0.2}
 DEFAULT_JSON = "bench_causal.json"
-# Chebyshev degrees of the two charts of each interval (see module docstring).
-DEGREE_EDGE = 48
-DEGREE_LOG = 80
-LOG_FLOOR = -30.0      # lambda/theta1 below exp(LOG_FLOOR) is solved exactly
+PROBES = 50
+LOG_END_PROBES = (1e-3, 1e-6, 1e-12, 1e-30)
 
 
 def _companion_batch(points):
@@ -57,68 +57,28 @@ def _companion_batch(points):
     return batch
 
 
-def interpolant(beta, gamma):
-    """A piecewise Chebyshev interpolant of the density of a new causal law."""
-    from numpy.polynomial import Chebyshev
-
+def accuracy(beta, gamma, probes):
+    """Errors of ``causal_law`` against the solver (density) and eq. (10.13) (CDF)."""
+    import freeattn
     from freeattn import _causal
 
-    support = _causal.causal_support(beta, gamma)
-    pieces = []
-    charts = []
-    for lo, hi in support.intervals:
-        if lo == 0.0:
-            split = 0.25 * hi
-            charts.append(("log", math.log(hi) + LOG_FLOOR, math.log(split), lo, hi))
-            charts.append(("top", 0.0, math.sqrt(hi - split), lo, hi))
-        else:
-            mid = 0.5 * (lo + hi)
-            charts.append(("bottom", 0.0, math.sqrt(mid - lo), lo, hi))
-            charts.append(("top", 0.0, math.sqrt(hi - mid), lo, hi))
-    # one batched exact call for the nodes of all charts
-    nodes, owners = [], []
-    for k, (kind, a, b, lo, hi) in enumerate(charts):
-        deg = DEGREE_LOG if kind == "log" else DEGREE_EDGE
-        t = np.cos(np.pi * (np.arange(deg + 1) + 0.5) / (deg + 1))
-        s = 0.5 * (a + b) + 0.5 * (b - a) * t
-        x = np.exp(s) if kind == "log" else (hi - s * s if kind == "top" else lo + s * s)
-        nodes.append(x)
-        owners.append((k, s, deg))
-    values = _causal.causal_density(beta, gamma, np.concatenate(nodes))
-    start = 0
-    for (k, s, deg), x in zip(owners, nodes):
-        kind, a, b, lo, hi = charts[k]
-        v = values[start:start + x.size]
-        start += x.size
-        f = v * x if kind == "log" else v / s
-        pieces.append((kind, a, b, lo, hi, Chebyshev.fit(s, f, deg, domain=[a, b])))
-
-    def pdf(x):
-        x = np.asarray(x, dtype=float)
-        out = np.zeros_like(x)
-        done = np.zeros(x.shape, bool)
-        for kind, a, b, lo, hi, series in pieces:
-            if kind == "log":
-                sel = (x > math.exp(a)) & (x <= math.exp(b)) & ~done
-                out[sel] = series(np.log(x[sel])) / x[sel]
-            elif kind == "top":
-                s = np.sqrt(np.clip(hi - x, 0.0, None))
-                sel = (x <= hi) & (s <= b) & (x > lo) & ~done
-                out[sel] = series(s[sel]) * s[sel]
-            else:
-                s = np.sqrt(np.clip(x - lo, 0.0, None))
-                sel = (x >= lo) & (s <= b) & ~done
-                out[sel] = series(s[sel]) * s[sel]
-            done |= sel
-        tiny = (x > 0) & ~done & (x < support.intervals[0][1])
-        if tiny.any():
-            out[tiny] = _causal.causal_density(beta, gamma, x[tiny])
-        return out
-
-    return pdf, support
+    law = freeattn.causal_law(beta, gamma)
+    theta1 = float(np.expm1(beta * beta))
+    ivs = law.intervals()
+    upper = law.support()[1]
+    x = np.sort(np.random.default_rng(7).uniform(1e-3, 0.999, probes)) * upper
+    x = np.concatenate([theta1 * np.array(LOG_END_PROBES), x])
+    x = x[[any(lo < v < hi for lo, hi in ivs) for v in x]]
+    dens = _causal.causal_density(beta, gamma, x)
+    pdf_err = float(np.max(np.abs(law.pdf(x) / dens - 1.0)))
+    cdf_err = float(np.max(np.abs(law.cdf(x) - _causal.causal_cdf(beta, gamma, x))))
+    q = np.linspace(0.002, 0.998, 200)
+    ppf_err = float(np.max(np.abs(law.cdf(law.ppf(q)) - q)))
+    return {"pdf_rel_error": pdf_err, "cdf_abs_error": cdf_err, "cdf_ppf_error": ppf_err}
 
 
 def measure_case(beta, gamma, points, repeat, quick):
+    import freeattn
     from freeattn import _causal
 
     rows = []
@@ -126,9 +86,8 @@ def measure_case(beta, gamma, points, repeat, quick):
     x = np.linspace(0.0, support.upper, points)
     x300 = np.linspace(0.0, support.upper, 300)[1:-1]
 
-    def pdf_interp():
-        pdf, _ = interpolant(_common.cold_value(beta), gamma)
-        return pdf(x)
+    def law_pdf():
+        return freeattn.causal_law(_common.cold_value(beta), gamma).pdf(x)
 
     def pdf_exact():
         return _causal.causal_density(_common.cold_value(beta), gamma, x300)
@@ -136,21 +95,16 @@ def measure_case(beta, gamma, points, repeat, quick):
     def edge():
         return _causal.causal_edge(_common.cold_value(beta), gamma)
 
-    # accuracy of the interpolant against the exact solver at 50 random interior points
-    pdf, _ = interpolant(beta, gamma)
-    probe = np.sort(np.random.default_rng(7).uniform(1e-3, 0.999, 50 if not quick else 5)) * support.upper
-    exact = _causal.causal_density(beta, gamma, probe)
-    keep = exact > 0
-    err = float(np.max(np.abs(pdf(probe[keep]) / exact[keep] - 1.0)))
-    for task, func in (("pdf (interpolant)", pdf_interp), ("pdf (exact, 300 points)", pdf_exact),
+    acc = accuracy(beta, gamma, 5 if quick else PROBES)
+    for task, func in (("law + pdf", law_pdf), ("pdf (exact, 300 points)", pdf_exact),
                        ("edge", edge)):
         row = {"task": task, "beta": beta, "gamma": gamma, "target_s": TARGET_S[task]}
         try:
             row["cold"] = _common.time_call(func, repeat=repeat, quick=quick)
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {exc}"
-        if task == "pdf (interpolant)":
-            row["max_rel_error"] = err
+        if task == "law + pdf":
+            row.update(acc)
         rows.append(row)
     return rows
 
@@ -183,14 +137,16 @@ def main(argv=None):
 
 def render(result):
     lines = [_common.machine_line(result["machine"]), "",
-             f"Cold calls (a new law each time). pdf (interpolant): new law + density on "
-             f"{result['points']} points through a piecewise Chebyshev interpolant of ~130 exact "
-             "values; max rel. error of the interpolant at 50 random interior points. Ratio: "
+             f"Cold calls (a new law each time). law + pdf: freeattn.causal_law and its pdf on "
+             f"{result['points']} points. Errors of that law: pdf relative to the solver's "
+             "density, cdf absolute to the exact CDF (eq. (10.13)), at 50 random interior "
+             "points and 4 log-end points; |cdf(ppf(q)) - q| on 200 levels. Ratio: "
              "cold min / (10^4 batched 3x3 eigvals) min, timed in the same run.", ""]
     columns = [("task", "task", ""), ("beta", "beta", "g"), ("gamma", "gamma", "g"),
                ("cold_min_s", "cold min (s)", ".3f"), ("cold_median_s", "cold median (s)", ".3f"),
                ("baseline_ms", "eigvals 10^4 3x3 (ms)", ".2f"), ("ratio", "× baseline", ".0f"),
-               ("max_rel_error", "interp. max rel. err", ".1e"), ("target_s", "target (s)", "g"),
+               ("pdf_rel_error", "pdf rel. err", ".1e"), ("cdf_abs_error", "cdf abs. err", ".1e"),
+               ("cdf_ppf_error", "cdf(ppf) err", ".1e"), ("target_s", "target (s)", "g"),
                ("meets_target", "≤ target", ""), ("error", "error", "")]
     lines.append(_common.markdown_table(columns, result["rows"]))
     return "\n".join(lines)

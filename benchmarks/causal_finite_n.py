@@ -4,17 +4,20 @@ Run ``python benchmarks/causal_finite_n.py`` (``--quick`` for a small smoke run)
 Writes ``benchmarks/results/causal_finite_n.json`` and prints a markdown table.
 The numbers are quoted in theory/10_causal.md, section 10.9.
 
-For each ``beta`` in (0.5, 1, 1.5), ``gamma = 1`` and ``n`` in (500, 1000, 2000):
+For each ``beta`` in (0.5, 1, 1.5), ``gamma = 1`` and ``n`` in (500, 1000, 2000)
+(and 4000 with ``--large``):
 
 - ``R`` independent draws of ``C = diag(1..n)(A - M)/sqrt(n)`` and ``R`` of
   ``Y_c = L * (beta S + alpha W)/sqrt(n)`` (independent seeds), pooled;
 - ``ks_C_Yc``: the two-sample Kolmogorov distance between the pools;
 - ``ks_Yc_Yc``: the same between two independent pools of ``Y_c`` (the
   noise floor of the two-sample statistic at this ``n`` and ``R``);
-- ``ks_C`` and ``ks_Yc``: the distance of each pool to the limiting law
-  (exact CDF, theory eq. (10.13)), on ``x >= floor = 1e3 * eps * max``: below
-  it squared singular values of a triangular matrix are not resolved in
-  float64 (they are counted correctly, not placed);
+- ``ks_C`` and ``ks_Yc``: the floor-aware distance of each pool to the
+  limiting law (theory eq. (7.15), ``freeattn._statistics``), on
+  ``x >= floor = 10 n eps max`` with the mass below the floor counted: below it
+  squared singular values of a triangular matrix are not resolved in float64
+  (they are counted correctly, not placed); the CDF is ``causal_law``'s
+  (within 1e-13 of the exact CDF of eq. (10.13));
 - ``above_edge``: the fraction of eigenvalues of ``C`` above the limiting edge;
 - the rate of ``ks_C_Yc`` in ``n`` (``scipy.stats.linregress`` on log-log).
 """
@@ -40,33 +43,34 @@ def ks_two(a, b):
 
 
 def ks_law(ev, cdf, floor):
+    """Floor-aware Kolmogorov distance, theory eq. (7.15)."""
+    from freeattn._statistics import ks_distance_above_floor
+
     ev = np.sort(ev)
-    n = ev.size
-    F = cdf(ev)
-    hi = np.arange(1, n + 1) / n
-    lo = np.arange(n) / n
-    d = np.maximum(hi - F, F - lo)
-    ok = ev >= floor
-    at_floor = abs(np.mean(ev < floor) - float(cdf(floor)))
-    return float(max(d[ok].max(initial=0.0), at_floor))
+    return ks_distance_above_floor(ev, cdf(ev), floor, float(cdf(floor)))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--large", action="store_true",
+                        help="also n = 4000 with one draw per pool (minutes per beta)")
     parser.add_argument("--json", default=str(_common.RESULTS_DIR / "causal_finite_n.json"))
     args = parser.parse_args(argv)
+    import freeattn
     import freeattn._causal as causal
     from freeattn._causal_sampling import causal_spectrum
+    from freeattn._statistics import resolution_floor
 
     betas = (1.0,) if args.quick else (0.5, 1.0, 1.5)
     sizes = ((100, 2), (200, 2)) if args.quick else ((500, 8), (1000, 4), (2000, 2))
+    if args.large and not args.quick:
+        sizes += ((4000, 1),)
     rows = []
     for beta in betas:
         edge = causal.causal_edge(beta, 1.0)
 
-        def cdf(x, beta=beta):
-            return causal.causal_cdf(beta, 1.0, x)
+        cdf = freeattn.causal_law(beta, 1.0).cdf
 
         for n, reps in sizes:
             t0 = time.perf_counter()
@@ -76,7 +80,7 @@ def main(argv=None):
                                         ("Yc2", "causal_linear", 2)):
                 pools[name] = np.concatenate([
                     causal_spectrum(model, n, n, beta, rng=[seed, offset, r]) for r in range(reps)])
-            floor = 1e3 * np.finfo(float).eps * max(p.max() for p in pools.values())
+            floor = resolution_floor(n, max(p.max() for p in pools.values()))
             row = dict(beta=beta, n=n, draws=reps, edge=edge, floor=floor,
                        ks_C_Yc=ks_two(pools["C"], pools["Yc"]),
                        ks_Yc_Yc=ks_two(pools["Yc"], pools["Yc2"]),

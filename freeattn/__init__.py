@@ -8,7 +8,7 @@ freeattn computes that law exactly and checks it against simulation.
 
 from ._errors import ConvergenceError
 from ._options import DEFAULT_OPTIONS, SolverOptions
-from ._law_base import Interval, LawAccuracy, SpectralLaw
+from ._law_base import Interval, LawAccuracy, LogEnd, SpectralLaw
 from ._cumulants import free_cumulants_to_moments, moments_to_free_cumulants
 from ._elementary import point_masses, semicircle
 from ._subordination import free_additive, free_multiplicative, sample_covariance
@@ -77,6 +77,7 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "SpectralLaw",
     "Interval",
+    "LogEnd",
     "LawAccuracy",
     "semicircle",
     "point_masses",

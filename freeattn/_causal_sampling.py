@@ -233,9 +233,9 @@ def causal_spectrum(model, n, d_qk, beta, *, rng=None, keys=None, rescale=True):
 for _model in (
         Model("causal", _sample_causal, uses=("scores",), law=causal_squared_law,
               description="diag(1..n)(A - M)/sqrt(n), A the causal softmax, M its row means",
-              equation="theory eq. (10.1)"),
+              equation="theory eq. (10.1)", floor=True),
         Model("causal_linear", _sample_causal_linear, uses=("linear_noise", "scores"),
               law=causal_squared_law,
               description="L * (beta S + alpha W)/sqrt(n), the masked linear model",
-              equation="theory eq. (10.3)")):
+              equation="theory eq. (10.3)", floor=True)):
     register_model(_model)

@@ -13,6 +13,14 @@ intervals and the behaviour of the density at each edge.
   (theory eq. (8.14)): square-root edges and the ``x**(-1/2)`` hard edge take
   ``p = 2``, the ``x**(-2/3)`` edge of a product of square Wishart matrices
   ``p = 3``, a finite non-zero endpoint value ``p = 1``.
+* **Logarithmic ends.**  A density ``~ A/((x - e) log(c/(x - e))**2)`` at an
+  end ``e`` (declared by a :class:`LogEnd` edge descriptor) is not a power
+  law; its panel uses ``x - e = c u exp(-1/u)`` with ``u`` linear in the panel
+  variable (theory eq. (8.18), :class:`LogEndMap`), in which ``g = f dx/dsigma``
+  is analytic at ``u = 0``.  Its nodes, which lie far below the float range
+  next to ``e``, are sampled through ``log(x - e)`` (the ``log_density``
+  argument of :func:`build_representation`), so the CDF and quantiles there
+  are the exact series too.
 * **Nested nodes.**  ``g`` is sampled at first-kind Chebyshev nodes; their
   number is tripled until the coefficient tail converges, and the nodes of
   ``n`` are nodes of ``3 n``, so no solve is discarded.
@@ -35,6 +43,8 @@ from ._errors import ConvergenceError
 
 __all__ = [
     "edge_power",
+    "LogEnd",
+    "LogEndMap",
     "PanelMap",
     "Panel",
     "Representation",
@@ -66,15 +76,170 @@ INVERSE_TAIL_RTOL = 1e-9
 #: the transform moves by O(offset * log(offset)) ~ 4e-15 relative.
 JUNCTION_OFFSET = 1e-16
 
+#: Gauss-Legendre nodes beyond half a log-end panel's degree for its Cauchy
+#: integral (see :meth:`Panel.cauchy`).
+LOG_END_CAUCHY_EXTRA = 64
+
+
+#: Fraction of an interval covered by the first panel at a logarithmic end
+#: (eq. (8.18)); the rest of the interval starts as one panel towards the other
+#: end.  Measured on the causal law (beta = gamma = 1): the log-end panel to a
+#: quarter of the interval needs 43-48 coefficients above 1e-12, the square-root
+#: panel above it 46 above 2e-15 (81 nodes each); to the midpoint, 48-56 and 29.
+LOG_END_FRACTION = 0.25
+
+#: ``c = LOG_END_SCALE_FACTOR * scale`` in the log-end map ``x - e = c u exp(-1/u)``
+#: (eq. (8.18)); any ``c`` gives an analytic ``g``, this one was the fastest of
+#: 1, 3, 6, 20 on the causal law (fewest coefficients).
+LOG_END_SCALE_FACTOR = 20.0
+
+
+@dataclass(frozen=True)
+class LogEnd:
+    """Edge descriptor of a logarithmic end (theory eq. (8.18)).
+
+    At the end ``e`` the density behaves like ``A/((x - e) log(scale/(x - e))**2)``
+    (the mass below ``e + d`` is ``~ A/log(scale/d)``): no power map resolves it.
+
+    Attributes
+    ----------
+    scale : float
+        ``scale`` in the logarithm (the law's natural unit), > 0.
+    sample_rtol : float
+        Relative accuracy of the density samples next to this end (the law's
+        solver noise there): a log-end panel has converged when its Chebyshev
+        tail is below it.
+    """
+
+    scale: float
+    sample_rtol: float = 1e-12
+
+    def __post_init__(self):
+        if not (np.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"LogEnd.scale must be a positive finite float, got {self.scale!r}")
+        if not 0 < self.sample_rtol < 1:
+            raise ValueError(f"LogEnd.sample_rtol must be in (0, 1), got {self.sample_rtol!r}")
+
+    # Orders like the exponent -1 (``x**-1`` times a logarithm), so that a test
+    # ``exponent < 0`` (a diverging end) reads it correctly.
+    def __float__(self):
+        return -1.0
+
+    def __lt__(self, other):
+        return -1.0 < float(other)
+
+    def __le__(self, other):
+        return -1.0 <= float(other)
+
+    def __gt__(self, other):
+        return -1.0 > float(other)
+
+    def __ge__(self, other):
+        return -1.0 >= float(other)
+
+
+def _solve_v_log_v(R):
+    """``v > 0`` with ``v + log v = R`` (any real ``R``), by Newton in ``w = log v``.
+
+    ``e**w + w - R`` is increasing and convex, and the start (``w = R`` for
+    ``R < 1``, ``log R`` otherwise) has a non-negative value, so Newton's
+    iterates decrease monotonically to the root: 6 steps from ``log R`` reach
+    ``eps`` for ``R >= 1`` (the error squares from ``O(log R/R)``).
+    """
+    R = np.asarray(R, dtype=float)
+    w = np.where(R < 1.0, R, np.log(np.maximum(R, 1.0)))
+    for _ in range(60):
+        ew = np.exp(w)
+        step = (ew + w - R) / (ew + 1.0)
+        w = w - step
+        if np.all(np.abs(step) <= 4e-16 * np.maximum(1.0, np.abs(w))):
+            break
+    return np.exp(w)
+
+
+@dataclass(frozen=True)
+class LogEndMap:
+    """Panel map at a logarithmic end ``e`` (theory eq. (8.18)).
+
+    ``x = e + c u exp(-1/u)``, ``u = u_lo + (u_hi - u_lo) (1 + sigma)/2``; the
+    panel next to the end has ``u_lo = 0`` (``x = e``), the panels cut from it
+    have ``u_lo > 0``.  ``lo`` and ``hi`` are the panel's ends in ``x`` (``hi``
+    exactly the point the neighbouring panel starts at).
+    """
+
+    lo: float
+    hi: float
+    end: float
+    c: float
+    u_lo: float
+    u_hi: float
+    kind = "logend"
+    power = 1
+
+    @classmethod
+    def between(cls, end, c, lo, hi):
+        """The map on ``[lo, hi]`` (``lo == end`` for the panel at the end)."""
+        u_lo = 0.0 if lo <= end else float(1.0 / _solve_v_log_v(np.log(c) - np.log(lo - end)))
+        u_hi = float(1.0 / _solve_v_log_v(np.log(c) - np.log(hi - end)))
+        return cls(float(lo), float(hi), float(end), float(c), u_lo, u_hi)
+
+    @property
+    def width(self):
+        return self.hi - self.lo
+
+    def u_of(self, sigma):
+        return self.u_lo + (self.u_hi - self.u_lo) * (1.0 + np.asarray(sigma, dtype=float)) / 2.0
+
+    def log_distance(self, sigma):
+        """``log(x - e)`` at ``sigma`` (finite for every ``u > 0``, far below the float range)."""
+        u = self.u_of(sigma)
+        with np.errstate(divide="ignore"):
+            return np.log(self.c) + np.log(u) - 1.0 / u
+
+    def x_of(self, sigma):
+        with np.errstate(under="ignore"):
+            x = self.end + np.exp(self.log_distance(sigma))
+        return np.clip(x, self.lo, self.hi)
+
+    def u_at(self, x):
+        """``u`` of points ``x`` of the panel (0 at the end), from ``log(x - e)``."""
+        d = np.asarray(x, dtype=float) - self.end
+        out = np.full(d.shape, self.u_lo)
+        pos = d > 0
+        if pos.any():
+            out[pos] = 1.0 / _solve_v_log_v(np.log(self.c) - np.log(d[pos]))
+        return np.clip(out, self.u_lo, self.u_hi)
+
+    def sigma_of(self, x):
+        """Inverse of :meth:`x_of` (``x`` clipped to the panel)."""
+        x = np.clip(np.asarray(x, dtype=float), self.lo, self.hi)
+        return 2.0 * (self.u_at(x) - self.u_lo) / (self.u_hi - self.u_lo) - 1.0
+
+    def dx_dsigma(self, sigma):
+        return self._jacobian(self.x_of(sigma) - self.end, self.u_of(sigma))
+
+    def _jacobian(self, d, u):
+        """``dx/dsigma = (x - e) (1/u + 1/u**2) (u_hi - u_lo)/2`` (0 at the end)."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = d * (1.0 / u + 1.0 / (u * u)) * ((self.u_hi - self.u_lo) / 2.0)
+        return np.where(u > 0, out, 0.0)
+
+    def jacobian_factor(self, sigma):
+        """``(dx/dsigma)/(x - e) = (1/u + 1/u**2)(u_hi - u_lo)/2`` (to scale ``(x - e) f``)."""
+        u = self.u_of(sigma)
+        with np.errstate(divide="ignore", over="ignore"):
+            return (1.0 / u + 1.0 / (u * u)) * ((self.u_hi - self.u_lo) / 2.0)
+
 
 def edge_power(exponent):
     """Panel-map power ``p`` and the order ``k`` of ``g ~ s**k`` at an edge.
 
     Parameters
     ----------
-    exponent : float or Fraction
+    exponent : float, Fraction or LogEnd
         ``eta`` in ``f(x) ~ |x - e|**eta`` (``1/2`` soft, ``-1/2`` hard,
-        ``-2/3`` Fuss-Catalan, ``0`` finite).
+        ``-2/3`` Fuss-Catalan, ``0`` finite); a :class:`LogEnd` has its own map
+        (eq. (8.18)), in whose variable ``g`` is finite: ``(1, 0)``.
 
     Returns
     -------
@@ -83,6 +248,8 @@ def edge_power(exponent):
     k : int
         ``p * eta + p - 1``: ``g = f dx/ds`` behaves like ``s**k`` (eq. (8.14)).
     """
+    if isinstance(exponent, LogEnd):
+        return 1, 0
     frac = Fraction(exponent).limit_denominator(MAX_EDGE_POWER)
     if frac <= -1:
         raise ValueError(f"edge exponent must be > -1 (integrable), got {exponent!r}")
@@ -459,6 +626,8 @@ class Panel:
         (:meth:`PanelMap.s_of`), so the density keeps its relative accuracy at
         ``x - lo`` far below ``eps * width`` (``sigma`` itself rounds to ``-1``).
         """
+        if self.map.kind == "logend":
+            return self._log_end_density(x)
         if self.map.kind not in ("left", "right"):
             sig = self.map.sigma_of(x)
             g = _cheb.chebval(sig, self.coef)
@@ -475,6 +644,19 @@ class Panel:
         if edge.any():
             f = np.where(edge, self._edge_value(sig), f)
         return np.maximum(f, 0.0)
+
+    def _log_end_density(self, x):
+        """Density on a log-end panel (eq. (8.18)), the Jacobian from ``x - e`` itself
+        (no underflow of ``x(sigma)``); ``inf`` at the end."""
+        m = self.map
+        x = np.asarray(x, dtype=float)
+        u = m.u_at(x)
+        sig = 2.0 * (u - m.u_lo) / (m.u_hi - m.u_lo) - 1.0
+        g = _cheb.chebval(sig, self.coef)
+        d = x - m.end
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = g / m._jacobian(d, u)
+        return np.maximum(np.where(d > 0, f, np.inf), 0.0)
 
     def _edge_value(self, sig):
         """Density exactly at an edge end of the panel: 0, inf or the finite limit."""
@@ -589,7 +771,19 @@ class Panel:
         return self.map.x_of(t), wt * _cheb.chebval(t, self.coef)
 
     def cauchy(self, z, derivative=False):
-        """``int f(x)/(z - x) dx`` over the panel (and its ``z``-derivative)."""
+        """``int f(x)/(z - x) dx`` over the panel (and its ``z``-derivative).
+
+        A log-end panel (eq. (8.18)) is integrated by Gauss-Legendre quadrature
+        in its variable with ``LOG_END_CAUCHY_EXTRA`` nodes beyond half its
+        degree: exact to rounding for ``z`` away from the panel (its map has an
+        essential singularity at the end, so there is no singularity
+        subtraction); laws with a log end supply their own transform near it.
+        """
+        if self.map.kind == "logend":
+            x, w = self.quadrature(LOG_END_CAUCHY_EXTRA)
+            d = np.asarray(z, dtype=complex)[:, None] - x[None, :]
+            total = (w[None, :] / d).sum(axis=1)
+            return (total, -(w[None, :] / d ** 2).sum(axis=1)) if derivative else total
         sig, weight, ends = self.map.roots(z)
         total = np.zeros(z.shape, dtype=complex)
         dtotal = np.zeros(z.shape, dtype=complex) if derivative else None
@@ -631,6 +825,10 @@ class _Task:
         self.n = options.cheb_start_nodes
         self.values = None
         self.prev_tail = np.inf
+        # a log-end panel converges at the stated accuracy of its samples (eq. (8.18))
+        self.tail_rtol = options.cheb_tail_rtol
+        if pmap.kind == "logend":
+            self.tail_rtol = max(self.tail_rtol, exponents[0].sample_rtol)
 
     def new_nodes(self):
         sig = first_kind_nodes(self.n)
@@ -653,6 +851,11 @@ class _Task:
         m, d = self.map, self.depth + 1
         args = (self.exponents, d, self.floor, options)
         lo, hi = m.lo, m.hi
+        if m.kind == "logend":
+            # halve the u range: both halves stay in the variable of eq. (8.18)
+            cut = float(m.x_of(0.0))
+            return [_Task(LogEndMap.between(m.end, m.c, lo, cut), 0, *args),
+                    _Task(LogEndMap.between(m.end, m.c, cut, hi), 0, *args)]
         if m.kind == "left":
             cut = lo + (hi - lo) / 4
             return [_Task(PanelMap(lo, cut, "left", m.power), self.lead, *args),
@@ -666,7 +869,7 @@ class _Task:
                 _Task(PanelMap(mid, hi, "smooth", 1), 0, *args)]
 
 
-def _fit_all(density, tasks, options):
+def _fit_all(density, tasks, options, log_density=None):
     """Fit every panel, all panels' new nodes in one density call per round.
 
     Each round samples the new nodes of every unfinished panel at once (the
@@ -677,31 +880,38 @@ def _fit_all(density, tasks, options):
     """
     done = []
     while tasks:
-        pieces, xs = [], []
+        pieces, xs, logs = [], [], []
         for task in tasks:
             sig, new = task.new_nodes()
             pieces.append((sig, new))
-            xs.append(task.map.x_of(sig[new]))
-        x = np.concatenate(xs)
-        dens = np.asarray(density(x), dtype=float)
-        if dens.shape != x.shape or not np.all(np.isfinite(dens)):
-            bad = ~np.isfinite(dens) if dens.shape == x.shape else np.ones(x.shape, bool)
-            k = int(np.argmax(bad))
-            raise ConvergenceError(f"density is not finite at x={x[k]!r} inside the support",
-                                   point=float(x[k]))
-        pos = 0
+            if task.map.kind == "logend":
+                logs.append(task.map.log_distance(sig[new]))
+            else:
+                xs.append(task.map.x_of(sig[new]))
+        x = np.concatenate(xs) if xs else np.empty(0)
+        dens = np.asarray(density(x), dtype=float) if x.size else np.empty(0)
+        _check_finite(dens, x, "x")
+        t = np.concatenate(logs) if logs else np.empty(0)
+        # log-end nodes: (x - e) f(x) as a function of log(x - e) (eq. (8.18))
+        end_dens = np.asarray(log_density(t), dtype=float) if t.size else np.empty(0)
+        _check_finite(end_dens, t, "log(x - end)")
+        pos = pos_end = 0
         following = []
         for task, (sig, new) in zip(tasks, pieces):
             cnt = int(new.sum())
             vals = np.empty(task.n)
             if task.values is not None:
                 vals[~new] = task.values
-            vals[new] = dens[pos:pos + cnt] * task.map.dx_dsigma(sig[new])
-            pos += cnt
+            if task.map.kind == "logend":
+                vals[new] = end_dens[pos_end:pos_end + cnt] * task.map.jacobian_factor(sig[new])
+                pos_end += cnt
+            else:
+                vals[new] = dens[pos:pos + cnt] * task.map.dx_dsigma(sig[new])
+                pos += cnt
             task.values = vals
             coef = nodes_coefficients(vals)
             tail = _tail(coef)
-            if tail <= options.cheb_tail_rtol:
+            if tail <= task.tail_rtol:
                 done.append(task.panel(_chop(coef, options.cheb_tail_rtol / 4), tail))
             elif tail <= options.cheb_noise_rtol and tail > task.prev_tail / 8:
                 # Rounding floor of the samples: no longer shrinking on tripling.
@@ -726,7 +936,16 @@ def _fit_all(density, tasks, options):
     return done
 
 
-def build_representation(density, intervals, options, expected_mass=None):
+def _check_finite(values, points, name):
+    """Raise ``ConvergenceError`` at the first non-finite density sample."""
+    if values.shape != points.shape or not np.all(np.isfinite(values)):
+        bad = ~np.isfinite(values) if values.shape == points.shape else np.ones(points.shape, bool)
+        k = int(np.argmax(bad))
+        raise ConvergenceError(f"density is not finite at {name}={points[k]!r} inside the support",
+                               point=float(points[k]))
+
+
+def build_representation(density, intervals, options, expected_mass=None, log_density=None):
     """Panels for every support interval of a density.
 
     Parameters
@@ -740,6 +959,11 @@ def build_representation(density, intervals, options, expected_mass=None):
     expected_mass : float, optional
         Mass of the continuous part; when given, a total mass that differs by
         more than ``options.mass_atol`` raises ``ConvergenceError``.
+    log_density : callable, optional
+        ``log_density(t)`` returns ``(x - e) f(x)`` at ``x = e + exp(t)`` for
+        the lower end ``e`` of an interval whose ``lo_exponent`` is a
+        :class:`LogEnd` (required for such intervals): the nodes of a log-end
+        panel lie far below the float range next to ``e`` (eq. (8.18)).
 
     Returns
     -------
@@ -750,7 +974,21 @@ def build_representation(density, intervals, options, expected_mass=None):
         lo, hi = float(iv.lo), float(iv.hi)
         floor = options.panel_min_width_rtol * (hi - lo)
         exps = (iv.lo_exponent, iv.hi_exponent)
+        if isinstance(exps[1], LogEnd):
+            raise ValueError("a logarithmic end is supported at the lower end of an interval only")
         mid = 0.5 * (lo + hi)
+        if isinstance(exps[0], LogEnd):
+            if log_density is None:
+                raise ValueError("an interval with a logarithmic end needs log_density")
+            mid = lo + LOG_END_FRACTION * (hi - lo)
+            tasks.append(_Task(LogEndMap.between(lo, LOG_END_SCALE_FACTOR * exps[0].scale, lo, mid),
+                               0, exps, 0, floor, options))
+            p_hi, k_hi = edge_power(exps[1])
+            right = p_hi > 1 or k_hi != 0
+            tasks.append(_Task(PanelMap(mid, hi, "right" if right else "smooth",
+                                        p_hi if right else 1),
+                               k_hi if right else 0, exps, 0, floor, options))
+            continue
         p_lo, k_lo = edge_power(exps[0])
         p_hi, k_hi = edge_power(exps[1])
         left = p_lo > 1 or k_lo != 0
@@ -759,7 +997,7 @@ def build_representation(density, intervals, options, expected_mass=None):
                            k_lo if left else 0, exps, 0, floor, options))
         tasks.append(_Task(PanelMap(mid, hi, "right" if right else "smooth", p_hi if right else 1),
                            k_hi if right else 0, exps, 0, floor, options))
-    rep = Representation(_fit_all(density, tasks, options))
+    rep = Representation(_fit_all(density, tasks, options, log_density))
     if expected_mass is not None and abs(rep.total - expected_mass) > options.mass_atol:
         raise ConvergenceError(
             f"the density integrates to {rep.total!r} on its support where {expected_mass!r} "

@@ -449,20 +449,21 @@ def _add_format(parser):
 
 
 def _add_mc_sizes(parser):
-    """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1 and 4 only)."""
+    """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1, 4 and 6)."""
     import inspect
 
     from .plotting import FIGURES, figure_convergence
 
-    chain, conv = FIGURES["1"].defaults, FIGURES["4"].defaults
+    chain, conv, causal = FIGURES["1"].defaults, FIGURES["4"].defaults, FIGURES["6"].defaults
     ns = inspect.signature(figure_convergence).parameters["ns"].default
     parser.add_argument("--n", type=_positive_int, default=None, metavar="N",
-                        help=f"Monte Carlo matrix size n (tokens): figure 1 uses n "
-                             f"[{chain['n']}]; figure 4 uses n/4, n/2 and n when N is given "
-                             f"[default sizes: {', '.join(map(str, ns))}]")
+                        help=f"Monte Carlo matrix size n (tokens): figures 1 and 6 use n "
+                             f"[{chain['n']}, {causal['n']}]; figure 4 uses n/4, n/2 and n when "
+                             f"N is given [default sizes: {', '.join(map(str, ns))}]")
     parser.add_argument("--draws", type=_positive_int, default=None, metavar="D",
                         help=f"independent draws per model and size "
-                             f"[figure 1: {chain['draws']}, figure 4: {conv['draws']}]")
+                             f"[figure 1: {chain['draws']}, figure 4: {conv['draws']}, "
+                             f"figure 6: {causal['draws']}]")
     parser.add_argument("--seed", type=_nonnegative_int, default=None, metavar="S",
                         help=f"random seed for reproducible draws [{chain['seed']}]")
     parser.add_argument("--jobs", type=_positive_int, default=None, metavar="J",

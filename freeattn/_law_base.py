@@ -36,7 +36,7 @@ from fractions import Fraction
 import numpy as np
 
 from ._checks import as_real_array, check_int
-from ._chebyshev import build_representation, edge_power
+from ._chebyshev import LogEnd, build_representation, edge_power  # noqa: F401  (LogEnd re-exported)
 from ._errors import ConvergenceError
 from ._options import DEFAULT_OPTIONS
 
@@ -108,7 +108,8 @@ class Interval:
         ``eta`` in ``density ~ |x - edge|**eta`` at each end: ``1/2`` for a
         soft edge, ``-1/2`` for the hard edge of a square sample covariance,
         ``-2/3`` for a product of two square ones, ``0`` for a finite non-zero
-        end value (theory eq. (8.13)).
+        end value (theory eq. (8.13)); at a lower end, a :class:`LogEnd` for a
+        density ``~ 1/((x - lo) log(scale/(x - lo))**2)`` (theory eq. (8.18)).
     """
 
     lo: float
@@ -221,6 +222,12 @@ class SpectralLaw:
         """Exact density at points strictly inside the support (1-d float array)."""
         raise NotImplementedError(f"{type(self).__name__} has no density solver")
 
+    def _log_end_density(self, t):
+        """``(x - e) f(x)`` at ``x = e + exp(t)`` next to a :class:`LogEnd` lower end ``e``
+        (1-d float array ``t``, far below the float range allowed); laws with a
+        logarithmic end implement it (theory eq. (8.18))."""
+        raise NotImplementedError(f"{type(self).__name__} has no logarithmic end")
+
     def _stieltjes_exact(self, z):
         """Exact ``G(z)`` for a 1-d complex array, or ``None`` when not available."""
         return None
@@ -327,7 +334,8 @@ class SpectralLaw:
         if self._rep is None:
             ivs = self.interval_details()
             self._rep = build_representation(self._density, ivs, self.options,
-                                             expected_mass=self._continuous_mass() if ivs else None)
+                                             expected_mass=self._continuous_mass() if ivs else None,
+                                             log_density=self._log_end_density)
         return self._rep
 
     def total_mass(self):
@@ -451,6 +459,8 @@ class SpectralLaw:
         for k, iv in enumerate(ivs):
             reach = EDGE_CDF_RTOL * (iv.hi - iv.lo)
             for sgn, edge, eta in ((-1, iv.lo, iv.lo_exponent), (1, iv.hi, iv.hi_exponent)):
+                if isinstance(eta, LogEnd) or not float(eta) > -1:
+                    continue            # a log end's CDF is exact through its own map (8.18)
                 d = (flat - edge) if sgn < 0 else (edge - flat)
                 sel = np.nonzero((d > 0) & (d <= reach))[0]
                 if sel.size:

@@ -384,6 +384,11 @@ class Model:
         ``spectrum(matrix)`` -> ascending squared singular values; ``None``
         (the default) takes the ``n`` eigenvalues of ``Y Y^T`` (theory
         eq. (7.7)), zeros included for a tall matrix.
+    floor : bool
+        The spectrum has a fraction of values below the float64 resolution
+        (a triangular matrix has exponentially small singular values): the
+        Kolmogorov distances of the report are taken above the resolution
+        floor, with the mass below it counted (theory eq. (7.15)).
     """
 
     name: str
@@ -398,6 +403,7 @@ class Model:
     equation: str = ""
     options: Mapping = dataclasses.field(default_factory=dict)
     spectrum: Optional[Callable] = None
+    floor: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "," in self.name:

@@ -4,8 +4,9 @@ Pure functions of spectra and laws, no sampling: the bulk of a spectrum
 (eq. (7.8)), the Kolmogorov and Wasserstein-1 distances of an empirical law
 to a law's CDF (eqs. (7.9), (7.10)), the bootstrap over draws of their
 sampling noise (eq. (7.11)), the i.i.d. critical value shown for comparison
-(eq. (7.12)), means with standard errors over draws, and the finite-size rate
-fitted with :func:`scipy.stats.linregress` (eq. (7.13)).  SciPy is imported
+(eq. (7.12)), means with standard errors over draws, the finite-size rate
+fitted with :func:`scipy.stats.linregress` (eq. (7.13)), and the Kolmogorov
+distance above the float64 resolution floor of a spectrum (eq. (7.15)).  SciPy is imported
 inside the functions that use it.
 """
 
@@ -21,8 +22,11 @@ __all__ = [
     "TOP_VALUES",
     "W1_GRID_POINTS",
     "bootstrap_noise",
+    "FLOOR_MULTIPLE",
     "fit_rate",
     "ks_distance",
+    "ks_distance_above_floor",
+    "resolution_floor",
     "ks_iid_critical",
     "mean_and_se",
     "split_bulk",
@@ -126,6 +130,66 @@ def ks_distance(cdf_sorted, cdf_left_sorted=None):
     m = len(cdf_sorted)
     upper = np.arange(1, m + 1) / m
     return float(max(np.max(upper - cdf_sorted), np.max(left - (upper - 1.0 / m))))
+
+
+#: The resolution floor of theory eq. (7.15) in units of the rounding bound
+#: ``n eps lambda_max`` of the Gram route (eq. (7.7)): a value computed above the
+#: floor is off by at most a tenth of its size, so the distance above it moves by
+#: at most ``F(x(1 + 1/K)) - F(x(1 - 1/K))``, ``K = FLOOR_MULTIPLE`` (below 3e-4 at
+#: a logarithmic end, eq. (7.15)).
+FLOOR_MULTIPLE = 10.0
+
+
+def resolution_floor(n, largest):
+    """``FLOOR_MULTIPLE * n * eps * largest``: values below it are counted, not placed
+    (theory eqs. (7.7), (7.15)).
+
+    Examples
+    --------
+    >>> float(resolution_floor(1000, 1.0) / np.finfo(float).eps)
+    10000.0
+    """
+    return FLOOR_MULTIPLE * n * float(np.finfo(float).eps) * float(largest)
+
+
+def ks_distance_above_floor(sorted_x, cdf_sorted, floor, cdf_floor):
+    """Kolmogorov distance restricted to ``x >= floor`` (theory eq. (7.15)).
+
+    ``max(|F_N(floor) - F(floor)|, max_{x_(i) >= floor} max(i/N - F(x_(i)),
+    F(x_(i)) - (i-1)/N))``: the supremum of ``|F_N - F|`` over ``x >= floor``,
+    where ``F_N`` counts every value (those below the floor included) but only
+    the values above it are placed.  For a law without atoms.
+
+    Parameters
+    ----------
+    sorted_x : ndarray
+        The ``N`` pooled values, ascending.
+    cdf_sorted : ndarray
+        ``F(x_(i))``.
+    floor : float
+        The resolution floor (:func:`resolution_floor`).
+    cdf_floor : float
+        ``F(floor)``.
+
+    Examples
+    --------
+    >>> # uniform law on [0, 1]; values 1e-20 (unresolved), 0.5, 0.9
+    >>> x = np.array([1e-20, 0.5, 0.9])
+    >>> round(ks_distance_above_floor(x, x, 1e-10, 1e-10), 12)   # 1/3 at the floor
+    0.333333333233
+    >>> round(ks_distance(x), 12)                                  # plain KS: the same here
+    0.333333333333
+    """
+    sorted_x = np.asarray(sorted_x, dtype=float)
+    cdf_sorted = np.asarray(cdf_sorted, dtype=float)
+    m = len(sorted_x)
+    below = int(np.count_nonzero(sorted_x < floor))
+    d = abs(below / m - float(cdf_floor))
+    if below < m:
+        i = np.arange(below + 1, m + 1)
+        f = cdf_sorted[below:]
+        d = max(d, float(np.max(np.maximum(i / m - f, f - (i - 1) / m))))
+    return float(d)
 
 
 def w1_distance(sorted_x, cdf, support):

@@ -34,7 +34,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._chebyshev import edge_power  # noqa: F401  (re-exported for tests)
+from ._chebyshev import LogEnd, edge_power  # noqa: F401  (edge_power re-exported for tests)
 from ._cumulants import free_cumulants_to_moments, moments_to_free_cumulants, series_reversion
 from ._errors import ConvergenceError
 from ._law_base import SOFT, Interval, SpectralLaw
@@ -292,6 +292,8 @@ class SLevel:
             return None
         # A constituent with its own hard edge x**(-j/(j+1)) at 0 adds j (eq. (8.13)).
         ivs = constituent.interval_details()
+        if ivs and ivs[0].lo == 0.0 and isinstance(ivs[0].lo_exponent, LogEnd):
+            return None                 # a logarithmic end (eq. (8.18)) has no power to add
         if ivs and ivs[0].lo == 0.0 and ivs[0].lo_exponent < 0:
             eta = Fraction(ivs[0].lo_exponent)
             order += int(-eta / (1 + eta))

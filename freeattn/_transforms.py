@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._law_base import Interval, SpectralLaw
+from ._law_base import Interval, LogEnd, SpectralLaw
 from ._rational import RationalTransform, compose, pmul, padd
 
 __all__ = ["AffineLaw", "SingularValueLaw", "ZeroPaddedLaw", "affine"]
@@ -88,7 +88,10 @@ class AffineLaw(SpectralLaw):
             lo = self.shift + self.scale * iv.lo
             hi = self.shift + self.scale * iv.hi
             if self.scale > 0:
-                out.append(Interval(lo, hi, iv.lo_exponent, iv.hi_exponent))
+                lo_e = iv.lo_exponent
+                if isinstance(lo_e, LogEnd):
+                    lo_e = LogEnd(lo_e.scale * self.scale, lo_e.sample_rtol)
+                out.append(Interval(lo, hi, lo_e, iv.hi_exponent))
             else:
                 out.append(Interval(hi, lo, iv.hi_exponent, iv.lo_exponent))
         return tuple(sorted(out, key=lambda iv: iv.lo))
@@ -99,6 +102,10 @@ class AffineLaw(SpectralLaw):
 
     def _density(self, y):
         return self.base._density(self._to_base(y)) / abs(self.scale)
+
+    def _log_end_density(self, t):
+        # (y - lo') f_y(y) = (x - lo) f(x) with log(x - lo) = t - log(scale)
+        return self.base._log_end_density(np.asarray(t) - math.log(self.scale))
 
     def _pdf_closed(self, y):
         if not self.base.interval_details():
@@ -229,7 +236,11 @@ class SingularValueLaw(SpectralLaw):
     def _support_intervals(self):
         out = []
         for iv in self._sq.interval_details():
-            lo_e = iv.lo_exponent if iv.lo > 0 else 2 * Fraction(iv.lo_exponent) + 1
+            if isinstance(iv.lo_exponent, LogEnd):
+                # F_s(s) = F(s**2) ~ A/log(scale/s**2) = (A/2)/log(sqrt(scale)/s) (eq. (8.18))
+                lo_e = LogEnd(math.sqrt(iv.lo_exponent.scale), iv.lo_exponent.sample_rtol)
+            else:
+                lo_e = iv.lo_exponent if iv.lo > 0 else 2 * Fraction(iv.lo_exponent) + 1
             out.append(Interval(math.sqrt(iv.lo), math.sqrt(iv.hi), lo_e, iv.hi_exponent))
         return tuple(out)
 
@@ -239,6 +250,10 @@ class SingularValueLaw(SpectralLaw):
 
     def _density(self, s):
         return 2.0 * s * self._sq._density(s * s)
+
+    def _log_end_density(self, t):
+        # s f_s(s) = 2 s**2 f(s**2) = 2 [x f(x)] at log x = 2 log s
+        return 2.0 * self._sq._log_end_density(2.0 * np.asarray(t))
 
     def _pdf_closed(self, s):
         out = np.zeros(s.shape)
@@ -250,7 +265,9 @@ class SingularValueLaw(SpectralLaw):
         zero = (s >= 0) & (sq == 0)
         if zero.any() and self._sq.interval_details():
             iv = self._sq.interval_details()[0]
-            if iv.lo == 0.0:
+            if iv.lo == 0.0 and isinstance(iv.lo_exponent, LogEnd):
+                out[zero] = np.inf
+            elif iv.lo == 0.0:
                 eta = Fraction(iv.lo_exponent)
                 if 2 * eta + 1 < 0:
                     out[zero] = np.inf

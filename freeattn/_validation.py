@@ -45,7 +45,9 @@ class ModelResult:
     ks, w1 : float
         Kolmogorov and Wasserstein-1 distances of the pooled bulk squared
         singular values to the model's limiting law (theory eqs. (7.9),
-        (7.10)); NaN for a model without a law.
+        (7.10)); NaN for a model without a law.  For a model with
+        ``floor=True`` (the causal models) the Kolmogorov distances are taken
+        above the float64 resolution floor (eq. (7.15)).
     ks_mp, w1_mp : float
         The same distances to the model's reference law
         (``marchenko_pastur(theta1, 1.0)`` for the proof chain).
@@ -298,10 +300,13 @@ def _check_validate_args(beta, gamma, n, draws, models, progress, options=None):
     return float(b), ratio, n, d_qk, draws, models, options
 
 
-def _ks(law, sorted_x):
+def _ks(law, sorted_x, floor=None):
     """KS distance to ``law`` (theory eq. (7.9)), with the left limit of its CDF at
-    its atom at 0 (``law.atom``; the squared values of a tall model are 0 there)."""
+    its atom at 0 (``law.atom``; the squared values of a tall model are 0 there);
+    with a ``floor``, the distance above the resolution floor (eq. (7.15))."""
     cdf = np.asarray(law.cdf(sorted_x), dtype=float)
+    if floor is not None:
+        return stats.ks_distance_above_floor(sorted_x, cdf, floor, float(law.cdf(floor)))
     atom = float(getattr(law, "atom", 0.0) or 0.0)
     return stats.ks_distance(cdf, cdf - atom * (sorted_x <= 0.0) if atom else None)
 
@@ -316,14 +321,19 @@ def _model_result(model, spectra, n, law, reference, rng):
     bulks = [b for b, _ in split]
     pooled = np.sort(np.concatenate(bulks))
 
+    # a model whose spectrum reaches below the float64 resolution is compared above
+    # the floor, with the mass below it counted (theory eq. (7.15))
+    floor = (stats.resolution_floor(n, pooled[-1]) if model.floor and pooled.size else None)
+
     def distances(target):
         if target is None:
             return math.nan, math.nan
-        return (_ks(target, pooled), stats.w1_distance(pooled, target.cdf, target.support()))
+        return (_ks(target, pooled, floor),
+                stats.w1_distance(pooled, target.cdf, target.support()))
 
     ks, w1 = distances(law)
     ks_mp, w1_mp = distances(reference)
-    ks_per_draw = tuple(_ks(law, b) if law is not None else math.nan for b in bulks)
+    ks_per_draw = tuple(_ks(law, b, floor) if law is not None else math.nan for b in bulks)
     ks_noise, w1_noise = stats.bootstrap_noise(bulks, rng)
     moment_stats = [stats.mean_and_se([np.mean(b ** k) for b in bulks])
                     for k in stats.MOMENT_ORDERS]

@@ -19,7 +19,11 @@ The gallery (:data:`FIGURES`, numbers and names accepted by ``freeattn plot``):
    ``n``;
 4. ``convergence`` -- Kolmogorov distance to the limit against ``n``
    (Monte Carlo);
-5. ``gamma`` -- the law across ``gamma = d_qk/n`` at fixed ``beta``.
+5. ``gamma`` -- the law across ``gamma = d_qk/n`` at fixed ``beta``;
+6. ``causal`` -- causal (masked) attention: histograms of the causal softmax
+   ``C`` and its masked linear model ``Y_c`` against the causal law, the
+   non-causal law and Marchenko-Pastur, and the CDF at the logarithmic end on
+   a log axis (Monte Carlo).
 
 ``freeattn reproduce`` (or :func:`reproduce`) writes all of them as PNG.
 """
@@ -37,6 +41,7 @@ __all__ = [
     "figure_edge",
     "figure_convergence",
     "figure_gamma",
+    "figure_causal",
     "make_figure",
     "save_figure",
     "output_path",
@@ -582,6 +587,94 @@ def figure_gamma(beta=1.0, gammas=(0.25, 0.5, 1.0, 2.0, 4.0), *, points=CURVE_PO
     return fig
 
 
+def figure_causal(beta=1.0, n=1000, gamma=1.0, draws=4, *, rng=None, executor=None,
+                  samples=None, points=CURVE_POINTS):
+    """Figure 6: causal attention against the causal, non-causal and MP laws.
+
+    Left: histograms of the pooled squared singular values of the causal
+    softmax ``C = diag(1..n)(A - M)/sqrt(n)`` (model ``causal``, theory
+    eq. (10.1)) and of the masked linear model ``Y_c`` (``causal_linear``,
+    eq. (10.3)), with the density of ``causal_law(beta, gamma)`` (black), the
+    non-causal law ``attention_law(beta, gamma).squared()`` and
+    Marchenko-Pastur with the causal law's mean ``theta1/2`` (dashed).  Right:
+    the empirical CDFs against the causal law's CDF on a logarithmic ``x``
+    axis down to ``1e-14 theta1``: the logarithmic end of eq. (10.18) (about
+    15% of the mass below ``1e-3 theta1``) and the float64 resolution floor
+    of eq. (7.15) (dotted), below which values are counted, not placed.
+
+    Parameters
+    ----------
+    beta, n, gamma, draws, rng, executor
+        As in :func:`chain_samples`.
+    samples : dict, optional
+        Precomputed ``chain_samples(..., models=("causal", "causal_linear"))``.
+    points : int
+        Points per curve.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = figure_causal(1.0, n=30, draws=1, rng=0, points=40)
+    >>> [ax.get_xscale() for ax in fig.axes]
+    ['linear', 'log']
+    """
+    from ._statistics import resolution_floor
+
+    fa = _library()
+    names = ("causal", "causal_linear")
+    if samples is None:
+        samples = chain_samples(beta, n, gamma, draws, models=names, rng=rng, executor=executor)
+    d_qk = max(int(round(gamma * n)), 1)
+    law = fa.causal_law(beta, d_qk / n)
+    noncausal = fa.attention_law(beta, d_qk / n).squared()
+    mp = fa.marchenko_pastur(float(law.mean()), 1.0)
+    edge = law.support()[1]
+    x_max = 1.08 * max(edge, mp.support()[1])
+    x = np.linspace(0.0, x_max, points)[1:]
+    fig = _figure((12.0, 4.8))
+    ax = fig.add_subplot(1, 2, 1)
+    ax_cdf = fig.add_subplot(1, 2, 2)
+    bins = np.linspace(0.0, x_max, HISTOGRAM_BINS + 1)
+    labels = {"causal": "causal softmax C", "causal_linear": r"masked linear $Y_c$"}
+    colours = {"causal": _MODEL_COLOURS[0], "causal_linear": _MODEL_COLOURS[1]}
+    for name in names:
+        ax.hist(samples[name], bins=bins, density=True, histtype="step", linewidth=1.4,
+                color=colours[name], label=labels[name])
+    pdf = law.pdf(x)
+    ax.plot(x, pdf, label="causal law", **_THEORY_STYLE)
+    ax.plot(x, noncausal.pdf(x), color="tab:green", linewidth=1.4, linestyle="-.",
+            label="non-causal law")
+    ax.plot(x, mp.pdf(x), label=r"Marchenko-Pastur, mean $\theta_1/2$", **_MP_STYLE)
+    ax.axvline(edge, color="black", linestyle=":", linewidth=1.0)
+    ax.set_ylim(0.0, _density_ylim(x, pdf, edge=edge))
+    ax.set_xlim(0.0, x_max)
+    ax.set_xlabel(r"squared singular value $\lambda$")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=8, loc="upper right")
+    theta1 = float(np.expm1(beta * beta))
+    xs = np.geomspace(1e-14 * theta1, edge, points)
+    ax_cdf.plot(xs, law.cdf(xs), label="causal law", **_THEORY_STYLE)
+    for name in names:
+        v = np.sort(samples[name])
+        ax_cdf.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=colours[name],
+                    linewidth=1.2, label=labels[name])
+    floor = resolution_floor(n, max(float(np.max(samples[nm])) for nm in names))
+    ax_cdf.axvline(floor, color="tab:gray", linestyle=":", linewidth=1.2,
+                   label="float64 floor, eq. (7.15)")
+    ax_cdf.set_xscale("log")
+    ax_cdf.set_xlim(xs[0], 1.1 * edge)
+    ax_cdf.set_ylim(0.0, 1.02)
+    ax_cdf.set_xlabel(r"squared singular value $\lambda$ (log scale)")
+    ax_cdf.set_ylabel("CDF")
+    ax_cdf.legend(fontsize=8, loc="upper left")
+    fig.suptitle(rf"Causal attention, $\beta$ = {beta:g}, $\gamma$ = {d_qk / n:g}, "
+                 rf"n = {n}, {draws} draws", fontsize=12)
+    return fig
+
+
 # ---------------------------------------------------------------------------
 # registry, saving
 
@@ -617,6 +710,10 @@ FIGURES = {
                     "Finite-size convergence of the Kolmogorov distance",
                     monte_carlo=True, defaults={"draws": 4, "seed": 2026}),
     "5": FigureSpec(5, "gamma", figure_gamma, "The law across gamma = d_qk/n at beta = 1"),
+    "6": FigureSpec(6, "causal", figure_causal,
+                    "Causal attention (n = d_qk = 1000, beta = 1, 4 draws) against the causal, "
+                    "non-causal and Marchenko-Pastur laws",
+                    monte_carlo=True, defaults={"n": 1000, "draws": 4, "seed": 2026}),
 }
 
 
@@ -647,12 +744,12 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     Parameters
     ----------
     figure : int or str
-        Number (1-5) or name (``chain``, ``law-vs-mp``, ``edge``,
-        ``convergence``, ``gamma``).
+        Number (1-6) or name (``chain``, ``law-vs-mp``, ``edge``,
+        ``convergence``, ``gamma``, ``causal``).
     n, draws, seed, jobs : int, optional
         Monte Carlo sizes (``n >= 2``, ``draws >= 1``), seed (``>= 0``) and
-        worker processes (``jobs >= 1``) for figures 1 and 4 (``n`` is the
-        matrix size of figure 1; ignored by figures 2, 3, 5, but checked).
+        worker processes (``jobs >= 1``) for figures 1, 4 and 6 (``n`` is the
+        matrix size of figures 1 and 6; ignored by figures 2, 3, 5, but checked).
 
     Returns
     -------
@@ -678,7 +775,7 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     rng = options.pop("seed", None)
     # An int executor is a local process pool with that many workers.
     executor = jobs if jobs is not None and jobs > 1 else None
-    if spec.name == "chain":
+    if spec.name in ("chain", "causal"):
         return spec.function(n=options["n"], draws=options["draws"], rng=rng,
                              executor=executor)
     kwargs = {"draws": options["draws"], "rng": rng}

@@ -610,15 +610,15 @@ def test_sampler_arguments():
 
 # --------------------------------------------------------------------------- Monte Carlo
 
-def _ks_above_floor(ev, cdf):
-    """Kolmogorov distance on x >= floor = 1e3 eps max (theory 10.9): values of
-    a triangular matrix below it are not resolved in float64, only counted."""
+def _ks_above_floor(ev, cdf, n):
+    """Floor-aware Kolmogorov distance, theory eq. (7.15) (freeattn._statistics): the
+    values of a triangular matrix below the float64 floor 10 n eps max are counted,
+    not placed (theory 10.9)."""
+    from freeattn import _statistics as stats
+
     ev = np.sort(ev)
-    floor = 1e3 * np.finfo(float).eps * ev[-1]
-    F = cdf(ev)
-    n = ev.size
-    d = np.maximum(np.arange(1, n + 1) / n - F, F - np.arange(n) / n)
-    return max(d[ev >= floor].max(), abs(np.mean(ev < floor) - float(cdf(floor))))
+    floor = stats.resolution_floor(n, ev[-1])
+    return stats.ks_distance_above_floor(ev, cdf(ev), floor, float(cdf(floor)))
 
 
 @pytest.mark.statistical
@@ -628,13 +628,14 @@ def test_masked_linear_model_matches_the_law():
     Measured (benchmarks/causal_finite_n.py): 0.0023 at n = 500 (8 draws), 0.0014
     at n = 1000; a pool of 1800 values has a KS noise ~0.7/sqrt(1800) = 0.016
     for i.i.d. samples, far less for rigid eigenvalues.  Bound 0.008; the same
-    statistic against the non-causal law of the same beta is > 0.1."""
+    statistic against the non-causal law of the same beta is > 0.1.  The CDF is
+    causal_law's, within 1e-13 of eq. (10.13) (test_causal_law_on_the_spectral_law_base)."""
     beta, gamma, n = 1.0, 1.0, 600
     ev = np.concatenate([causal_spectrum("causal_linear", n, n, beta, rng=s) for s in range(3)])
-    ks = _ks_above_floor(ev, lambda x: causal_cdf(beta, gamma, x))
+    ks = _ks_above_floor(ev, freeattn.causal_law(beta, gamma).cdf, n)
     assert ks < 0.008
     wrong = freeattn.attention_law(beta, gamma).squared()
-    assert _ks_above_floor(ev, lambda x: wrong.cdf(x)) > 0.1
+    assert _ks_above_floor(ev, wrong.cdf, n) > 0.1
 
 
 @pytest.mark.statistical
@@ -644,7 +645,7 @@ def test_causal_softmax_matches_the_law():
     gap is small at beta = 0.5, section 10.9)."""
     beta, gamma, n = 0.5, 1.0, 600
     ev = np.concatenate([causal_spectrum("causal", n, n, beta, rng=10 + s) for s in range(3)])
-    assert _ks_above_floor(ev, lambda x: causal_cdf(beta, gamma, x)) < 0.012
+    assert _ks_above_floor(ev, freeattn.causal_law(beta, gamma).cdf, n) < 0.012
 
 
 @pytest.mark.statistical
@@ -671,8 +672,8 @@ def test_raw_trace_grows_like_log_n():
 # --------------------------------------------------------------------------- the law on the base
 
 def test_causal_law_on_the_spectral_law_base():
-    """freeattn.causal_law (the base's representation with the log-end panel of
-    freeattn/_causal_law.py) against the solver: pdf rtol 1e-11 inside the
+    """freeattn.causal_law (the base's representation, its log-end panel the map
+    of eq. (8.18)) against the solver: pdf rtol 1e-11 inside the
     support (also at 1e-30 and 1e-200, in the log-end panel), CDF atol 1e-13
     against the exact log potential eq. (10.13), ppf inverts the CDF, total
     mass 1 (1e-12), exact moments eq. (10.16), support eq. (10.17), and G
@@ -695,6 +696,28 @@ def test_causal_law_on_the_spectral_law_base():
     assert law.stieltjes(z) == pytest.approx(complex(causal_stieltjes(beta, gamma, z)), rel=1e-14)
     # the quantiles below F(5e-324) = 0.00135 are not float64 numbers: they come out 0
     assert law.ppf(1e-3) == 0.0
+
+
+@pytest.mark.parametrize("beta,gamma", [(1.0, 1.0), (1.0, 0.3)])
+def test_causal_cdf_and_ppf_at_the_log_end(beta, gamma):
+    """The log-end panel of eq. (8.18) (LogEnd edge of scale theta1, eq. (10.18)):
+    law.cdf at x = theta1 * (1e-3, 1e-6, 1e-12) against the exact CDF of the log
+    potential, eq. (10.13), computed from the solution at x itself (atol 1e-13;
+    measured <= 1.5e-15), and against the first form of the asymptotics (10.18)
+    (error C y**3; measured C = 2.8-3.1 at gamma = 1, 13.5-17.5 at gamma = 0.3 at
+    these x; bound 25); ppf inverts it (relative 1e-10 in x, measured <= 5e-14:
+    dx/x = dq log(theta1/x)**2/A at the log end)."""
+    law = freeattn.causal_law(beta, gamma)
+    assert law._representation().panels[0].map.kind == "logend"
+    solver, scale = causal._law(beta, gamma)
+    x = law.theta1 * np.array([1e-3, 1e-6, 1e-12])
+    F = law.cdf(x)
+    np.testing.assert_allclose(F, causal_cdf(beta, gamma, x), atol=1e-13)
+    L = np.log(x / law.theta1)
+    y = 1 / (-L + 2 * solver.b2 ** 2 / solver.gamma)
+    assert np.all(np.abs(F - solver.tiny_cdf(L)) < 25 * y ** 3)
+    np.testing.assert_allclose(law.ppf(F), x, rtol=1e-10)
+    assert 0.13 < F[0] < 0.22            # 13-21% of the mass below 1e-3 theta1 (theory 10.8)
 
 
 def test_causal_models_are_registered():
@@ -725,3 +748,57 @@ def test_cli_causal_command(capsys):
     assert data["m2"] == causal_moments(1e-4, 0.1, 3)[1]
     assert main(["causal", "--beta", "1", "--gamma", "0.01"]) == 2
     assert "gamma" in capsys.readouterr().err
+
+
+@pytest.mark.statistical
+def test_validate_uses_the_floor_aware_distance_for_causal_models():
+    """validate(models=["causal_linear"]) reports the distance of eq. (7.15) (the model
+    has floor=True): recomputed from the documented draws (i-th child of
+    SeedSequence(5), n = 150, 2 draws) with the library's spectral routine it matches
+    to 1e-12; with LAPACK's SVD instead (which places the values below the floor
+    differently) within one count, 1/N; the plain KS (7.9) of the same pool is larger
+    (the unresolved values)."""
+    import scipy.linalg
+
+    from freeattn import _statistics as stats
+
+    assert freeattn.MODELS["causal_linear"].floor and freeattn.MODELS["causal"].floor
+    n, draws, seed = 150, 2, 5
+    rep = freeattn.validate(1.0, 1.0, n, draws, models=["causal_linear"], rng=seed,
+                            progress=False)
+    res = rep.results["causal_linear"]
+    law = freeattn.causal_law(1.0, 1.0)
+    mats = [freeattn.sample_chain(n, n, 1.0, models=["causal_linear"], rng=child)["causal_linear"]
+            for child in np.random.SeedSequence(seed).spawn(draws)]
+
+    def floor_ks(pooled):
+        floor = stats.resolution_floor(n, pooled[-1])
+        return stats.ks_distance_above_floor(pooled, law.cdf(pooled), floor, float(law.cdf(floor)))
+
+    own = np.sort(np.concatenate([freeattn.squared_singular_values(Y) for Y in mats]))
+    assert res.ks == pytest.approx(floor_ks(own), rel=1e-12)
+    lapack = np.sort(np.concatenate([scipy.linalg.svdvals(Y) ** 2 for Y in mats]))
+    assert abs(res.ks - floor_ks(lapack)) <= 1.0 / (n * draws) + 1e-12
+    assert stats.ks_distance(law.cdf(own)) > res.ks
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
+def test_cli_causal_command_every_format(fmt, capsys):
+    """`freeattn causal --format F` prints the upper edge of eq. (10.17) and the exact
+    m1 = theta1/2 of eq. (10.16) in each of the four formats of the renderer."""
+    from freeattn._cli import main
+
+    assert main(["causal", "--beta", "1", "--gamma", "1", "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    edge, m1 = causal_edge(1.0, 1.0), float(np.expm1(1.0)) / 2
+    if fmt == "json":
+        data = json.loads(out)
+        assert data["squared_edge"] == pytest.approx(edge, rel=1e-15)
+        assert data["m1"] == pytest.approx(m1, rel=1e-15)
+    elif fmt == "csv":
+        header, row = out.strip().splitlines()[:2]
+        data = dict(zip(header.split(","), row.split(",")))
+        assert float(data["squared_edge"]) == pytest.approx(edge, rel=1e-15)
+        assert float(data["m1"]) == pytest.approx(m1, rel=1e-15)
+    else:
+        assert f"{edge:.8g}" in out and f"{m1:.8g}" in out

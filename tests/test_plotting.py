@@ -259,3 +259,35 @@ def test_reproduce_only_and_sizes_are_checked_before_drawing(tmp_path):
     assert [p.name for p in plotting.reproduce(tmp_path, only="law-vs-mp")] == \
         ["fig2_law_vs_mp.png"]
     assert [p.name for p in plotting.reproduce(tmp_path, only=3)] == ["fig3_edge.png"]
+
+
+def test_causal_figure_histograms_laws_and_log_end():
+    """Figure 6 at n = 40, one draw: two histograms (C, eq. (10.1), and Y_c,
+    eq. (10.3)) of the samples given, the causal law's density and CDF, the
+    non-causal law and MP with mean theta1/2 drawn from the library to round-off,
+    the CDF panel on a log axis with the resolution floor of eq. (7.15)."""
+    from freeattn._statistics import resolution_floor
+
+    n = 40
+    samples = plotting.chain_samples(1.0, n, draws=1, models=("causal", "causal_linear"), rng=3)
+    fig = plotting.figure_causal(1.0, n, draws=1, samples=samples, points=60)
+    ax, ax_cdf = fig.axes
+    assert _labelled(ax) and _labelled(ax_cdf) and ax_cdf.get_xscale() == "log"
+    assert len(ax.patches) == 2                              # two step histograms
+    law = freeattn.causal_law(1.0, 1.0)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    x, y = lines["causal law"].get_data()
+    np.testing.assert_allclose(y, law.pdf(x), rtol=ROUNDOFF_RTOL, atol=0)
+    x, y = lines["non-causal law"].get_data()
+    np.testing.assert_allclose(y, freeattn.attention_law(1.0, 1.0).squared().pdf(x),
+                               rtol=ROUNDOFF_RTOL, atol=0)
+    mp = [line for label, line in lines.items() if label.startswith("Marchenko")][0]
+    x, y = mp.get_data()
+    np.testing.assert_allclose(y, freeattn.marchenko_pastur(law.mean(), 1.0).pdf(x),
+                               rtol=ROUNDOFF_RTOL, atol=0)
+    cdf_lines = {line.get_label(): line for line in ax_cdf.get_lines()}
+    x, y = cdf_lines["causal law"].get_data()
+    np.testing.assert_allclose(y, law.cdf(x), rtol=ROUNDOFF_RTOL, atol=0)
+    floor = resolution_floor(n, max(samples["causal"].max(), samples["causal_linear"].max()))
+    assert cdf_lines["float64 floor, eq. (7.15)"].get_xdata()[0] == pytest.approx(floor)
+    assert plotting._spec("causal") is plotting._spec(6)
