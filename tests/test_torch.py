@@ -68,8 +68,8 @@ def test_default_init_variances_are_those_of_eq_11_10():
     for w, variance in ((w_in, 1 / (2 * E)), (w_out, 1 / (3 * E))):
         se = math.sqrt(0.8 / w.numel())
         assert float((w ** 2).mean()) == pytest.approx(variance, rel=5 * se)
-    assert float(layer.in_proj_bias.abs().max()) == 0.0
-    assert float(layer.out_proj.bias.abs().max()) == 0.0
+    assert float(layer.in_proj_bias.detach().abs().max()) == 0.0
+    assert float(layer.out_proj.bias.detach().abs().max()) == 0.0
     p = ft.default_init_parameters(E, HEADS, N, scale=2 * E)
     assert p.beta == 1.0 and p.betas == (1.0,) * HEADS          # c/(2E) at c = 2E
     assert p.output_scale == pytest.approx(2 * E / (6 * E), rel=1e-15)   # c/(6E)
