@@ -175,8 +175,8 @@ def test_outliers_are_single_query_key_pairs():
 
 @pytest.mark.statistical
 def test_output_scale_and_centring():
-    """eqs. (11.6), (11.7): the centred output equals [A_r_perp V_r] W_O^T computed from
-    the weights (float64 round-off), and its mean eigenvalue is s^2 gamma_v times the
+    """eqs. (11.1), (11.6), (11.7): the centred output of the module's forward pass
+    (eq. (11.1)) equals [A_r_perp V_r] W_O^T computed from the weights (float64 round-off), and its mean eigenvalue is s^2 gamma_v times the
     mean of the heads' measured means (the expectation over V and W_O given the
     attention; measured ratio 0.983-1.007 over six layers, tolerance 5%).  The output is
     far from the i.i.d. (Marchenko-Pastur) law of the same mean (measured KS 0.24-0.27)."""
