@@ -883,8 +883,13 @@ class Representation:
         """
         z = np.asarray(z, dtype=complex)
         if self.panels:
+            # Only real points on a panel need the side; outside every panel G is
+            # real and the point stays real.
             width = self.ends[-1] - self.starts[0]
-            z = np.where(z.imag == 0, z + 1j * JUNCTION_OFFSET * width, z)
+            starts, ends = np.asarray(self.starts), np.asarray(self.ends)
+            k = np.searchsorted(starts, z.real, side="right") - 1
+            on = (k >= 0) & (z.real <= ends[np.clip(k, 0, None)])
+            z = np.where((z.imag == 0) & on, z + 1j * JUNCTION_OFFSET * width, z)
         total = np.zeros(z.shape, dtype=complex)
         dtotal = np.zeros(z.shape, dtype=complex)
         for p in self.panels:

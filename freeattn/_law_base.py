@@ -62,6 +62,9 @@ HARD = Fraction(-1, 2)
 #: below ``FAR_RADIUS**-(FAR_TERMS + 1)`` = 1e-52 relative.
 FAR_RADIUS = 1e4
 FAR_TERMS = 12
+#: Beyond ``VERY_FAR_RADIUS`` times the scale ``G(z) = 1/z`` to double precision
+#: (the next term ``m_1/z**2`` is below ``2**-60`` relative), for every law.
+VERY_FAR_RADIUS = 2.0 ** 60
 
 #: Agreement of two successive node doublings at which a quadrature moment is
 #: accepted (sums over thousands of Gauss-Legendre nodes carry ~1e-13 of
@@ -354,7 +357,7 @@ class SpectralLaw:
         if type(x) is float and x == x:
             return self._pdf_scalar(x)
         arr = as_real_array(x, "x")
-        flat = arr.ravel()
+        flat = self._clip_far(arr.ravel())
         closed = self._pdf_closed(flat)
         if closed is not None:
             out = closed
@@ -364,9 +367,23 @@ class SpectralLaw:
             out = self._representation().pdf(flat)
         return _out(out, arr.shape)
 
+    def _clip_far(self, flat):
+        """Points far outside the support moved to a point outside it nearer by.
+
+        ``pdf``, ``cdf`` and ``sf`` are constant outside the support, so the
+        values are unchanged; the closed forms and maps then never see numbers
+        whose squares or quotients overflow (e.g. ``x = 1e300``).
+        """
+        lo, hi = self.support()
+        pad = max(hi - lo, abs(lo), abs(hi), np.finfo(float).tiny)
+        return np.clip(flat, lo - pad, hi + pad)
+
     def _pdf_scalar(self, x):
         """Density at one (non-NaN) Python float: the scalar path of :meth:`pdf`."""
         if not self.interval_details():
+            return 0.0
+        lo, hi = self.support()
+        if x < lo or x > hi:
             return 0.0
         if type(self)._pdf_closed is SpectralLaw._pdf_closed:
             return self._representation().pdf_scalar(x)
@@ -374,8 +391,11 @@ class SpectralLaw:
 
     def _cdf_scalar(self, x):
         """CDF at one (non-NaN) Python float: the scalar path of :meth:`cdf`."""
-        if x >= self.support()[1]:
+        lo, hi = self.support()
+        if x >= hi:
             return 1.0
+        if x < lo:
+            return 0.0
         loc, mass = self.atoms()
         total = float(mass[loc <= x].sum()) if loc.size else 0.0
         if self.interval_details():
@@ -426,7 +446,7 @@ class SpectralLaw:
         if type(x) is float and x == x:
             return self._cdf_scalar(x)
         arr = as_real_array(x, "x")
-        flat = arr.ravel()
+        flat = self._clip_far(arr.ravel())
         out = self._continuous_cdf(flat) + self._atom_mass_below(flat)
         upper = self.support()[1]
         out = np.where(flat >= upper, 1.0, np.clip(out, 0.0, 1.0))
@@ -439,7 +459,7 @@ class SpectralLaw:
         tails keep their relative accuracy.
         """
         arr = as_real_array(x, "x")
-        flat = arr.ravel()
+        flat = self._clip_far(arr.ravel())
         loc, mass = self.atoms()
         atoms_above = float(mass.sum()) - self._atom_mass_below(flat)
         if self.interval_details():
@@ -755,6 +775,13 @@ class SpectralLaw:
     def _stieltjes(self, zs):
         """``G`` at finite points of the closed upper half-plane (``inf`` at an atom)."""
         out = np.empty(zs.shape, dtype=complex)
+        very_far = np.abs(zs) > VERY_FAR_RADIUS * self._scale()
+        if very_far.any():
+            out[very_far] = 1.0 / zs[very_far]
+            if very_far.all():
+                return out
+            out[~very_far] = self._stieltjes(zs[~very_far])
+            return out
         exact_mom = None
         far = np.abs(zs) > FAR_RADIUS * self._scale()
         if far.any():

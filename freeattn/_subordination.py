@@ -88,6 +88,14 @@ DPHI_FLOOR = 1e-10
 #: stable, so a simple root needs 2-3 steps from the nudged start (quadratic
 #: convergence from a relative offset 1e-6); a multiple root stalls and stops.
 POLISH_MAX_ITER = 8
+#: Newton polishing stops when a step is not below this fraction of the previous
+#: one.  Next to a (nearly) double root Newton converges linearly with ratio 1/2
+#: until it is closer to one root than to the other, so the ratio must exceed 1/2.
+NEWTON_STALL_RATIO = 0.9
+#: Real points outside the support closer than this (relative to the law's
+#: scale) to an edge take ``G`` from the representation's Cauchy integral: the
+#: leaf roots there are nearly double (error ~ sqrt(eps / distance)).
+NEAR_EDGE_RTOL = 1e-9
 
 #: Exact moments of a free multiplicative convolution come from series
 #: reversion (eq. (8.5)), whose coefficients grow geometrically; beyond this
@@ -654,7 +662,7 @@ class RationalSolver:
                 step = np.where(dp != 0, p / dp, 0)
             step = np.where(np.isfinite(step), step, 0)
             size = np.abs(step)
-            stalled = size > 0.5 * last[rows, cols]
+            stalled = size > NEWTON_STALL_RATIO * last[rows, cols]
             take = ~stalled
             t[rows[take], cols[take]] = ta[take] - step[take]
             last[rows, cols] = size
@@ -1193,8 +1201,17 @@ class SubordinationLaw(SpectralLaw):
     # -- hooks ---------------------------------------------------------------------
     def _support_intervals(self):
         ivs = self._solver.support()
-        if isinstance(self._solver, RationalSolver):
-            return ivs
+        if self.level.kind == "S" and ivs and ivs[0].lo < 0:
+            # A product of laws on [0, oo) lives on [0, oo): a lower edge below 0
+            # is 0 computed with rounding (a double zero of Z'); beyond rounding
+            # it is an error, not a law.
+            first = ivs[0]
+            if -first.lo > self.options.edge_merge_rtol * max(abs(first.hi), _TINY):
+                raise ConvergenceError(
+                    f"lower edge {first.lo!r} of a law on [0, oo) is below 0 by more than "
+                    f"rounding (edge_merge_rtol {self.options.edge_merge_rtol:.1e})")
+            ivs = (Interval(0.0, first.hi, first.lo_exponent, first.hi_exponent),) + \
+                tuple(ivs[1:])
         return ivs
 
     def _atoms(self):
@@ -1215,7 +1232,34 @@ class SubordinationLaw(SpectralLaw):
         return np.maximum(-g.imag, 0.0) / math.pi
 
     def _stieltjes_exact(self, z):
-        return self._solver.solve(z)[1]
+        near = self._near_edge_outside(z)
+        if not near.any():
+            return self._solver.solve(z)[1]
+        out = np.empty(z.shape, dtype=complex)
+        if (~near).any():
+            out[~near] = self._solver.solve(z[~near])[1]
+        out[near] = self._stieltjes_from_representation(z[near])
+        return out
+
+    def _near_edge_outside(self, z):
+        """Real points outside the support within ``NEAR_EDGE_RTOL`` of an edge.
+
+        There the leaf roots are nearly double and keep about half the digits, so
+        ``G`` is the Cauchy integral of the representation instead (theory
+        eq. (8.16); real and accurate to rounding next to an edge).
+        """
+        near = np.zeros(z.shape, dtype=bool)
+        ivs = self.intervals()
+        real = z.imag == 0
+        if not ivs or not real.any():
+            return near
+        x = z.real
+        ends = np.asarray(ivs, dtype=float)
+        inside = np.zeros(z.shape, dtype=bool)
+        for lo, hi in ends:
+            inside |= (x >= lo) & (x <= hi)
+        dist = np.min(np.abs(x[:, None] - ends.ravel()[None, :]), axis=1)
+        return real & ~inside & (dist <= NEAR_EDGE_RTOL * self._scale())
 
     def _generic_boundary(self, z):
         """Boundary values on the support, warm-started from earlier solves.
