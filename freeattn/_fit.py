@@ -43,6 +43,16 @@ COARSE_POINTS = 13
 #: Points of the coarse log-gamma grid when gamma is fitted.
 COARSE_GAMMA_POINTS = 9
 
+#: Inside the profile over gamma, the fit in beta uses a narrower grid: the
+#: mean fixes theta1 whatever gamma is (theory eq. (11.8)), so beta moves by a
+#: few percent along the profile; +-15% in log beta on 7 points (5% spacing).
+PROFILE_LOG_HALFWIDTH = 0.15
+PROFILE_POINTS = 7
+#: Accuracy (relative in beta, absolute in log gamma) of the profile search:
+#: the measured spread of log gamma at n = 500 is 0.012 (tests/test_fit.py);
+#: beta is polished to FIT_XTOL at the fitted gamma afterwards.
+PROFILE_XTOL = 3e-3
+
 #: Relative accuracy in beta (and log gamma) of the minimization.  The
 #: measured spread of the estimate at n = 2000 is 7e-4 to 1.2e-3 relative
 #: (module docstring of tests/test_fit.py), so 1e-4 is below the statistical error.
@@ -180,17 +190,17 @@ def _minimize_on_grid(objective, grid, xtol):
     return float(grid[k]), float(values[k])
 
 
-def _fit_beta(x, gamma, start):
+def _fit_beta(x, gamma, start, halfwidth=COARSE_LOG_HALFWIDTH, points=COARSE_POINTS,
+              xtol=FIT_XTOL):
     """Minimum-KS ``beta`` at fixed ``gamma`` (theory eq. (11.9))."""
     lo, hi = FIT_BETA_RANGE
-    grid = np.clip(start * np.exp(np.linspace(-COARSE_LOG_HALFWIDTH, COARSE_LOG_HALFWIDTH,
-                                              COARSE_POINTS)), lo, hi)
+    grid = np.clip(start * np.exp(np.linspace(-halfwidth, halfwidth, points)), lo, hi)
     grid = np.unique(grid)
 
     def objective(beta):
         return _ks_to(attention_law(beta, gamma).squared(), x)
 
-    return _minimize_on_grid(objective, grid, FIT_XTOL * start)
+    return _minimize_on_grid(objective, grid, xtol * start)
 
 
 def _fit_beta_gamma(x, start):
@@ -202,7 +212,8 @@ def _fit_beta_gamma(x, start):
     def profile(log_gamma):
         key = round(float(log_gamma), 12)
         if key not in cache:
-            cache[key] = _fit_beta(x, float(math.exp(log_gamma)), start)
+            cache[key] = _fit_beta(x, float(math.exp(log_gamma)), start,
+                                   PROFILE_LOG_HALFWIDTH, PROFILE_POINTS, PROFILE_XTOL)
         return cache[key]
 
     # coarse: beta at its moment value (the mean fixes theta1 for every gamma)
@@ -212,10 +223,11 @@ def _fit_beta_gamma(x, start):
     k = int(np.argmin(coarse))
     lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
     minimize_scalar(lambda g: profile(g)[1], bounds=(float(lo), float(hi)),
-                    method="bounded", options={"xatol": FIT_XTOL * 10})
+                    method="bounded", options={"xatol": PROFILE_XTOL})
     best = min(cache, key=lambda g: cache[g][1])
-    beta, ks = cache[best]
-    return beta, float(math.exp(best)), ks
+    gamma = float(math.exp(best))
+    beta, ks = _fit_beta(x, gamma, cache[best][0])          # polish beta at that gamma
+    return beta, gamma, ks
 
 
 def _fit_mp(x):

@@ -321,3 +321,20 @@ def test_cli_torch_init_prints_the_default_init_prediction(capsys):
     assert float(rows["head_mp_squared_edge"]) == pytest.approx(
         4 * freeattn.linear_coefficients(1.0).theta1, rel=1e-14)
     assert main(["torch-init", "--embed-dim", "10", "--heads", "3", "--n", "5"]) == 2
+
+
+def test_the_core_and_torch_init_do_not_import_torch():
+    """PyTorch is imported lazily: ``import freeattn`` and ``freeattn torch-init`` (the
+    formulas of eq. (11.10)) run without loading it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, io, freeattn; from freeattn._cli import main; "
+            "assert 'torch' not in sys.modules; "
+            "assert main(['torch-init', '--embed-dim', '64', '--heads', '2', '--n', '32'], "
+            "stdout=io.StringIO()) == 0; "
+            "print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
