@@ -351,9 +351,12 @@ def fit(squared_singular_values, *, gamma=None, level=0.95, resamples=DEFAULT_RE
     spread 0.07% and 0.12%.  The bias is the finite-``n`` softmax effect (the
     law is the ``n -> oo`` limit), not the estimator's.
 
-    The bootstrap resamples the values (i.i.d.); eigenvalues are more rigid
-    than i.i.d. points, so the interval is conservative for the sampling
-    noise, and it does not include the finite-``n`` bias of the softmax.
+    The bootstrap resamples the values (i.i.d.); eigenvalues are far more rigid
+    than i.i.d. points, so the interval is very conservative for the sampling
+    noise: at ``beta = 1`` its half-width was measured at 4.5% (``n = 500``) and
+    2.3% (``n = 2000``) of ``beta``, 10 and 20 times the measured spread of
+    the estimate over independent matrices.  It does not include the
+    finite-``n`` bias of the softmax.
 
     Examples
     --------
