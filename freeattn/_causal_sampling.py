@@ -195,10 +195,30 @@ def causal_spectrum(model, n, d_qk, beta, *, rng=None, keys=None, rescale=True):
     :func:`freeattn.squared_singular_values` (eigenvalues of ``Y Y^T`` by
     LAPACK ``syevr``; theory eq. (7.7)).
 
+    Parameters
+    ----------
+    model : {"causal", "causal_linear"}
+        As :func:`causal_matrix`.
+    n, d_qk : int
+        Sizes, ``n >= 2``, ``d_qk >= 1``.
+    beta : float
+        Inverse temperature, ``0 < beta <= 26.64``.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Passed to :func:`numpy.random.default_rng`.
+    keys : array_like, shape (n, d_qk), optional
+        Key matrix ``K``; drawn if omitted.
+    rescale : bool, optional
+        ``"causal"`` only: ``False`` uses the unscaled matrix (see :func:`causal_matrix`).
+
     Returns
     -------
     numpy.ndarray, shape (n,)
         float64, ascending, ``>= 0``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`causal_matrix`.
 
     Examples
     --------

@@ -57,7 +57,7 @@ def _toeplitz_powers_diagonal(coef, shift):
 
 
 def free_cumulants_to_moments(kappa):
-    """Moments ``m_0 .. m_K`` from free cumulants ``kappa_1 .. kappa_K``.
+    """Moments ``m_0, ..., m_K`` from free cumulants ``kappa_1, ..., kappa_K``.
 
     Uses Lagrange inversion of ``M(z) = 1 + R(z M(z))``,
     ``R(w) = sum_s kappa_s w**s``: ``m_n = [w**n] (1 + R(w))**(n+1) / (n + 1)``
@@ -147,7 +147,7 @@ def _series_inverse(a):
 
 
 def moments_to_free_cumulants(moments):
-    """Free cumulants ``kappa_1 .. kappa_K`` from moments ``m_1 .. m_K``.
+    """Free cumulants ``kappa_1, ..., kappa_K`` from moments ``m_1, ..., m_K``.
 
     Inverts ``M(z) = 1 + R(z M(z))`` (theory eq. (8.3)): with
     ``y(z) = z M(z)`` and its inverse ``z(y)``, ``1 + R(y) = y / z(y)``.

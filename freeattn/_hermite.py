@@ -132,7 +132,21 @@ def order_variances(beta, order, *, exact=False, dps=None):
     the squared common mode (not part of the centred feature); ``v_1`` is
     ``theta2``; ``sum_{k>=1} v_k = theta1`` and ``sum_{k>=2} v_k = alpha2``.
 
-    Parameters and return types are those of :func:`hermite_coefficients`.
+    Parameters
+    ----------
+    beta : float, array_like, or sympy expression
+        Inverse temperature ``> 0`` (float path: at most 26.64).
+    order : int
+        Highest order ``>= 0``.
+    exact : bool, optional
+        Return sympy expressions.
+    dps : int, optional
+        Return ``mpmath.mpf`` values at ``dps`` digits.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``beta.shape + (order + 1,)``, or tuple, or list
+        As :func:`hermite_coefficients`.
 
     Examples
     --------
@@ -152,8 +166,20 @@ def truncated_alpha2(beta, order, *, exact=False, dps=None):
     ``order -> oo``.  The first partial sums are ``beta**4/2``,
     ``beta**4/2 + beta**6/6``, ...
 
-    Parameters and return types are those of :func:`hermite_coefficients`
-    (float path: an array of shape ``beta.shape``, or a float).
+    Parameters
+    ----------
+    beta : float, array_like, or sympy expression
+        Inverse temperature ``> 0`` (float path: at most 26.64).
+    order : int
+        Highest order ``>= 0``.
+    exact : bool, optional
+        Return sympy expressions.
+    dps : int, optional
+        Return ``mpmath.mpf`` values at ``dps`` digits.
+
+    Returns
+    -------
+    float, numpy.ndarray of shape ``beta.shape``, sympy expression or mpmath.mpf
 
     Examples
     --------
@@ -186,7 +212,20 @@ def alpha2_fraction(beta, order, *, exact=False, dps=None):
     for ``order = 2``, which tends to 1 as ``beta -> 0``.  The float path
     clips rounding above 1.
 
-    Parameters and return types are those of :func:`truncated_alpha2`.
+    Parameters
+    ----------
+    beta : float, array_like, or sympy expression
+        Inverse temperature ``> 0`` (float path: at most 26.64).
+    order : int
+        Highest order ``>= 0``.
+    exact : bool, optional
+        Return sympy expressions.
+    dps : int, optional
+        Return ``mpmath.mpf`` values at ``dps`` digits.
+
+    Returns
+    -------
+    float, numpy.ndarray of shape ``beta.shape``, sympy expression or mpmath.mpf
 
     Examples
     --------

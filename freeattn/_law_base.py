@@ -62,6 +62,20 @@ HARD = Fraction(-1, 2)
 #: below ``FAR_RADIUS**-(FAR_TERMS + 1)`` = 1e-52 relative.
 FAR_RADIUS = 1e4
 FAR_TERMS = 12
+#: Points closer than ``EDGE_CDF_RTOL`` of the interval's width to one of its
+#: edges get the CDF (and the survival function) as the integral of the density
+#: from that edge, Gauss-Legendre in the edge variable ``s`` with
+#: ``x = edge + d s**p``, ``p = 1/(1 + eta)`` (theory eq. (8.19)): the global
+#: formula there carries an absolute rounding error ``~eps`` on a value
+#: ``~(d/width)**(1 + eta)``, which breaks monotonicity by an ulp.
+EDGE_CDF_RTOL = 1e-6
+#: Gauss-Legendre nodes of that edge integral (the integrand is constant to
+#: ``O(d/width)`` in ``s``; 16 nodes make its error negligible).
+EDGE_CDF_NODES = 16
+#: The edge integral replaces the global value only when the two agree to this
+#: absolute tolerance (a few ulps of 1, the global formula's rounding).
+EDGE_CDF_AGREE = 64 * np.finfo(float).eps
+
 #: Beyond ``VERY_FAR_RADIUS`` times the scale ``G(z) = 1/z`` to double precision
 #: (the next term ``m_1/z**2`` is below ``2**-60`` relative), for every law.
 VERY_FAR_RADIUS = 2.0 ** 60
@@ -276,8 +290,10 @@ class SpectralLaw:
 
         Returns
         -------
-        locations, masses : ndarray
-            Increasing locations; masses sum to at most 1.
+        locations : ndarray
+            The atoms' locations, increasing.
+        masses : ndarray
+            Their masses, in the same order; they sum to at most 1.
         """
         if self._atom_cache is None:
             loc, mass = self._atoms()
@@ -396,6 +412,10 @@ class SpectralLaw:
             return 1.0
         if x < lo:
             return 0.0
+        for iv in self.interval_details():
+            reach = EDGE_CDF_RTOL * (iv.hi - iv.lo)
+            if 0 < x - iv.lo <= reach or 0 < iv.hi - x <= reach:
+                return float(self.cdf(np.array([x]))[0])     # eq. (8.19)
         loc, mass = self.atoms()
         total = float(mass[loc <= x].sum()) if loc.size else 0.0
         if self.interval_details():
@@ -414,6 +434,70 @@ class SpectralLaw:
         cum = np.concatenate([[0.0], np.cumsum(mass)])
         k = np.searchsorted(loc, flat, side="right" if inclusive else "left")
         return cum[k]
+
+    def _edge_integrals(self, flat):
+        """Near-edge points and the density's integral between each and its edge.
+
+        Returns ``(index, side, interval, integral)`` arrays: ``side`` is ``-1``
+        for a lower edge (the integral runs from ``lo`` to ``x``) and ``+1`` for
+        an upper edge (from ``x`` to ``hi``); theory eq. (8.19).
+        """
+        empty = (np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0, dtype=int),
+                 np.zeros(0))
+        ivs = self.interval_details()
+        if not ivs or flat.size == 0:
+            return empty
+        idx, side, which, dist, power = [], [], [], [], []
+        for k, iv in enumerate(ivs):
+            reach = EDGE_CDF_RTOL * (iv.hi - iv.lo)
+            for sgn, edge, eta in ((-1, iv.lo, iv.lo_exponent), (1, iv.hi, iv.hi_exponent)):
+                d = (flat - edge) if sgn < 0 else (edge - flat)
+                sel = np.nonzero((d > 0) & (d <= reach))[0]
+                if sel.size:
+                    idx.append(sel)
+                    side.append(np.full(sel.size, sgn))
+                    which.append(np.full(sel.size, k))
+                    dist.append(d[sel])
+                    power.append(np.full(sel.size, 1.0 / (1.0 + float(eta))))
+        if not idx:
+            return empty
+        idx, side, which = np.concatenate(idx), np.concatenate(side), np.concatenate(which)
+        dist, power = np.concatenate(dist), np.concatenate(power)
+        t, w = np.polynomial.legendre.leggauss(EDGE_CDF_NODES)
+        sn = (1.0 + t) / 2.0                                        # nodes on (0, 1)
+        spow = sn[None, :] ** power[:, None]
+        edges = np.array([ivs[k].lo if sg < 0 else ivs[k].hi for k, sg in zip(which, side)])
+        xs = edges[:, None] - side[:, None] * dist[:, None] * spow
+        dens = np.asarray(self.pdf(xs.ravel()), dtype=float).reshape(xs.shape)
+        jac = dist[:, None] * power[:, None] * spow / sn[None, :]    # dx/ds
+        integral = (dens * jac) @ (w / 2.0)
+        return idx, side, which, integral
+
+    def _edge_corrected(self, flat, out, raw, lower):
+        """``out`` (the CDF if ``lower`` else the survival function, from the global
+        formula ``raw``) with the points next to an edge from eq. (8.19): the
+        value at the edge plus or minus the density's integral from it."""
+        idx, side, which, integral = self._edge_integrals(flat)
+        if idx.size == 0:
+            return out
+        ivs = self.interval_details()
+        ends = {}
+        for k in np.unique(which):
+            iv = ivs[k]
+            at = raw(np.array([iv.lo, np.nextafter(iv.hi, -np.inf)]))
+            ends[k] = (float(at[0]), float(at[1]))
+        out = np.array(out, dtype=float, copy=True)
+        sign = 1.0 if lower else -1.0
+        for j, (i, sg, k) in enumerate(zip(idx, side, which)):
+            at_lo, at_hi = ends[k]
+            val = at_lo + sign * integral[j] if sg < 0 else at_hi - sign * integral[j]
+            # The edge integral assumes the density's edge power law holds over
+            # [e, e + d]; where the law crosses over to another power below that
+            # scale (e.g. x**(-2/3) -> x**(-1/2) at beta -> 0), it disagrees with the
+            # global formula by more than rounding, and the global value stays.
+            if abs(val - out[i]) <= EDGE_CDF_AGREE:
+                out[i] = val
+        return out
 
     def _continuous_cdf(self, flat):
         closed = self._cdf_closed(flat)
@@ -447,19 +531,37 @@ class SpectralLaw:
             return self._cdf_scalar(x)
         arr = as_real_array(x, "x")
         flat = self._clip_far(arr.ravel())
-        out = self._continuous_cdf(flat) + self._atom_mass_below(flat)
-        upper = self.support()[1]
-        out = np.where(flat >= upper, 1.0, np.clip(out, 0.0, 1.0))
+        out = self._edge_corrected(flat, self._cdf_raw(flat), self._cdf_raw, lower=True)
+        out = np.where(flat >= self.support()[1], 1.0, np.clip(out, 0.0, 1.0))
         return _out(out, arr.shape)
+
+    def _cdf_raw(self, flat):
+        """The CDF from the global formula (no edge integrals)."""
+        out = self._continuous_cdf(flat) + self._atom_mass_below(flat)
+        return np.where(flat >= self.support()[1], 1.0, np.clip(out, 0.0, 1.0))
 
     def sf(self, x):
         """Survival function ``P(X > x) = 1 - cdf(x)``.
 
         Computed as the mass above ``x`` (not ``1 - cdf``), so small upper
         tails keep their relative accuracy.
+
+        Parameters
+        ----------
+        x : array_like
+
+        Returns
+        -------
+        float or ndarray
+            Same shape as ``x``, non-increasing, in ``[0, 1]``.
         """
         arr = as_real_array(x, "x")
         flat = self._clip_far(arr.ravel())
+        out = self._edge_corrected(flat, self._sf_raw(flat), self._sf_raw, lower=False)
+        return _out(np.clip(out, 0.0, 1.0), arr.shape)
+
+    def _sf_raw(self, flat):
+        """The survival function from the global formula (no edge integrals)."""
         loc, mass = self.atoms()
         atoms_above = float(mass.sum()) - self._atom_mass_below(flat)
         if self.interval_details():
@@ -473,8 +575,7 @@ class SpectralLaw:
         else:
             cont = np.zeros(flat.shape)
         out = np.clip(cont + atoms_above, 0.0, 1.0)
-        out = np.where(flat >= self.support()[1], 0.0, out)
-        return _out(out, arr.shape)
+        return np.where(flat >= self.support()[1], 0.0, out)
 
     def _check_q(self, q):
         arr = as_real_array(q, "q")
@@ -514,6 +615,20 @@ class SpectralLaw:
         """Inverse survival function: ``x`` with ``sf(x) = q``.
 
         Computed from the upper tail, so ``isf(1e-12)`` keeps its accuracy.
+
+        Parameters
+        ----------
+        q : array_like
+            Probabilities in ``[0, 1]``.
+
+        Returns
+        -------
+        float or ndarray
+
+        Raises
+        ------
+        ValueError
+            If ``q`` is outside ``[0, 1]`` or NaN.
         """
         arr = self._check_q(q)
         return _out(self._quantile(arr.ravel(), upper=True), arr.shape)
@@ -707,7 +822,17 @@ class SpectralLaw:
         return _rescale(v, scale, k)
 
     def moments(self, kmax):
-        """Moments ``m_0 .. m_kmax`` as an array (same sources as :meth:`moment`)."""
+        """Moments ``m_0, ..., m_kmax`` as an array (same sources as :meth:`moment`).
+
+        Parameters
+        ----------
+        kmax : int
+            Highest order, ``kmax >= 0``.
+
+        Returns
+        -------
+        ndarray, shape (kmax + 1,)
+        """
         kmax = check_int(kmax, "kmax", minimum=0)
         low = min(kmax, self.options.max_exact_moment_order)
         scale, m = self._scaled_moments(low)
@@ -728,7 +853,12 @@ class SpectralLaw:
         return math.sqrt(self.var())
 
     def free_cumulants(self, kmax):
-        """Free cumulants ``kappa_1 .. kappa_kmax`` (theory eqs. (8.2)-(8.3)).
+        """Free cumulants ``kappa_1, ..., kappa_kmax`` (theory eqs. (8.2)-(8.3)).
+
+        Parameters
+        ----------
+        kmax : int
+            Highest order, ``kmax >= 1``.
 
         Returns
         -------
@@ -860,7 +990,19 @@ class SpectralLaw:
             return +g
 
     def pdf_mp(self, x, dps=40):
-        """Density at one real point with mpmath at ``dps`` digits (``-Im G(x + i0)/pi``)."""
+        """Density at one real point with mpmath at ``dps`` digits (``-Im G(x + i0)/pi``).
+
+        Parameters
+        ----------
+        x : float
+            One real point.
+        dps : int, optional
+            Significant decimal digits of the evaluation (see :meth:`stieltjes_mp`).
+
+        Returns
+        -------
+        mpmath.mpf
+        """
         import mpmath
 
         xv = as_real_array(x, "x", finite=True)
@@ -991,7 +1133,17 @@ class SpectralLaw:
         return ZeroPaddedLaw(self, value)
 
     def scaled(self, factor):
-        """The law of ``factor * X`` (a dilation)."""
+        """The law of ``factor * X`` (a dilation).
+
+        Parameters
+        ----------
+        factor : float
+            Non-zero; a negative factor reflects the law (see :meth:`affine`).
+
+        Returns
+        -------
+        SpectralLaw
+        """
         return self.affine(0.0, factor)
 
     def to_scipy(self):

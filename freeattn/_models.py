@@ -92,6 +92,11 @@ _INTERMEDIATES = {}
 def register_intermediate(intermediate):
     """Add an :class:`Intermediate` (and its stream, if new) to every draw.
 
+    Parameters
+    ----------
+    intermediate : Intermediate
+        A name not yet registered; the intermediates it requires must be.
+
     Raises
     ------
     TypeError
@@ -171,7 +176,23 @@ class Draw:
         return linear_coefficients(self.beta)
 
     def stream(self, name):
-        """A fresh generator on stream ``name`` (the same numbers on every call)."""
+        """A fresh generator on stream ``name`` (the same numbers on every call).
+
+        Parameters
+        ----------
+        name : str
+            A random stream of the draw (streams are declared by the registered
+            :class:`Intermediate` objects).
+
+        Returns
+        -------
+        numpy.random.Generator
+
+        Raises
+        ------
+        ValueError
+            If the stream is unknown or was registered after this draw was created.
+        """
         try:
             seed = self._seeds[_STREAMS.index(name)]
         except ValueError:
@@ -182,7 +203,23 @@ class Draw:
         return np.random.Generator(self._bit_generator(seed))
 
     def get(self, name):
-        """The shared intermediate ``name`` (built on first use); do not modify it."""
+        """The shared intermediate ``name`` (built on first use); do not modify it.
+
+        Parameters
+        ----------
+        name : str
+            A registered :class:`Intermediate`.
+
+        Returns
+        -------
+        object
+            What the intermediate's ``build`` returned (cached for this draw).
+
+        Raises
+        ------
+        ValueError
+            If no intermediate of that name is registered.
+        """
         if name not in self._cache:
             try:
                 intermediate = _INTERMEDIATES[name]
@@ -194,7 +231,20 @@ class Draw:
         return self._cache[name]
 
     def take(self, name):
-        """The intermediate ``name`` as an array the caller may overwrite."""
+        """The intermediate ``name`` as an array the caller may overwrite.
+
+        A copy when a later model of the draw still needs the intermediate;
+        otherwise the cached array itself, which leaves the cache.
+
+        Parameters
+        ----------
+        name : str
+            A registered :class:`Intermediate`.
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         value = self.get(name)
         if name in self._needed_later():
             return value.copy()
@@ -376,19 +426,58 @@ class Model:
         return f"Model({self.name!r})"
 
     def model_options(self, options=None):
-        """This model's options: its defaults updated with those it declares from ``options``."""
+        """This model's options: its defaults updated with those it declares from ``options``.
+
+        Parameters
+        ----------
+        options : dict, optional
+            Options for any models; keys this model does not declare are ignored.
+
+        Returns
+        -------
+        dict
+        """
         values = dict(self.options)
         values.update({k: v for k, v in (options or {}).items() if k in self.options})
         return values
 
     def limit_law(self, beta, gamma, options=None):
-        """The law the squared singular values should follow, or ``None``."""
+        """The law the squared singular values should follow, or ``None``.
+
+        Parameters
+        ----------
+        beta, gamma : float
+            Inverse temperature and width ratio ``d_qk / n``.
+        options : dict, optional
+            Model options (see :meth:`model_options`).
+
+        Returns
+        -------
+        SpectralLaw or None
+            ``None`` for a model without a limit law.
+        """
         if self.law is None:
             return None
         return self.law(beta, gamma, **self.model_options(options))
 
     def reference_law(self, beta, gamma, options=None):
-        """The law the model is contrasted with (Marchenko-Pastur by default), or ``None``."""
+        """The law the model is contrasted with (Marchenko-Pastur by default), or ``None``.
+
+        By default Marchenko-Pastur with ratio 1 and the mean of the limit law
+        as its variance.
+
+        Parameters
+        ----------
+        beta, gamma : float
+            Inverse temperature and width ratio ``d_qk / n``.
+        options : dict, optional
+            Model options (see :meth:`model_options`).
+
+        Returns
+        -------
+        SpectralLaw or None
+            ``None`` for a model without a limit law or reference.
+        """
         if self.reference is not None:
             return self.reference(beta, gamma, **self.model_options(options))
         law = self.limit_law(beta, gamma, options)
@@ -456,6 +545,16 @@ def register_model(model, *, replace=False):
 
 def unregister_model(name):
     """Remove the model ``name`` from the registry and return it.
+
+    Parameters
+    ----------
+    name : str
+        A registered model (a key of :data:`freeattn.MODELS`).
+
+    Returns
+    -------
+    Model
+        The model removed.
 
     Raises
     ------

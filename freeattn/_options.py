@@ -117,7 +117,17 @@ class SolverOptions:
                                      f"got {value!r}")
 
     def with_(self, **changes):
-        """A copy with some fields changed (``dataclasses.replace``)."""
+        """A copy with some fields changed (``dataclasses.replace``).
+
+        Parameters
+        ----------
+        **changes
+            New values of fields, by name (checked as in the constructor).
+
+        Returns
+        -------
+        SolverOptions
+        """
         return replace(self, **changes)
 
 

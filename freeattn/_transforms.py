@@ -348,7 +348,17 @@ class SingularValueLaw(SpectralLaw):
                 SpectralLaw._stieltjes_derivative(self, z))
 
     def moment(self, k):
-        """``E[s**k]``: even orders from the squared law, odd ones by quadrature (eq. (8.17))."""
+        """``E[s**k]``: even orders from the squared law, odd ones by quadrature (eq. (8.17)).
+
+        Parameters
+        ----------
+        k : int
+            Order, ``k >= 0``.
+
+        Returns
+        -------
+        float
+        """
         from ._checks import check_int
 
         k = check_int(k, "k", minimum=0)

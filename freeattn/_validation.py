@@ -228,7 +228,17 @@ class ValidationReport:
                         data=self.to_dict(), csv=_results_csv(results))
 
     def to_json(self, indent=2):
-        """The report as a JSON string (non-finite numbers as ``null``)."""
+        """The report as a JSON string (non-finite numbers as ``null``).
+
+        Parameters
+        ----------
+        indent : int or None, optional
+            Indentation of :func:`json.dumps`; ``None`` writes one line.
+
+        Returns
+        -------
+        str
+        """
         return to_json(self.to_dict(), indent=indent)
 
     def to_text(self):
@@ -542,7 +552,17 @@ class ConvergenceReport:
         return Document([header, Table(columns, rows)], data=self.to_dict())
 
     def to_json(self, indent=2):
-        """The report as a JSON string (non-finite numbers as ``null``)."""
+        """The report as a JSON string (non-finite numbers as ``null``).
+
+        Parameters
+        ----------
+        indent : int or None, optional
+            Indentation of :func:`json.dumps`; ``None`` writes one line.
+
+        Returns
+        -------
+        str
+        """
         return to_json(self.to_dict(), indent=indent)
 
     def to_text(self):

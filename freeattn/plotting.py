@@ -137,16 +137,16 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
         Runs the draws in parallel, as in ``freeattn.validate`` (an int: a
         local process pool with that many workers); ``None`` runs them here.
 
-    Raises
-    ------
-    freeattn.DrawError
-        When a draw fails (it names the draw and its seed).
-
     Returns
     -------
     dict
         ``{model: 1-d array of n*draws squared singular values}``, in
         registry order.
+
+    Raises
+    ------
+    freeattn.DrawError
+        When a draw fails (it names the draw and its seed).
 
     Examples
     --------
@@ -702,6 +702,17 @@ def output_path(figure, out=None):
     suffix: that path with ``.png`` appended (matplotlib's default format);
     otherwise the path itself, whose suffix must be a format matplotlib
     writes.  The folder must exist (nothing is created).
+
+    Parameters
+    ----------
+    figure : int or str
+        A figure of :data:`FIGURES`, by number or name.
+    out : str or os.PathLike, optional
+        File or folder, as above.
+
+    Returns
+    -------
+    pathlib.Path
 
     Raises
     ------

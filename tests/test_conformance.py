@@ -121,14 +121,10 @@ def law_of(case_id):
 # Known engine bugs: (check, law id) -> reason.  Each runs as xfail(strict=True).
 # --------------------------------------------------------------------------- #
 
-_CDF_ULP = "the CDF decreases by 1-3 ulp (1e-17..1e-16) within 1e-10 of an edge"
 _LOOSE_REP = ("sample_covariance(attention_law(1, 1).squared(), 0.5): representation_error 8.6e-11, "
               "pdf vs CDF increments differ by 4e-13")
 
 KNOWN_FAILURES = {
-    **{("monotone", law): _CDF_ULP for law in (
-        "mp_c0.5_sv", "samplecov_two_atoms", "semicircle_plus_mp",
-        "semicircle_plus_two_atoms_split", "mp_times_two_atoms", "generic_path_samplecov_of_sv")},
     ("mass", "samplecov_of_attention"): _LOOSE_REP,
 }
 
