@@ -7,12 +7,18 @@ For each ``(beta, gamma)`` it times, with :mod:`timeit` (min and median of repea
 - ``pdf``: ``freeattn.attention_law(beta, gamma).squared().pdf(x)`` on 10^4 points
   spanning the support ``[lower, upper]`` of the squared law (target <= 20 ms);
 - ``cdf``: the same with ``.cdf(x)`` (target <= 100 ms);
-- ``edge``: ``freeattn.operator_norm(beta, gamma)`` (target <= 2 ms).
+- ``edge``: ``freeattn.operator_norm(beta, gamma)`` (target <= 2 ms);
+- ``fit`` and ``fit+bootstrap``: ``freeattn.fit`` of the ``n`` squared singular values
+  of one draw of ``sample_model("attention", n, n, 1.0)`` at ``gamma = 1`` given,
+  without and with the default 200 bootstrap resamples (no target; reported as
+  ratios to the same baselines, timed right before).
 
 Each is timed twice.  *Cold*: every call builds a new law for a ``beta`` perturbed by
 a relative ``k * 1e-12`` (k counts all cold calls of the run), so no cache inside freeattn can answer
 and the time includes building the law.  *Warm*: the same law object is asked again
-(the time a user sees when evaluating one law repeatedly).  The targets are checked
+(the time a user sees when evaluating one law repeatedly).  For ``fit``, cold calls
+scale the spectrum by a new ``1 + k * 1e-12`` (so every law the search builds is new),
+warm calls fit the same values again (the laws' cache answers).  The targets are checked
 on the cold median, the conservative number.
 
 Baselines, measured in the same run and reported as ratios:
@@ -52,6 +58,14 @@ QUICK_POINTS = 200
 TARGET_MS = {"pdf": 20.0, "cdf": 100.0, "edge": 2.0}
 BASELINE_NAMES = ("cubic roots", "MP closed form")
 DEFAULT_JSON = "bench_law.json"
+#: Spectrum sizes of the fit rows (n values of one n x n draw) and the draw's seed.
+FIT_SIZES = (500, 2000)
+QUICK_FIT_SIZES = (100,)
+FIT_BETA = 1.0
+FIT_SEED = 0
+#: Bootstrap resamples of the ``fit+bootstrap`` row (freeattn.fit's default; quick: fewer).
+FIT_RESAMPLES = 200
+QUICK_FIT_RESAMPLES = 20
 
 
 def baselines(points, repeat, quick):
@@ -110,6 +124,34 @@ def measure_case(beta, gamma, points, repeat, quick):
     return rows
 
 
+def measure_fit(n, repeat, quick):
+    """Rows ``fit`` and ``fit+bootstrap`` for a spectrum of ``n`` values."""
+    import freeattn
+
+    values = freeattn.squared_singular_values(
+        freeattn.sample_model("attention", n, n, FIT_BETA, rng=FIT_SEED))
+    resamples = QUICK_FIT_RESAMPLES if quick else FIT_RESAMPLES
+    rows = []
+    for task, count in (("fit", 0), ("fit+bootstrap", resamples)):
+        row = {"task": task, "beta": FIT_BETA, "gamma": 1.0, "points": n, "target_ms": None}
+
+        def cold(count=count):
+            return freeattn.fit(values * _common.cold_value(1.0), gamma=1.0, resamples=count,
+                                rng=0)
+
+        def warm(count=count):
+            return freeattn.fit(values, gamma=1.0, resamples=count, rng=0)
+
+        try:
+            row["cold"] = _common.time_call(cold, repeat=repeat, quick=quick)
+            warm()
+            row["warm"] = _common.time_call(warm, repeat=repeat, quick=quick)
+        except Exception as exc:  # reported in the table, the other rows still run
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        rows.append(row)
+    return rows
+
+
 def add_ratios(rows, base):
     """Fill in milliseconds, ratios (min / baseline min) and the target verdict."""
     for row in rows:
@@ -121,7 +163,8 @@ def add_ratios(rows, base):
         for name, timing in base.items():
             row[f"{name}_min_ms"] = 1e3 * timing["min"]
             row[f"ratio_{name}"] = row["cold"]["min"] / timing["min"]
-        row["meets_target"] = "yes" if row["cold_median_ms"] <= row["target_ms"] else "no"
+        if row["target_ms"] is not None:
+            row["meets_target"] = "yes" if row["cold_median_ms"] <= row["target_ms"] else "no"
 
 
 def render(result):
@@ -157,6 +200,13 @@ def main(argv=None):
         for row in case_rows:
             row["baselines"] = base
         rows.extend(case_rows)
+    for n in QUICK_FIT_SIZES if args.quick else FIT_SIZES:
+        base = baselines(points, args.repeat, args.quick)
+        fit_rows = measure_fit(n, args.repeat, args.quick)
+        add_ratios(fit_rows, base)
+        for row in fit_rows:
+            row["baselines"] = base
+        rows.extend(fit_rows)
     result = {"benchmark": "law", "quick": args.quick, "machine": _common.machine_info(),
               "points": points, "rows": rows}
     return _common.publish(result, render, args, DEFAULT_JSON)

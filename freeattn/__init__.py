@@ -54,6 +54,7 @@ from ._models import (
 from ._causal_law import CausalLaw, causal_law
 from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
 from ._draws import DrawError
+from ._fit import FitResult, fit
 from ._validation import (
     ConvergenceReport,
     ModelResult,
@@ -125,5 +126,7 @@ __all__ = [
     "ConvergenceReport",
     "RateFit",
     "DrawError",
+    "fit",
+    "FitResult",
     "__version__",
 ]

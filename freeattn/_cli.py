@@ -3,8 +3,10 @@
 One subcommand per task a researcher has: the linear model's coefficients
 (``coeffs``), the limiting law (``law``), its upper edge (``edge``), the
 linearization threshold (``threshold``), the registered Monte Carlo models
-(``models``), a Monte Carlo check (``validate``) and the documentation
-figures (``plot``, ``reproduce``).  This module only parses arguments, calls
+(``models``), a Monte Carlo check (``validate``), the fit of ``beta`` to a
+measured spectrum (``fit``), the predicted spectra of a default PyTorch
+attention layer (``torch-init``) and the documentation figures (``plot``,
+``reproduce``).  This module only parses arguments, calls
 the public API and describes what it returns as a
 :class:`freeattn._render.Document`; :func:`freeattn._render.render` prints it
 as a table, markdown, csv or json (one JSON policy: non-finite numbers are
@@ -428,6 +430,106 @@ def _cmd_reproduce(args, emit):
     return None
 
 
+def _read_spectrum(path):
+    """The numbers of a ``.npy`` or ``.csv`` file as a 1-d float array (CLI I/O only)."""
+    import numpy as np
+
+    if not os.path.isfile(path):
+        raise ValueError(f"FILE {path} does not exist (or is not a file)")
+    lower = path.lower()
+    if lower.endswith(".npy"):
+        try:
+            values = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise ValueError(f"FILE {path}: not a readable .npy array ({error})") from None
+    elif lower.endswith(".csv") or lower.endswith(".txt"):
+        try:
+            values = np.loadtxt(path, delimiter=",", ndmin=2, comments="#")
+        except ValueError:
+            try:                                   # one header line
+                values = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", skiprows=1)
+            except ValueError as error:
+                raise ValueError(f"FILE {path}: not a csv of numbers ({error})") from None
+    else:
+        raise ValueError(f"FILE must end in .npy or .csv, got {path}")
+    values = np.asarray(values)
+    if values.ndim == 2 and min(values.shape) == 1:
+        values = values.ravel()
+    if values.ndim != 1:
+        raise ValueError(f"FILE {path} must hold one column (or one row) of numbers, got "
+                         f"shape {values.shape}")
+    if values.dtype.kind not in "fiu":
+        raise ValueError(f"FILE {path} must hold real numbers, got dtype {values.dtype}")
+    return values.astype(float)
+
+
+def _cmd_fit(args, emit):
+    fa, r = _library(), _render()
+    values = _read_spectrum(args.file)
+    if args.singular_values:
+        values = values ** 2
+    result = fa.fit(values, gamma=args.gamma, level=args.level, resamples=args.resamples,
+                    rng=args.seed)
+    pairs = [("n", result.n), ("beta", result.beta),
+             (f"beta_interval_{round(100 * result.level)}", list(result.interval)),
+             ("gamma", result.gamma), ("gamma_fitted", result.gamma_fitted),
+             ("ks", result.ks), ("ks_mp", result.ks_mp), ("mp_variance", result.mp_variance),
+             ("mp_ratio", result.mp_ratio), ("beta_moment", result.beta_moment),
+             ("method", result.method)]
+    text_pairs = [(k, ", ".join(_fmt(x) for x in v) if isinstance(v, list) else v)
+                  for k, v in pairs]
+    csv_pairs = [(k, v) for k, v in pairs if not isinstance(v, list)] + [
+        ("beta_lo", result.interval[0]), ("beta_hi", result.interval[1])]
+    title = (f"attention law fitted to {result.n} squared singular values of "
+             f"sqrt(n)*(A - 11^T/n) from {args.file}")
+    notes = ("beta: minimum Kolmogorov distance (theory eq. (11.9)); interval: percentile "
+             "bootstrap over the values; ks_mp: distance to the closest Marchenko-Pastur law "
+             "(variance and ratio <= 1 fitted); beta_moment: sqrt(log(1 + mean)), eq. (11.8)",)
+    return r.Document([r.Record(text_pairs, title=title, notes=notes)],
+                      data=dict(pairs), csv=r.Record(csv_pairs))
+
+
+def _cmd_torch_init(args, emit):
+    import math
+
+    fa, r = _library(), _render()
+    from .torch import default_init_parameters
+
+    p = default_init_parameters(args.embed_dim, args.heads, args.n, scale=args.scale)
+    head = fa.attention_law(p.beta, p.gamma).squared()
+    theta1 = fa.linear_coefficients(p.beta).theta1
+    pairs = [("embed_dim", p.embed_dim), ("heads", p.heads), ("n", p.n),
+             ("token_scale", p.token_scale), ("beta_eff", p.beta), ("gamma", p.gamma),
+             ("gamma_k", p.gamma_k), ("gamma_v", p.gamma_v), ("gamma_o", p.gamma_o),
+             ("output_scale", p.output_scale), ("theta1", theta1),
+             ("head_mean", head.mean()), ("head_squared_edge", float(head.support()[1])),
+             ("head_mp_squared_edge", 4 * theta1)]
+    builder = getattr(fa, "multihead_law", None)
+    output_mean = p.output_scale * theta1 * p.gamma_o
+    if builder is not None:
+        out = builder(p.beta, heads=p.heads, gamma_k=p.gamma_k, gamma_v=p.gamma_v,
+                      gamma_o=p.gamma_o).scaled(p.output_scale)
+        pairs += [("output_mean", out.mean()), ("output_atom", out.atom),
+                  ("output_squared_edge", float(out.support()[1]))]
+    else:
+        pairs += [("output_mean", output_mean), ("output_atom", math.nan),
+                  ("output_squared_edge", math.nan)]
+    pairs.append(("output_mp_squared_edge",
+                  output_mean * (1 + math.sqrt(1 / p.gamma_o)) ** 2))
+    notes = ["beta_eff = c/(2E), output_scale = c/(6E) (theory eq. (11.10)): in_proj "
+             "xavier-uniform (variance 1/(2E)), out_proj nn.Linear default (1/(3E)), "
+             "tokens with X X^T = c I_n (c = --scale, default E); head law: squared "
+             "singular values of sqrt(n)*(A_r - 11^T/n), attention_law(beta_eff, gamma); "
+             "output: eigenvalues of the centred output, output_scale times the multi-head "
+             "law (eq. (11.7)); *_mp_*: Marchenko-Pastur of the same mean"]
+    if builder is None:
+        notes.append("output law: this freeattn has no multihead_law; only its mean "
+                     "(output_scale*theta1*gamma_o) is printed")
+    return r.Document([r.Record(pairs, title="predicted spectra of a default-initialized "
+                                             "torch.nn.MultiheadAttention",
+                                notes=tuple(notes))])
+
+
 # ---------------------------------------------------------------------------
 # parser
 
@@ -583,6 +685,42 @@ def build_parser():
     _add_format(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(handler=_cmd_validate)
+
+    p = command("fit", "fit beta (and gamma) to a measured spectrum",
+                "Fit the attention law to the squared singular values of sqrt(n)*(A - 11^T/n)\n"
+                "read from FILE (.npy, or .csv with one column or row): beta by minimum\n"
+                "Kolmogorov distance with a bootstrap interval, gamma too unless given, and\n"
+                "the distance to the closest Marchenko-Pastur law.")
+    p.add_argument("file", metavar="FILE", help="a .npy or .csv file of numbers")
+    p.add_argument("--gamma", type=float, default=None, metavar="G",
+                   help="width ratio d_qk/n (default: fitted)")
+    p.add_argument("--singular-values", action="store_true",
+                   help="FILE holds singular values (they are squared)")
+    p.add_argument("--level", type=float, default=0.95, metavar="L",
+                   help="level of the bootstrap interval")
+    p.add_argument("--resamples", type=_nonnegative_int, default=200, metavar="B",
+                   help="bootstrap resamples (0: no interval)")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S",
+                   help="seed of the bootstrap")
+    _add_format(p)
+    p.set_defaults(handler=_cmd_fit)
+
+    p = command("torch-init", "predicted spectra of a default torch MultiheadAttention",
+                "The effective beta, gamma and output scale of a default-initialized\n"
+                "torch.nn.MultiheadAttention on tokens with X X^T = c I_n, and the predicted\n"
+                "laws of each head's attention and of the centred output (theory note 11).\n"
+                "Does not need PyTorch.")
+    p.add_argument("--embed-dim", type=_positive_int, required=True, metavar="E",
+                   help="embedding width E")
+    p.add_argument("--heads", type=_positive_int, required=True, metavar="H",
+                   help="number of heads (divides E)")
+    p.add_argument("--n", type=_int_at_least(2), required=True, metavar="N",
+                   help="number of tokens")
+    p.add_argument("--scale", type=float, default=None, metavar="C",
+                   help="token scale c in X X^T = c I_n (default: E, tokens after a "
+                        "LayerNorm)")
+    _add_format(p)
+    p.set_defaults(handler=_cmd_torch_init)
 
     p = command("models", "the registered Monte Carlo models",
                 "List the models validate and the figures can sample: their limiting law,\n"

@@ -1156,6 +1156,46 @@ class SpectralLaw:
         """
         return self.affine(0.0, factor)
 
+    def to_scipy(self):
+        """This law as a :mod:`scipy.stats` distribution (an ``rv_continuous``).
+
+        Every SciPy method delegates to the law: ``cdf``, ``sf``, ``ppf``,
+        ``isf``, ``rvs`` (inverse transform with SciPy's ``random_state``),
+        moments (exact where the law has them), ``expect`` (the law's
+        quadrature), so ``interval``, ``loc``/``scale``, freezing and SciPy's
+        plotting helpers work with freeattn's accuracy.
+
+        Returns
+        -------
+        freeattn._scipy.ScipyLaw
+            A ``scipy.stats.rv_continuous``; the law is its ``.law``.
+
+        Notes
+        -----
+        A law with atoms becomes a mixed distribution: ``cdf``, ``ppf``,
+        ``rvs``, moments and ``expect`` include the atoms, ``pdf`` is the
+        density of the continuous part only (as :meth:`pdf`), and an atom at
+        the lower end of the support moves SciPy's support end ``a`` to the
+        float just below it, so that ``cdf(atom)`` is its mass; ``entropy``
+        raises ``ValueError`` for such a law.
+
+        Examples
+        --------
+        >>> import freeattn
+        >>> dist = freeattn.marchenko_pastur(1.0, 0.5).to_scipy()
+        >>> round(float(dist.mean()), 12), round(float(dist.var()), 12)   # v and c v**2
+        (1.0, 0.5)
+        >>> lo, hi = dist.interval(1.0)
+        >>> round(float(lo), 12), round(float(hi), 12)   # (1 -+ sqrt(0.5))**2
+        (0.085786437627, 2.914213562373)
+        >>> padded = freeattn.marchenko_pastur(1.0, 0.5).zero_padded(0.5).to_scipy()
+        >>> float(padded.cdf(0.0)), float(padded.ppf(0.25))   # the atom 1/2 at 0
+        (0.5, 0.0)
+        """
+        from ._scipy import ScipyLaw
+
+        return ScipyLaw(self)
+
     def __repr__(self):
         return f"<{self._describe()}: support {self.support()}>"
 

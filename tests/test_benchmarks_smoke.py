@@ -70,13 +70,18 @@ def test_bench_law_quick(capsys):
     result = bench.main(["--quick"])
     out = capsys.readouterr().out
     rows = result["rows"]
-    assert [r["task"] for r in rows] == ["pdf", "cdf", "edge"] * len(bench.QUICK_CASES)
+    assert [r["task"] for r in rows] == (["pdf", "cdf", "edge"] * len(bench.QUICK_CASES)
+                                         + ["fit", "fit+bootstrap"] * len(bench.QUICK_FIT_SIZES))
     for row in rows:
         assert "error" not in row, row.get("error")
         assert _positive_finite(row["cold"]) and _positive_finite(row["warm"])
         assert row["cold_median_ms"] > 0 and math.isfinite(row["ratio_cubic roots"])
-        assert row["meets_target"] in ("yes", "no")
-    for name in ("| pdf |", "| cdf |", "| edge |", "× cubic roots", "× MP closed form"):
+        if row["task"].startswith("fit"):
+            assert row["target_ms"] is None and row["points"] == bench.QUICK_FIT_SIZES[0]
+        else:
+            assert row["meets_target"] in ("yes", "no")
+    for name in ("| pdf |", "| cdf |", "| edge |", "| fit |", "| fit+bootstrap |", "× cubic roots",
+                 "× MP closed form"):
         assert name in out
 
 

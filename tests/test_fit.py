@@ -1,0 +1,164 @@
+"""freeattn.fit: recovering beta (and gamma) from simulated softmax attention.
+
+Bias and spread of the estimate, measured by tests/reference/make_fit_calibration.py
+(relative error beta_hat/beta - 1 over independent draws of
+``sample_model("attention", n, n, beta)``, gamma = 1 given, seeds 0..D-1):
+
+==========  =====  ======  ======  =========
+n           beta   draws   bias    sd
+==========  =====  ======  ======  =========
+500         0.5    16      -0.0078  0.0032
+500         1.0    16      -0.0196  0.0046
+2000        0.5    8       -0.0017  0.0007
+2000        1.0    8       -0.0059  0.0012
+==========  =====  ======  ======  =========
+
+The bias is the finite-n softmax effect (the law is the n -> oo limit; it shrinks
+about 3-fold from n = 500 to 2000); the spread is far below it.  With gamma fitted
+too (``--free-gamma``, n = 500, beta = 0.5, 6 draws): at gamma = 1, beta bias -0.0036,
+sd 0.0028, log gamma bias -0.037, sd 0.012, largest |log error| 0.055; at gamma = 0.25,
+beta bias -0.025, sd 0.0043, log gamma bias +0.068, sd 0.0045.
+Tolerance of a recovery test: |relative error - bias| <= 5 sd (+ 0.002 for the
+rounding of the table), i.e. a draw 5 standard deviations off fails.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn._cli import main
+
+#: (n, beta) -> (bias, sd) of the relative error, from the table above.
+CALIBRATION = {(500, 0.5): (-0.0078, 0.0032), (500, 1.0): (-0.0196, 0.0046),
+               (2000, 0.5): (-0.0017, 0.0007), (2000, 1.0): (-0.0059, 0.0012)}
+TABLE_ROUNDING = 0.002
+
+
+def _spectrum(n, beta, seed, gamma=1.0):
+    y = freeattn.sample_model("attention", n, round(gamma * n), beta, rng=seed)
+    return freeattn.squared_singular_values(y)
+
+
+def _within_calibration(estimate, n, beta):
+    bias, sd = CALIBRATION[(n, beta)]
+    return abs(estimate / beta - 1.0 - bias) <= 5 * sd + TABLE_ROUNDING
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("beta", [0.5, 1.0])
+def test_recovers_beta_at_n_500(beta):
+    """eq. (11.9): the minimum-KS estimate at n = 500 (seed 100, outside the seeds of the
+    calibration) lies within 5 measured sd of the measured bias; the fitted law is much
+    closer than the best Marchenko-Pastur law (KS to MP at least 3 times larger)."""
+    result = freeattn.fit(_spectrum(500, beta, 100), gamma=1.0, rng=0)
+    assert _within_calibration(result.beta, 500, beta), result
+    assert result.gamma == 1.0 and not result.gamma_fitted and result.n == 500
+    assert result.ks_mp > 3 * result.ks
+    lo, hi = result.interval
+    assert lo < result.beta < hi and lo < beta < hi       # bootstrap half-width ~4%
+    assert result.law.beta == result.beta
+
+
+@pytest.mark.statistical
+@pytest.mark.slow
+def test_recovers_beta_at_n_2000():
+    """eq. (11.9) at n = 2000, beta = 1 (seed 100): within 5 sd (0.006) of the bias."""
+    result = freeattn.fit(_spectrum(2000, 1.0, 100), gamma=1.0, resamples=0)
+    assert _within_calibration(result.beta, 2000, 1.0), result
+    assert math.isnan(result.interval[0]) and result.resamples == 0
+
+
+@pytest.mark.statistical
+def test_fits_gamma_too():
+    """eq. (11.9) over (beta, gamma) at n = 500, gamma = 1, beta = 0.5 (seed 100): beta
+    within 5 sd of the calibration with gamma fitted (bias -0.0036, sd 0.0028), log gamma
+    within 5 sd of its bias (-0.037, sd 0.012)."""
+    result = freeattn.fit(_spectrum(500, 0.5, 100), resamples=0)
+    assert result.gamma_fitted
+    assert abs(result.beta / 0.5 - 1.0 + 0.0036) <= 5 * 0.0028 + TABLE_ROUNDING
+    assert abs(math.log(result.gamma) + 0.037) <= 5 * 0.012 + TABLE_ROUNDING
+
+
+@pytest.mark.statistical
+def test_the_estimate_is_the_minimum_and_the_moment_start_is_exact():
+    """eq. (11.8): beta_moment = sqrt(log(1 + mean)) exactly; eq. (11.9): no nearby
+    beta (+-0.5%, +-2%) has a smaller KS distance than the estimate, and the reported ks
+    is the distance to the fitted law."""
+    x = _spectrum(500, 0.8, 101, gamma=0.5)
+    result = freeattn.fit(x, gamma=0.5, resamples=0)
+    assert result.beta_moment == math.sqrt(math.log1p(float(np.mean(x))))
+
+    def ks(beta):
+        law = freeattn.attention_law(beta, 0.5).squared()
+        cdf = law.cdf(np.sort(x))
+        m = len(x)
+        return max(np.max(np.arange(1, m + 1) / m - cdf), np.max(cdf - np.arange(m) / m))
+
+    assert result.ks == pytest.approx(ks(result.beta), abs=1e-12)
+    for factor in (0.98, 0.995, 1.005, 1.02):
+        assert ks(result.beta * factor) >= result.ks - 1e-12
+
+
+@pytest.mark.statistical
+def test_outliers_move_the_moment_estimate_but_not_the_fit():
+    """Section 11.7: three values of 30 theta1 added to n = 500 values move the mean
+    by 3*30*theta1/503 (18% of theta1, so (11.8) moves by ~8%) but the minimum-KS
+    estimate by less than 1% (each outlier moves the empirical CDF by 1/503)."""
+    x = _spectrum(500, 1.0, 102)
+    theta1 = freeattn.linear_coefficients(1.0).theta1
+    clean = freeattn.fit(x, gamma=1.0, resamples=0)
+    dirty = freeattn.fit(np.concatenate([x, [30 * theta1] * 3]), gamma=1.0, resamples=0)
+    assert dirty.beta_moment / clean.beta_moment - 1 > 0.05
+    assert abs(dirty.beta / clean.beta - 1) < 0.01
+
+
+def test_bad_input():
+    x = _spectrum(50, 1.0, 0)
+    with pytest.raises(ValueError, match="1-d"):
+        freeattn.fit(x.reshape(5, 10))
+    with pytest.raises(ValueError, match="at least 10"):
+        freeattn.fit(x[:5])
+    with pytest.raises(ValueError, match="NaN"):
+        freeattn.fit(np.concatenate([x, [np.nan]]))
+    with pytest.raises(ValueError, match="finite"):
+        freeattn.fit(np.concatenate([x, [np.inf]]))
+    with pytest.raises(ValueError, match=">= 0"):
+        freeattn.fit(np.concatenate([x, [-1.0]]))
+    with pytest.raises(ValueError, match="all 0"):
+        freeattn.fit(np.zeros(20))
+    with pytest.raises(TypeError, match="squared_singular_values"):
+        freeattn.fit(["a"] * 20)
+    with pytest.raises(ValueError, match="gamma must be in"):
+        freeattn.fit(x, gamma=0.0)
+    with pytest.raises(ValueError, match="level"):
+        freeattn.fit(x, gamma=1.0, level=1.0)
+    with pytest.raises(ValueError, match="resamples"):
+        freeattn.fit(x, gamma=1.0, resamples=-1)
+    with pytest.raises(TypeError, match="resamples"):
+        freeattn.fit(x, gamma=1.0, resamples=2.5)
+
+
+@pytest.mark.statistical
+def test_cli_fit_reads_npy_and_csv(tmp_path, capsys):
+    """``freeattn fit`` prints what ``freeattn.fit`` returns (same seed; csv: full
+    precision), from .npy squared values and from a .csv of singular values."""
+    import csv
+    import io
+
+    x = _spectrum(200, 0.7, 3, gamma=0.5)
+    np.save(tmp_path / "spec.npy", x)
+    (tmp_path / "sv.csv").write_text("s\n" + "\n".join(repr(float(v)) for v in np.sqrt(x)))
+    expected = freeattn.fit(x, gamma=0.5, resamples=50, rng=4)
+    for name, extra in (("spec.npy", []), ("sv.csv", ["--singular-values"])):
+        code = main(["fit", str(tmp_path / name), "--gamma", "0.5", "--resamples", "50",
+                     "--seed", "4", "--format", "csv", *extra])
+        assert code == 0
+        (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+        assert float(row["beta"]) == pytest.approx(expected.beta, rel=1e-12)
+        assert float(row["ks_mp"]) == pytest.approx(expected.ks_mp, rel=1e-12)
+        assert float(row["beta_lo"]) == pytest.approx(expected.interval[0], rel=1e-12)
+    (tmp_path / "bad.txt2").write_text("1,2")
+    assert main(["fit", str(tmp_path / "bad.txt2")]) == 2
+    assert main(["fit", str(tmp_path / "missing.npy")]) == 2
