@@ -334,6 +334,11 @@ class Model:
         ``spectrum(matrix)`` -> ascending squared singular values; ``None``
         (the default) takes the ``n`` eigenvalues of ``Y Y^T`` (theory
         eq. (7.7)), zeros included for a tall matrix.
+    check : callable, optional
+        ``check(n, d_qk, **options)`` raises ``ValueError`` (naming the
+        argument) if the model cannot be sampled at these sizes, e.g. a key
+        width that the number of heads does not divide; ``validate`` and
+        ``convergence`` call it before any draw.  ``None``: every size works.
     """
 
     name: str
@@ -348,6 +353,7 @@ class Model:
     equation: str = ""
     options: Mapping = dataclasses.field(default_factory=dict)
     spectrum: Optional[Callable] = None
+    check: Optional[Callable] = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "," in self.name:
@@ -355,7 +361,7 @@ class Model:
                              f"got {self.name!r}")
         if not callable(self.sample):
             raise TypeError(f"model {self.name!r}: sample must be callable")
-        for field in ("law", "reference"):
+        for field in ("law", "reference", "check"):
             value = getattr(self, field)
             if value is not None and not callable(value):
                 raise TypeError(f"model {self.name!r}: {field} must be callable or None")
@@ -380,6 +386,11 @@ class Model:
         values = dict(self.options)
         values.update({k: v for k, v in (options or {}).items() if k in self.options})
         return values
+
+    def check_sizes(self, n, d_qk, options=None):
+        """Raise ``ValueError`` if the model cannot be sampled at ``n``, ``d_qk``."""
+        if self.check is not None:
+            self.check(n, d_qk, **self.model_options(options))
 
     def limit_law(self, beta, gamma, options=None):
         """The law the squared singular values should follow, or ``None``."""
