@@ -75,6 +75,10 @@ MULTIHEAD_CASES = [
     # (gamma_V < gamma_O; swapping them gives the next case scaled by 1/2)
     ("mc_issue", "1", 4, "0.5", "0.5", "1", 4, True),
     ("gamma_o_below_1", "1", 4, "0.5", "1", "0.5", 2, True),
+    # more heads, wide values, narrow output (gamma_o < gamma_v / heads < 1)
+    ("eight_heads_wide_values", "0.5", 8, "2", "4", "0.5", 8, False),
+    # two heads, hot softmax, gamma_v > gamma_o > 1 (no atom)
+    ("two_heads_hot", "2", 2, "0.2", "3", "1.5", 2, False),
     # The next two are not in the committed JSON (its "command" lists the cases run):
     # the first run spent more than 6 minutes in the densities of single_head
     # without finishing; not yet diagnosed.
