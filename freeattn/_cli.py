@@ -521,20 +521,22 @@ def _add_format(parser):
 
 
 def _add_mc_sizes(parser):
-    """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1 and 4 only)."""
+    """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1, 4 and 6 only)."""
     import inspect
 
     from .plotting import FIGURES, figure_convergence
 
-    chain, conv = FIGURES["1"].defaults, FIGURES["4"].defaults
+    chain, conv, heads = FIGURES["1"].defaults, FIGURES["4"].defaults, FIGURES["6"].defaults
     ns = inspect.signature(figure_convergence).parameters["ns"].default
     parser.add_argument("--n", type=_positive_int, default=None, metavar="N",
                         help=f"Monte Carlo matrix size n (tokens): figure 1 uses n "
                              f"[{chain['n']}]; figure 4 uses n/4, n/2 and n when N is given "
-                             f"[default sizes: {', '.join(map(str, ns))}]")
+                             f"[default sizes: {', '.join(map(str, ns))}]; figure 6 uses n "
+                             f"(a multiple of 8) [{heads['n']}]")
     parser.add_argument("--draws", type=_positive_int, default=None, metavar="D",
                         help=f"independent draws per model and size "
-                             f"[figure 1: {chain['draws']}, figure 4: {conv['draws']}]")
+                             f"[figure 1: {chain['draws']}, figure 4: {conv['draws']}, "
+                             f"figure 6: {heads['draws']}]")
     parser.add_argument("--seed", type=_nonnegative_int, default=None, metavar="S",
                         help=f"random seed for reproducible draws [{chain['seed']}]")
     parser.add_argument("--jobs", type=_positive_int, default=None, metavar="J",
@@ -705,7 +707,7 @@ def build_parser():
 
     p = command("reproduce", "draw all documentation figures",
                 "Regenerate every figure of the documentation gallery as PNG.\n"
-                "Figures 1 and 4 run Monte Carlo (a few minutes at the default sizes).")
+                "Figures 1, 4 and 6 run Monte Carlo (a few minutes at the default sizes).")
     p.add_argument("--out", default="docs/figures", metavar="DIR", help="output directory")
     p.add_argument("--only", type=lambda s: s.split(","), default=None, metavar="F1,F2",
                    help="only these figures (numbers or names)")
