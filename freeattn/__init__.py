@@ -52,8 +52,8 @@ from ._models import (
     unregister_model,
 )
 from ._causal_law import CausalLaw, causal_law
-from ._multihead import MultiheadLaw, head_average_law, multihead_law
 from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
+from ._multihead import MultiheadLaw, head_average_law, multihead_law
 from ._draws import DrawError
 from ._validation import (
     ConvergenceReport,
