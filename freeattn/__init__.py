@@ -53,6 +53,7 @@ from ._models import (
 )
 from ._causal_law import CausalLaw, causal_law
 from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
+from ._multihead import MultiheadLaw, head_average_law, multihead_law
 from ._draws import DrawError
 from ._fit import FitResult, fit
 from ._validation import (
@@ -67,6 +68,9 @@ from ._validation import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "MultiheadLaw",
+    "multihead_law",
+    "head_average_law",
     "CausalLaw",
     "causal_law",
     "CAUSAL_MODELS",

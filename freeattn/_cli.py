@@ -1,7 +1,8 @@
 """The ``freeattn`` command line.
 
 One subcommand per task a researcher has: the linear model's coefficients
-(``coeffs``), the limiting law (``law``), its upper edge (``edge``), the
+(``coeffs``), the limiting law (``law``), the multi-head law
+(``multihead``), its upper edge (``edge``), the
 linearization threshold (``threshold``), the registered Monte Carlo models
 (``models``), a Monte Carlo check (``validate``), the fit of ``beta`` to a
 measured spectrum (``fit``), the predicted spectra of a default PyTorch
@@ -314,6 +315,77 @@ def _cmd_law(args, emit):
     return r.Document(blocks, data={**summary, "table": columns}, csv=table)
 
 
+def _cmd_multihead(args, emit):
+    import numpy as np
+
+    fa, r = _library(), _render()
+    from ._multihead import mean_and_rank_matched_mp
+
+    coefficients = fa.linear_coefficients(args.beta)
+    law = fa.multihead_law(args.beta, heads=args.heads, gamma_k=args.gamma_k,
+                           gamma_v=args.gamma_v, gamma_o=args.gamma_o,
+                           kv_groups=args.kv_groups)
+    x = _law_grid(law, args)
+    columns = {"x": x, "pdf": law.pdf(x), "cdf": law.cdf(x)}
+    mp = mean_and_rank_matched_mp(law.beta, law.gamma_v, law.gamma_o)
+    if args.compare_mp:
+        columns["mp_pdf"] = mp.pdf(x)
+        columns["mp_cdf"] = mp.cdf(x)
+    m1, m2 = law.mean(), law.moment(2)
+    summary = {
+        "beta": law.beta,
+        "heads": law.heads,
+        "kv_groups": law.kv_groups,
+        "gamma_k": law.gamma_k,
+        "gamma_v": law.gamma_v,
+        "gamma_o": law.gamma_o,
+        "variable": "lambda",
+        "theta1": coefficients.theta1,
+        "theta2": coefficients.theta2,
+        "alpha": coefficients.alpha,
+        "support": list(law.support()),
+        "intervals": [list(iv) for iv in law.intervals()],
+        "atom": law.atom,
+        "mean": m1,
+        "var": law.var(),
+        "moments": {str(k): law.moment(k) for k in LAW_MOMENT_ORDERS},
+        "variance_ratio": m2 / m1 ** 2 - 1,
+        "squared_edge": law.support()[1],
+        "mp_squared_edge": mp.support()[1],
+    }
+    headers = list(columns)
+    table = r.Table(headers, np.column_stack(
+        [np.asarray(columns[h], dtype=float) for h in headers]).tolist())
+    facts = [
+        ("theta1, theta2, alpha", ", ".join(_fmt(v) for v in (
+            coefficients.theta1, coefficients.theta2, coefficients.alpha))),
+        ("support of lambda", f"[{_fmt(summary['support'][0])}, "
+                              f"{_fmt(summary['support'][1])}]"),
+        ("support intervals", ", ".join(f"[{_fmt(a)}, {_fmt(b)}]"
+                                        for a, b in summary["intervals"])),
+        ("atom at 0", f"{_fmt(law.atom)}   (1 - min(1, gamma_v, gamma_o))"),
+        ("squared edge", f"{_fmt(summary['squared_edge'])}   (Marchenko-Pastur, same mean "
+                         f"and rank: {_fmt(summary['mp_squared_edge'])})"),
+        ("mean, variance", f"{_fmt(m1)}, {_fmt(summary['var'])}"),
+        ("m2/m1^2 - 1", f"{_fmt(summary['variance_ratio'])}   (1/h + 1/gamma_v + 1/gamma_o "
+                        f"+ theta2^2/(gamma_k theta1^2))"),
+        ("moments m1..m4", ", ".join(_fmt(v) for v in summary["moments"].values())),
+    ]
+    blocks = [
+        "Limiting law of the eigenvalues of MHA_perp MHA_perp^T, "
+        "MHA_perp = [A_1perp V_1, ..., A_hperp V_h] W_O",
+        f"beta = {_fmt(law.beta)}, heads = {law.heads}, kv_groups = {law.kv_groups} "
+        f"(does not change the law), gamma_k = h d_k/n = {_fmt(law.gamma_k)}, "
+        f"gamma_v = h d_v/n = {_fmt(law.gamma_v)}, gamma_o = d_o/n = {_fmt(law.gamma_o)}",
+        "(theory/09_multihead.md, eqs. (9.9), (9.13))",
+        "",
+        r.Record(facts),
+        "",
+        table,
+    ]
+    return r.Document(blocks, data={**summary, "table": columns}, csv=table)
+
+
 def _cmd_edge(args, emit):
     fa, r = _library(), _render()
     result = fa.operator_norm(args.beta, args.gamma)
@@ -551,21 +623,23 @@ def _add_format(parser):
 
 
 def _add_mc_sizes(parser):
-    """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1, 4 and 6)."""
+    """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1, 4, 6 and 7 only)."""
     import inspect
 
     from .plotting import FIGURES, figure_convergence
 
-    chain, conv, causal = FIGURES["1"].defaults, FIGURES["4"].defaults, FIGURES["6"].defaults
+    chain, conv = FIGURES["1"].defaults, FIGURES["4"].defaults
+    causal, heads = FIGURES["6"].defaults, FIGURES["7"].defaults
     ns = inspect.signature(figure_convergence).parameters["ns"].default
     parser.add_argument("--n", type=_positive_int, default=None, metavar="N",
                         help=f"Monte Carlo matrix size n (tokens): figures 1 and 6 use n "
                              f"[{chain['n']}, {causal['n']}]; figure 4 uses n/4, n/2 and n when "
-                             f"N is given [default sizes: {', '.join(map(str, ns))}]")
+                             f"N is given [default sizes: {', '.join(map(str, ns))}]; figure 7 "
+                             f"uses n (a multiple of 8) [{heads['n']}]")
     parser.add_argument("--draws", type=_positive_int, default=None, metavar="D",
                         help=f"independent draws per model and size "
                              f"[figure 1: {chain['draws']}, figure 4: {conv['draws']}, "
-                             f"figure 6: {causal['draws']}]")
+                             f"figure 6: {causal['draws']}, figure 7: {heads['draws']}]")
     parser.add_argument("--seed", type=_nonnegative_int, default=None, metavar="S",
                         help=f"random seed for reproducible draws [{chain['seed']}]")
     parser.add_argument("--jobs", type=_positive_int, default=None, metavar="J",
@@ -625,6 +699,34 @@ def build_parser():
                    help="add the Marchenko-Pastur law with the same variance theta1")
     _add_format(p)
     p.set_defaults(handler=_cmd_law)
+
+    p = command("multihead", "density, CDF, edges and moments of the multi-head law",
+                "The limiting law of the n eigenvalues of MHA_perp MHA_perp^T for multi-head\n"
+                "attention MHA_perp = [A_1perp V_1, ..., A_hperp V_h] W_O (atom at 0\n"
+                "included): support, atom, moments, and a table of density and CDF.\n"
+                "kv_groups (MHA: heads, MQA: 1) does not change this law.")
+    _add_beta(p)
+    p.add_argument("--heads", type=_positive_int, required=True, metavar="H",
+                   help="number of heads h")
+    p.add_argument("--gamma-k", type=float, required=True, metavar="G",
+                   help="gamma_k = h d_k / n (all heads' key width over n)")
+    p.add_argument("--gamma-v", type=float, required=True, metavar="G",
+                   help="gamma_v = h d_v / n (all heads' value width over n)")
+    p.add_argument("--gamma-o", type=float, required=True, metavar="G",
+                   help="gamma_o = d_o / n (output width over n)")
+    p.add_argument("--kv-groups", type=_positive_int, default=None, metavar="G",
+                   help="distinct key/value sets, dividing H [H: no sharing]")
+    grid = p.add_mutually_exclusive_group()
+    grid.add_argument("--points", type=_law_points, default=DEFAULT_LAW_POINTS, metavar="N",
+                      help=f"table on N evenly spaced points from 0 to the upper edge "
+                           f"(at most {MAX_LAW_POINTS})")
+    grid.add_argument("--at", type=_float_list, default=None, metavar="X1,X2,...",
+                      help="table at these points instead; write --at=-1,2 when the first "
+                           "point is negative")
+    p.add_argument("--compare-mp", action="store_true",
+                   help="add the Marchenko-Pastur law with the same mean and rank")
+    _add_format(p)
+    p.set_defaults(handler=_cmd_multihead)
 
     p = command("edge", "operator norm: the upper edge of the law",
                 "The operator norm of sqrt(n)*A_perp in the limit (upper edge of the\n"
@@ -744,7 +846,7 @@ def build_parser():
 
     p = command("reproduce", "draw all documentation figures",
                 "Regenerate every figure of the documentation gallery as PNG.\n"
-                "Figures 1 and 4 run Monte Carlo (a few minutes at the default sizes).")
+                "Figures 1, 4 and 6 run Monte Carlo (a few minutes at the default sizes).")
     p.add_argument("--out", default="docs/figures", metavar="DIR", help="output directory")
     p.add_argument("--only", type=lambda s: s.split(","), default=None, metavar="F1,F2",
                    help="only these figures (numbers or names)")

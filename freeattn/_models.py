@@ -389,6 +389,11 @@ class Model:
         (a triangular matrix has exponentially small singular values): the
         Kolmogorov distances of the report are taken above the resolution
         floor, with the mass below it counted (theory eq. (7.15)).
+    check : callable, optional
+        ``check(n, d_qk, **options)`` raises ``ValueError`` (naming the
+        argument) if the model cannot be sampled at these sizes, e.g. a key
+        width that the number of heads does not divide; ``validate`` and
+        ``convergence`` call it before any draw.  ``None``: every size works.
     """
 
     name: str
@@ -404,6 +409,7 @@ class Model:
     options: Mapping = dataclasses.field(default_factory=dict)
     spectrum: Optional[Callable] = None
     floor: bool = False
+    check: Optional[Callable] = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "," in self.name:
@@ -411,7 +417,7 @@ class Model:
                              f"got {self.name!r}")
         if not callable(self.sample):
             raise TypeError(f"model {self.name!r}: sample must be callable")
-        for field in ("law", "reference"):
+        for field in ("law", "reference", "check"):
             value = getattr(self, field)
             if value is not None and not callable(value):
                 raise TypeError(f"model {self.name!r}: {field} must be callable or None")
@@ -446,6 +452,24 @@ class Model:
         values = dict(self.options)
         values.update({k: v for k, v in (options or {}).items() if k in self.options})
         return values
+
+    def check_sizes(self, n, d_qk, options=None):
+        """Raise ``ValueError`` if the model cannot be sampled at ``n``, ``d_qk``.
+
+        Parameters
+        ----------
+        n, d_qk : int
+            Number of tokens and query/key width.
+        options : dict, optional
+            The model's options (see :meth:`model_options`).
+
+        Raises
+        ------
+        ValueError
+            From the model's ``check`` hook, naming the argument.
+        """
+        if self.check is not None:
+            self.check(n, d_qk, **self.model_options(options))
 
     def limit_law(self, beta, gamma, options=None):
         """The law the squared singular values should follow, or ``None``.

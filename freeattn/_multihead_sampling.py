@@ -23,6 +23,7 @@ from ._sampling import check_rng, scores_product, softmax_rows, squared_singular
 
 __all__ = [
     "MULTIHEAD_MODELS",
+    "multihead_factor",
     "sample_head_average",
     "sample_head_average_map",
     "sample_multihead",
@@ -263,6 +264,52 @@ def sample_multihead(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None, model="at
     out = np.zeros(n)
     out[n - values.size:] = values
     return out
+
+
+def multihead_factor(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None, model="attention",
+                     rng=None):
+    """An ``n x r`` matrix ``B`` with ``B B^T = MHA_perp MHA_perp^T`` and ``r`` its width.
+
+    Parameters
+    ----------
+    n, heads, d_k, d_v, d_o, beta, kv_groups, model, rng
+        As in :func:`sample_multihead_output`; the same ``rng`` gives the same
+        matrix ``MHA_perp``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, r)
+        With ``p = heads d_v``: if ``p < min(n, d_o)``, ``B = M C`` with ``M``
+        the head outputs (``n x p``) and ``C`` the Cholesky factor of
+        ``W_O W_O^T`` (``p x p``), so ``r = p``; otherwise ``B = MHA_perp``
+        itself (``r = d_o``).  Either way ``r >= min(n, p, d_o)`` (the rank),
+        and :func:`freeattn._sampling.row_spectrum` of ``B`` gives the ``n``
+        eigenvalues of ``MHA_perp MHA_perp^T`` with the ``n - r`` vanishing
+        ones as exact zeros (the atom of theory eq. (9.14)).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`sample_multihead_output`.
+
+    Examples
+    --------
+    >>> b = multihead_factor(12, 2, 3, 2, 12, 1.0, rng=0)
+    >>> y = sample_multihead_output(12, 2, 3, 2, 12, 1.0, rng=0)
+    >>> b.shape, bool(np.allclose(b @ b.T, y @ y.T))
+    ((12, 4), True)
+    """
+    n, heads, d_k, d_v, d_o, b, kv_groups = _check_multihead(n, heads, d_k, d_v, d_o, beta,
+                                                            kv_groups, model)
+    streams = _generator_streams(rng)
+    m = _head_outputs(n, heads, d_k, d_v, b, kv_groups, model, streams)
+    w_o = _output_projection(heads, d_v, d_o, streams)
+    if heads * d_v < min(n, d_o):
+        gram = _blas.dsyrk(1.0, w_o, lower=1)         # W_O W_O^T, lower triangle
+        factor, info = _lapack.dpotrf(gram, lower=1, clean=1, overwrite_a=1)
+        if info == 0:
+            return _blas.dtrmm(1.0, factor, m, side=1, lower=1)
+    return _blas.dgemm(1.0, m, w_o)
 
 
 def sample_head_average_map(n, heads, d_k, beta, *, kv_groups=None, model="attention",

@@ -297,6 +297,7 @@ def _check_validate_args(beta, gamma, n, draws, models, progress, options=None):
         if n < smallest:
             raise ValueError(f"n must be >= {smallest} for model {model.name!r} (it removes "
                              f"up to {smallest - 1} non-bulk values), got {n}")
+        model.check_sizes(n, d_qk, options)
     return float(b), ratio, n, d_qk, draws, models, options
 
 

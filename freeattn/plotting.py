@@ -24,6 +24,9 @@ The gallery (:data:`FIGURES`, numbers and names accepted by ``freeattn plot``):
    ``C`` and its masked linear model ``Y_c`` against the causal law, the
    non-causal law and Marchenko-Pastur, and the CDF at the logarithmic end on
    a log axis (Monte Carlo).
+7. ``multihead`` -- multi-head attention (MHA, GQA, MQA) against its law and
+   Marchenko-Pastur, and the head-averaged map with independent and shared
+   keys (Monte Carlo).
 
 ``freeattn reproduce`` (or :func:`reproduce`) writes all of them as PNG.
 """
@@ -42,6 +45,7 @@ __all__ = [
     "figure_convergence",
     "figure_gamma",
     "figure_causal",
+    "figure_multihead",
     "make_figure",
     "save_figure",
     "output_path",
@@ -117,7 +121,7 @@ def _density_ylim(x, *densities, edge):
 
 
 def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
-                  executor=None):
+                  executor=None, options=None):
     """Pooled squared singular values of each model (the proof chain by default).
 
     Parameters
@@ -141,6 +145,8 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     executor : None, int, 'process' or concurrent.futures.Executor, optional
         Runs the draws in parallel, as in ``freeattn.validate`` (an int: a
         local process pool with that many workers); ``None`` runs them here.
+    options : mapping, optional
+        Model options (``freeattn.Model.options``), as in ``freeattn.validate``.
 
     Returns
     -------
@@ -165,10 +171,10 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     from ._validation import _check_validate_args
 
     fa = _library()
-    beta, _, n, d_qk, draws, models, _ = _check_validate_args(
-        beta, gamma, n, draws, fa.CHAIN_MODELS if models is None else models, False)
+    beta, _, n, d_qk, draws, models, options = _check_validate_args(
+        beta, gamma, n, draws, fa.CHAIN_MODELS if models is None else models, False, options)
     spectra = run_draws(n, d_qk, beta, models, root_seed(rng).spawn(draws), executor,
-                        progress=False)
+                        progress=False, options=options)
     return {m.name: np.concatenate([draw[m.name] for draw in spectra]) for m in models}
 
 
@@ -676,6 +682,129 @@ def figure_causal(beta=1.0, n=1000, gamma=1.0, draws=4, *, rng=None, executor=No
 
 
 # ---------------------------------------------------------------------------
+# Figure 7
+
+
+def _pooled_ks(law, values):
+    """KS distance of pooled values (zeros counted as the law's atom, theory eq. (7.9))."""
+    from ._validation import _ks
+
+    return _ks(law, np.sort(values))
+
+
+def figure_multihead(beta=1.0, n=600, draws=4, *, heads=4, gamma_k=0.5, gamma_v=0.5,
+                     gamma_o=1.0, rng=None, executor=None, points=CURVE_POINTS):
+    """Figure 7: multi-head attention (MHA, GQA, MQA) and the head-averaged map.
+
+    Three panels: histograms of the non-zero eigenvalues of
+    ``MHA_perp MHA_perp^T`` (softmax heads, theory eq. (9.1)) for
+    ``kv_groups = heads`` (MHA), ``heads/2`` (GQA) and 1 (MQA), with the
+    density of :func:`freeattn.multihead_law` (the same for the three,
+    eq. (9.18)) and of the Marchenko-Pastur law of the same mean and rank;
+    the atom at 0 (``1 - min(1, gamma_v, gamma_o)``, eq. (9.14)) is left out
+    of the histogram and of the curves alike.  A fourth panel: the squared
+    singular values of the head-averaged softmax map with independent and
+    with one shared key, against the two laws of
+    :func:`freeattn.head_average_law` (eq. (9.19)).  Kolmogorov distances
+    (atom included) are in the legends.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature.
+    n : int
+        Tokens; ``n gamma_k/heads``, ``n gamma_v/heads`` and ``n gamma_o``
+        must be integers (the per-head key and value widths, the output width).
+    draws : int
+        Independent draws per model.
+    heads : int
+        Number of heads (even, for the GQA panel with ``heads/2`` groups).
+    gamma_k, gamma_v, gamma_o : float
+        ``heads d_k/n``, ``heads d_v/n`` and ``d_o/n``.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Root seed; each panel's model gets an independent child.
+    executor : None, int or concurrent.futures.Executor, optional
+        Runs the draws in parallel, as in ``freeattn.validate``.
+    points : int
+        Points per curve.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = figure_multihead(n=64, draws=1, rng=0, points=40)
+    >>> [ax.get_title().split(":")[0] for ax in fig.axes]
+    ['MHA (kv_groups = 4)', 'GQA (kv_groups = 2)', 'MQA (kv_groups = 1)', 'head-averaged map']
+    """
+    from ._multihead import mean_and_rank_matched_mp
+
+    fa = _library()
+    law = fa.multihead_law(beta, heads=heads, gamma_k=gamma_k, gamma_v=gamma_v,
+                           gamma_o=gamma_o)
+    mp = mean_and_rank_matched_mp(beta, gamma_v, gamma_o)
+    groups = {"MHA": heads, "GQA": max(heads // 2, 1), "MQA": 1}
+    streams = np.random.default_rng(rng).spawn(len(groups) + 2)
+    x = np.linspace(0.0, 1.08 * law.support()[1], points)[1:]
+    fig = _figure((11.5, 8.4))
+    peaks = [_density_ylim(x, law.pdf(x), mp.pdf(x), edge=law.support()[1])]
+    panels = []
+    for i, ((name, g), stream) in enumerate(zip(groups.items(), streams)):
+        values = chain_samples(beta, n, gamma_k, draws, models=("multihead",), rng=stream,
+                               executor=executor,
+                               options={"heads": heads, "kv_groups": g, "gamma_v": gamma_v,
+                                        "gamma_o": gamma_o})["multihead"]
+        ax = fig.add_subplot(2, 2, i + 1)
+        panels.append(ax)
+        nonzero = values[values > 0]
+        # Normalized by all N values: the bars integrate to the non-zero fraction,
+        # like the density of the law's continuous part.
+        counts, edges = np.histogram(nonzero, bins=HISTOGRAM_BINS, range=(0.0, x[-1]))
+        ax.stairs(counts / (values.size * np.diff(edges)), edges, fill=True,
+                  color=_MODEL_COLOURS[i], alpha=0.45,
+                  label=f"softmax, {draws} draws (n = {n})")
+        ax.plot(x, law.pdf(x), label=f"predicted law (KS {_pooled_ks(law, values):.4f})",
+                **_THEORY_STYLE)
+        ax.plot(x, mp.pdf(x), label=f"Marchenko-Pastur, same mean and rank "
+                                    f"(KS {_pooled_ks(mp, values):.3f})", **_MP_STYLE)
+        ax.set_title(f"{name} (kv_groups = {g}): atom {law.atom:g} at 0 not drawn",
+                     fontsize=10)
+    ax = fig.add_subplot(2, 2, 4)
+    laws = {g: fa.head_average_law(beta, heads=heads, gamma_k=gamma_k, kv_groups=g)
+            for g in (heads, 1)}
+    x_avg = np.linspace(0.0, 1.05 * max(l.support()[1] for l in laws.values()), points)[1:]
+    for j, (g, stream) in enumerate(zip((heads, 1), streams[len(groups):])):
+        values = chain_samples(beta, n, gamma_k, draws, models=("head_average",), rng=stream,
+                               executor=executor,
+                               options={"heads": heads, "kv_groups": g})["head_average"]
+        own, other = laws[g], laws[heads + 1 - g]
+        label = "independent keys" if g == heads else "one shared key"
+        ax.hist(values, bins=HISTOGRAM_BINS, range=(0.0, x_avg[-1]), density=True,
+                color=_MODEL_COLOURS[4 + j], alpha=0.4,
+                label=f"{label}: KS {_pooled_ks(own, values):.3f} to its law, "
+                      f"{_pooled_ks(other, values):.3f} to the other")
+        ax.plot(x_avg, own.pdf(x_avg), color=_MODEL_COLOURS[4 + j], linewidth=2.0,
+                label=rf"law at $\gamma_{{eff}}$ = {own.gamma:g}")
+    ax.set_ylim(0.0, _density_ylim(x_avg, *(l.pdf(x_avg) for l in laws.values()),
+                                   edge=max(l.support()[1] for l in laws.values())))
+    ax.set_title("head-averaged map: sqrt(n h)(mean A_r - 11^T/n), softmax", fontsize=10)
+    ax.set_xlabel(r"squared singular value $\lambda$")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=7, loc="upper right")
+    for ax in panels:
+        ax.set_xlim(0.0, x[-1])
+        ax.set_ylim(0.0, max(peaks))
+        ax.set_xlabel(r"eigenvalue $\lambda$ of MHA$_\perp$ MHA$_\perp^T$")
+        ax.set_ylabel("density (continuous part)")
+        ax.legend(fontsize=7, loc="upper right")
+    fig.suptitle(rf"Multi-head attention: $\beta$ = {beta:g}, h = {heads}, "
+                 rf"$\gamma_K$ = {gamma_k:g}, $\gamma_V$ = {gamma_v:g}, "
+                 rf"$\gamma_O$ = {gamma_o:g}", fontsize=12)
+    return fig
+
+
+# ---------------------------------------------------------------------------
 # registry, saving
 
 
@@ -714,6 +843,11 @@ FIGURES = {
                     "Causal attention (n = d_qk = 1000, beta = 1, 4 draws) against the causal, "
                     "non-causal and Marchenko-Pastur laws",
                     monte_carlo=True, defaults={"n": 1000, "draws": 4, "seed": 2026}),
+    "7": FigureSpec(7, "multihead", figure_multihead,
+                    "Multi-head attention (MHA, GQA, MQA; n = 1200, h = 4, beta = 1) against "
+                    "its law and Marchenko-Pastur; the head-averaged map with independent "
+                    "and shared keys",
+                    monte_carlo=True, defaults={"n": 1200, "draws": 4, "seed": 2026}),
 }
 
 
@@ -745,11 +879,12 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     ----------
     figure : int or str
         Number (1-6) or name (``chain``, ``law-vs-mp``, ``edge``,
-        ``convergence``, ``gamma``, ``causal``).
+        ``convergence``, ``gamma``, ``causal``, ``multihead``).
     n, draws, seed, jobs : int, optional
         Monte Carlo sizes (``n >= 2``, ``draws >= 1``), seed (``>= 0``) and
-        worker processes (``jobs >= 1``) for figures 1, 4 and 6 (``n`` is the
-        matrix size of figures 1 and 6; ignored by figures 2, 3, 5, but checked).
+        worker processes (``jobs >= 1``) for figures 1, 4, 6 and 7 (``n`` is the
+        matrix size of figures 1, 6 and 7, a multiple of 8 for figure 7; ignored
+        by figures 2, 3, 5, but checked).
 
     Returns
     -------
@@ -775,7 +910,7 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     rng = options.pop("seed", None)
     # An int executor is a local process pool with that many workers.
     executor = jobs if jobs is not None and jobs > 1 else None
-    if spec.name in ("chain", "causal"):
+    if spec.name in ("chain", "causal", "multihead"):
         return spec.function(n=options["n"], draws=options["draws"], rng=rng,
                              executor=executor)
     kwargs = {"draws": options["draws"], "rng": rng}
@@ -906,7 +1041,7 @@ def _check_only(only):
         raise TypeError(f"only must be None, a figure number or name, or a sequence of "
                         f"them; got {only!r}") from None
     if not only:
-        raise ValueError("only must name at least one figure (only=None draws all five)")
+        raise ValueError("only must name at least one figure (only=None draws all of them)")
     return [_spec(f) for f in only]
 
 
@@ -919,10 +1054,10 @@ def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, written=None, **sizes):
         Output folder (created if needed).
     only : int, str or sequence of int or str, optional
         Figures to draw, by number or name: one figure (a string is one name,
-        ``"gamma"``) or a non-empty sequence; ``None`` draws all five.
+        ``"gamma"``) or a non-empty sequence; ``None`` draws all of them.
     written : callable, optional
         Called with each path as soon as its file is written (progress on
-        long runs: figures 1 and 4 take minutes at the gallery's sizes).
+        long runs: figures 1, 4 and 6 take minutes at the gallery's sizes).
     **sizes
         ``n``, ``draws``, ``seed``, ``jobs`` as in :func:`make_figure`.
 

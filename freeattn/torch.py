@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors import ConvergenceError
+
 __all__ = [
     "BiasWarning",
     "TokenGramWarning",
@@ -484,8 +486,8 @@ class OutputReport:
         Parameters of the prediction.
     law : SpectralLaw or None
         ``freeattn.multihead_law(beta, heads=h, gamma_k=..., gamma_v=...,
-        gamma_o=...)`` scaled by ``output_scale``; ``None`` when this freeattn
-        has no ``multihead_law`` (then ``ks``, ``w1`` and ``edge`` are NaN).
+        gamma_o=...)`` scaled by ``output_scale``; ``None`` when it cannot be
+        built (``law_error`` says why; then ``ks``, ``w1`` and ``edge`` are NaN).
     ks, w1 : float
         Distances of the ``n`` eigenvalues of ``MHA_perp MHA_perp^T`` (zeros
         included) to ``law``.
@@ -498,6 +500,10 @@ class OutputReport:
         Eigenvalues above ``edge (1 + 3 n**(-2/3))`` (0 without a law).
     values : numpy.ndarray
         The ``n`` measured eigenvalues, ascending.
+    law_error : str
+        Why ``law`` is ``None`` although :func:`freeattn.multihead_law` exists
+        (it raised: e.g. ``n >= embed_dim``, where ``gamma_v = gamma_o <= 1`` is
+        the hard-edge case it does not compute); empty otherwise.
     """
 
     beta: float
@@ -514,6 +520,7 @@ class OutputReport:
     largest: float
     outliers: int
     values: np.ndarray
+    law_error: str = ""
 
 
 @dataclass(frozen=True)
@@ -597,18 +604,25 @@ def _output_report(params, centred):
     mp = marchenko_pastur(params.output_scale * theta1 * params.gamma_o, 1.0 / params.gamma_o)
     ks_mp, w1_mp = _distances(mp, values)
     builder = getattr(freeattn, "multihead_law", None)
-    law, ks, w1, edge, outliers = None, math.nan, math.nan, math.nan, 0
+    law, ks, w1, edge, outliers, law_error = None, math.nan, math.nan, math.nan, 0, ""
     if builder is not None:
-        law = builder(params.beta, heads=params.heads, gamma_k=params.gamma_k,
-                      gamma_v=params.gamma_v, gamma_o=params.gamma_o
-                      ).scaled(params.output_scale)
+        try:
+            law = builder(params.beta, heads=params.heads, gamma_k=params.gamma_k,
+                          gamma_v=params.gamma_v, gamma_o=params.gamma_o
+                          ).scaled(params.output_scale)
+        except (ValueError, ConvergenceError) as exc:
+            # e.g. n >= E: gamma_v = gamma_o <= 1 is the hard-edge case the
+            # multi-head law does not compute (theory section 9.11)
+            law_error = f"{type(exc).__name__}: {exc}"
+    if law is not None:
         ks, w1 = _distances(law, values)
         edge = float(law.support()[1])
         outliers = int(np.count_nonzero(values > _outlier_threshold(edge, n)))
     return OutputReport(beta=params.beta, gamma_k=params.gamma_k, gamma_v=params.gamma_v,
                         gamma_o=params.gamma_o, output_scale=params.output_scale, law=law,
                         ks=ks, w1=w1, ks_mp=ks_mp, w1_mp=w1_mp, edge=edge,
-                        largest=float(values[-1]), outliers=outliers, values=values)
+                        largest=float(values[-1]), outliers=outliers, values=values,
+                        law_error=law_error)
 
 
 def _forward(module, x):

@@ -191,3 +191,14 @@ def test_peer_worker_reports_unsupported_and_failures():
         assert "time" not in row
     else:  # rmtool installed here: the worker must then time it, not fail
         assert _positive_finite(row["time"]), row.get("note")
+
+
+def test_bench_multihead_quick(capsys):
+    bench = _load("bench_multihead")
+    result = bench.main(["--quick"])
+    out = capsys.readouterr().out
+    (row,) = result["rows"]
+    assert "error" not in row, row.get("error")
+    assert _positive_finite(row["single"]) and _positive_finite(row["multihead"])
+    assert math.isfinite(row["ratio"]) and row["meets_target"] in ("yes", "no")
+    assert "multi-head min (ms)" in out

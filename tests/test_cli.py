@@ -475,3 +475,46 @@ def test_startup_does_not_import_the_heavy_libraries():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, check=True)
     assert result.stdout.strip() == "[0, 0, 0] []"
+
+
+def test_multihead_table_and_json_match_the_library(capsys):
+    """`freeattn multihead`: summary and table of multihead_law (theory eqs. (9.14),
+    (9.16), (9.17)); json carries full float64, the table 8 significant digits."""
+    argv = ["multihead", "--beta", "1", "--heads", "4", "--gamma-k", "0.5", "--gamma-v",
+            "0.5", "--gamma-o", "1"]
+    law = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0)
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and err == ""
+    assert f"atom at 0              {law.atom:.8g}" in out
+    assert f"{law.support()[1]:.8g}" in out
+    table = out.strip().splitlines()[-DEFAULT_LAW_POINTS:]
+    values = np.array([[float(v) for v in line.split()] for line in table])
+    grid = np.linspace(*law.support(), DEFAULT_LAW_POINTS)
+    np.testing.assert_allclose(values[:, 1], law.pdf(grid), rtol=TABLE_RTOL, atol=1e-300)
+    np.testing.assert_allclose(values[:, 2], law.cdf(grid), rtol=TABLE_RTOL, atol=1e-300)
+    code, out, _ = run(capsys, *argv, "--kv-groups", "1", "--at", "1,2", "--compare-mp",
+                       "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["kv_groups"] == 1 and data["atom"] == 0.5
+    assert data["mean"] == pytest.approx(np.e - 1, rel=1e-13)           # eq. (9.16)
+    theta1 = np.e - 1
+    assert data["variance_ratio"] == pytest.approx(3.25 + 1 / (0.5 * theta1 ** 2), rel=1e-12)
+    np.testing.assert_allclose(data["table"]["cdf"], law.cdf([1.0, 2.0]), rtol=ROUNDOFF_RTOL)
+    mp = freeattn.marchenko_pastur(theta1, 2.0)       # same mean and rank 1/2
+    np.testing.assert_allclose(data["table"]["mp_cdf"], mp.cdf([1.0, 2.0]), rtol=1e-14)
+    code, out, _ = run(capsys, *argv, "--points", "3", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 3 and float(rows[0]["cdf"]) == 0.5
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--kv-groups", "3"], "kv_groups must divide heads"),
+    (["--gamma-o", "nan"], "gamma_o"),
+    (["--heads", "0"], "--heads"),
+])
+def test_multihead_bad_usage(capsys, extra, fragment):
+    argv = ["multihead", "--beta", "1", "--heads", "4", "--gamma-k", "0.5", "--gamma-v",
+            "0.5", "--gamma-o", "1"]
+    code, out, err = run(capsys, *argv, *extra)
+    assert code == 2 and fragment in err and out == ""

@@ -151,7 +151,7 @@ def test_convergence_figure_one_curve_per_beta_and_model():
 def test_figures_are_found_by_number_and_name():
     assert plotting._spec("2") is plotting._spec("law-vs-mp") is plotting._spec(2)
     with pytest.raises(ValueError, match="figure must be one of"):
-        plotting._spec("7")
+        plotting._spec("8")
 
 
 def test_save_and_reproduce_write_pngs(tmp_path):
@@ -291,3 +291,37 @@ def test_causal_figure_histograms_laws_and_log_end():
     floor = resolution_floor(n, max(samples["causal"].max(), samples["causal_linear"].max()))
     assert cdf_lines["float64 floor, eq. (7.15)"].get_xdata()[0] == pytest.approx(floor)
     assert plotting._spec("causal") is plotting._spec(6)
+
+
+def test_multihead_figure_draws_the_law_mp_and_head_averages():
+    """Figure 7 at a tiny size: three multi-head panels with the law of eq. (9.9) and the
+    mean- and rank-matched Marchenko-Pastur law, and a head-average panel with the two
+    laws of eq. (9.19); the curves equal the library's."""
+    from freeattn._multihead import mean_and_rank_matched_mp
+
+    fig = plotting.figure_multihead(n=64, draws=1, rng=0, points=50)
+    assert len(fig.axes) == 4
+    law = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0)
+    mp = mean_and_rank_matched_mp(1.0, 0.5, 1.0)
+    for ax in fig.axes[:3]:
+        assert _labelled(ax) and ax.get_legend() is not None
+        (theory,) = [l for l in ax.get_lines() if l.get_label().startswith("predicted law")]
+        x, y = theory.get_data()
+        np.testing.assert_allclose(y, law.pdf(x), rtol=ROUNDOFF_RTOL, atol=0)
+        (ref,) = [l for l in ax.get_lines() if l.get_label().startswith("Marchenko-Pastur")]
+        x, y = ref.get_data()
+        np.testing.assert_allclose(y, mp.pdf(x), rtol=ROUNDOFF_RTOL, atol=0)
+        # the histogram of the non-zero half integrates to the non-zero fraction 1/2
+        # (rank h d_v = n/2; a few values may lie beyond the plotted 1.08 * edge)
+        (bars,) = ax.patches
+        values, edges, _ = bars.get_data()
+        area = float(np.sum(values * np.diff(edges)))
+        assert 0.45 <= area <= 0.5 + 1e-12, area
+    ax = fig.axes[3]
+    assert _labelled(ax)
+    for g in (4, 1):
+        avg = freeattn.head_average_law(1.0, heads=4, gamma_k=0.5, kv_groups=g)
+        (line,) = [l for l in ax.get_lines() if f"= {avg.gamma:g}" in l.get_label()]
+        x, y = line.get_data()
+        np.testing.assert_allclose(y, avg.pdf(x), rtol=ROUNDOFF_RTOL, atol=0)
+    assert "multihead" in [spec.name for spec in plotting.FIGURES.values()]

@@ -1,0 +1,720 @@
+"""Limiting laws of multi-head attention (theory/09_multihead.md).
+
+``multihead_law`` is the law of the ``n`` eigenvalues of ``MHA_perp MHA_perp^T``
+for ``MHA_perp = [A_1perp V_1, ..., A_hperp V_h] W_O`` (theory eq. (9.1)): the
+nested compound free Poisson law of eqs. (9.6)-(9.9), computed in the engine
+form of eq. (9.13),
+
+    F = comp_h( (gamma_o/h) SC(SC(SC(H, h/gamma_v), h/gamma_o), h) ),
+    H = alpha^2 + beta^2 MP(1, h/gamma_k),
+
+with ``SC`` the sample-covariance law (:func:`freeattn.sample_covariance`) and
+``comp_t(mu) = t mu + (1 - t) delta_0`` (:meth:`SpectralLaw.zero_padded`).
+``head_average_law`` is the law of the squared singular values of the
+head-averaged map ``sqrt(n h)(mean_r A_r - 11^T/n)``: the single-head law at
+``gamma_eff = kv_groups gamma_k / heads`` (eq. (9.19)).
+
+The Monte Carlo models of these laws (softmax and Gaussian-equivalent
+multi-head attention, MHA/GQA/MQA, and the head-averaged map) are registered
+here in :data:`freeattn.MODELS` (:data:`MULTIHEAD_MODEL_NAMES`).
+"""
+
+from functools import lru_cache
+
+import numpy as np
+
+from ._checks import as_real_array, check_int
+from ._coefficients import linear_coefficients
+from ._elementary import MarchenkoPastur
+from ._errors import ConvergenceError
+from ._laws import GAMMA_RANGE, _check_beta, attention_law
+from ._options import DEFAULT_OPTIONS, check_options
+from ._rational import padd, pmul, pscale
+from ._subordination import SLevel, SubordinationLaw
+from ._transforms import ZERO_MASS_ATOL, AffineLaw, affine
+
+__all__ = [
+    "HEADS_RANGE",
+    "MULTIHEAD_RATIO_RANGE",
+    "MultiheadLaw",
+    "head_average_law",
+    "multihead_law",
+]
+
+#: Range of ``heads``.  Every level of eq. (9.13) is a sample-covariance law
+#: whose ratio (``heads``, ``heads/gamma``) must lie in the engine's range
+#: ``[1e-4, 1e4]``; the tests check the law for 1 to 16 heads
+#: (tests/test_multihead_law.py) and a spot check solved 32 heads, while one
+#: at 64 heads (``gamma_k = gamma_v = 8``, ``gamma_o = 0.5``) missed the mass
+#: tolerance by 1.5e-12 and raised ``ConvergenceError`` (theory section 9.11).
+HEADS_RANGE = (1, 64)
+
+#: Range of ``gamma_k/heads``, ``gamma_v/heads`` and ``gamma_o`` (per-head
+#: widths over ``n``), accepted as arguments: the Marchenko-Pastur ratios of
+#: the tower (``heads/gamma_k``, ``heads/gamma_v``, ``heads/gamma_o``) stay
+#: within ``[1e-2, 1e2]`` times ``heads``, inside the engine's range.  The
+#: tests check per-head ratios from 0.1 to 1.5 and ``gamma_o`` from 0.5 to 2
+#: (tests/test_multihead_law.py); where the engine's tower does not converge it
+#: raises ``ConvergenceError`` (theory section 9.11).
+MULTIHEAD_RATIO_RANGE = (1e-2, 1e2)
+
+#: Tail target of the Chebyshev panels of the multi-head law.  Its density,
+#: solved through the degree-8 tower of eq. (9.13), carries a rounding noise
+#: of about 5e-15 of a panel's largest coefficient (measured at the
+#: Monte Carlo case of theory section 9.10), so the engine's default 2e-15 is
+#: met only by the noise-floor rule after tripling every panel to its 243-node
+#: maximum (4.5 times the density solves, same accuracy).  1e-13 keeps the
+#: representation 1000 times below the 1e-10 density target and converges at
+#: 81 nodes per panel.
+MULTIHEAD_CHEB_TAIL_RTOL = 1e-13
+
+
+#: Relative distance below which two of ``1, gamma_v, gamma_o`` count as equal
+#: for :func:`has_hard_edge`.  Closer than this, the soft lower edge of the law
+#: lies within about ``(tie)**2`` of 0 and the engine's tower has not been
+#: checked there (tests/test_multihead_law.py checks a tie of 5%).
+HARD_EDGE_TIE_RTOL = 1e-2
+
+
+def _real_scalar(value, name):
+    arr = as_real_array(value, name, finite=True)
+    if arr.ndim != 0:
+        raise TypeError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
+    return float(arr)
+
+
+def _check_heads(heads, kv_groups):
+    """``heads`` in :data:`HEADS_RANGE` and ``kv_groups`` dividing it (``None``: ``heads``)."""
+    h = check_int(heads, "heads", minimum=1)
+    if h > HEADS_RANGE[1]:
+        raise ValueError(f"heads must be an integer in [{HEADS_RANGE[0]}, {HEADS_RANGE[1]}], "
+                         f"got {heads!r}")
+    if kv_groups is None:
+        return h, h
+    g = check_int(kv_groups, "kv_groups", minimum=1)
+    if h % g:
+        raise ValueError(f"kv_groups must divide heads (1 <= kv_groups <= heads, "
+                         f"heads % kv_groups == 0), got kv_groups={kv_groups!r}, heads={h}")
+    return h, g
+
+
+def _check_per_head(value, name, heads):
+    """A ratio ``gamma`` with ``gamma/heads`` in :data:`MULTIHEAD_RATIO_RANGE`."""
+    g = _real_scalar(value, name)
+    lo, hi = MULTIHEAD_RATIO_RANGE
+    if not lo * heads <= g <= hi * heads:
+        raise ValueError(f"{name} must be in [{lo:g} * heads, {hi:g} * heads] = "
+                         f"[{lo * heads:g}, {hi * heads:g}] (per-head width over n in "
+                         f"[{lo:g}, {hi:g}]), got {value!r}")
+    return g
+
+
+def _check_output(value):
+    g = _real_scalar(value, "gamma_o")
+    lo, hi = MULTIHEAD_RATIO_RANGE
+    if not lo <= g <= hi:
+        raise ValueError(f"gamma_o must be in [{lo:g}, {hi:g}], got {value!r}")
+    return g
+
+
+def _sample_covariance_level(population, ratio, options):
+    """``SC(population, ratio)`` as one S-level against ``MP(1, ratio)``.
+
+    :func:`freeattn.sample_covariance` of a sample-covariance law merges the
+    two Marchenko-Pastur factors into one partner (``MP ⊠ MP``), whose branch
+    test is itself a tower solve; kept as separate levels, every partner is a
+    closed-form Marchenko-Pastur law and the tower costs one polynomial solve
+    per point (the same law: ``⊠`` is associative).
+    """
+    mp = MarchenkoPastur(1.0, ratio, options)
+    return SubordinationLaw(SLevel(mp._s_transform(), mp), population, options)
+
+
+class CompanionLevel:
+    """``comp_t``: ``G(z) = t G_b(z) + (1 - t)/z`` (theory eq. (9.4)) as a tower level.
+
+    The companion of a sample covariance (``pi(mu, t) = comp_t SC(mu, t)``)
+    keeps the point ``z`` and maps the Stieltjes transform rationally, so it
+    extends the constituent's rational curve like the engine's affine and
+    subordination levels (``z = N/D``, ``G = A/B`` ->
+    ``G' = (t A N + (1 - t) D B)/(B N)``).  Used with ``t = heads`` to
+    remove the ``(h - 1)/h`` atom of ``SC(H/h, h)``.
+    """
+
+    kind = "companion"
+
+    def __init__(self, t):
+        self.t = float(t)
+
+    def apply(self, tau, gb, dtau, dgb):
+        t = self.t
+        g = t * gb + (1.0 - t) / tau
+        if dtau is None:
+            return tau, g, None, None
+        return tau, g, dtau, t * dgb - (1.0 - t) * dtau / (tau * tau)
+
+    def guess(self, z):
+        return z
+
+    def partner_point(self, z, tau, gb, g):
+        return None
+
+    def partner_check(self, point, tau, gb, g):
+        return None
+
+    def rational(self, n, d, a, b):
+        return n, d, padd(pscale(pmul(a, n), self.t), pscale(pmul(d, b), 1.0 - self.t)), pmul(b, n)
+
+    def atoms(self, constituent):
+        loc, mass = constituent.atoms()
+        mass = np.asarray(mass, dtype=float) * self.t
+        at_zero = loc == 0.0
+        zero = float(mass[at_zero].sum()) + (1.0 - self.t)
+        loc, mass = loc[~at_zero], mass[~at_zero]
+        if zero > ZERO_MASS_ATOL:
+            loc, mass = np.append(loc, 0.0), np.append(mass, zero)
+        return loc, mass
+
+    def moments(self, constituent, kmax):
+        sc, m = constituent._scaled_moments(kmax)
+        m = np.asarray(m, dtype=float) * self.t
+        m[0] = 1.0
+        return sc, m
+
+    def hard_edge(self, constituent):
+        return None
+
+    def mp(self, mpmath):
+        t = mpmath.mpf(self.t)
+        return lambda tau, gb: (tau, t * gb + (1 - t) / tau)
+
+    def describe(self):
+        return f"companion t={self.t:g}"
+
+
+def engine_form(beta, heads, gamma_k, gamma_v, gamma_o, options):
+    """Theory eq. (9.13) in units of ``gamma_o theta1``: ``comp_h(L/h)``.
+
+    ``L = SC(SC(SC(H, h/gamma_v), h/gamma_o), h)`` with the single-head
+    population ``H = alpha^2 + beta^2 MP(1, h/gamma_k)`` (eq. (9.6)) in units
+    of ``theta1``; ``comp_h`` removes ``(h - 1)/h`` of the atom of ``L/h``.
+    """
+    c = linear_coefficients(beta)
+    population = MarchenkoPastur(1.0, heads / gamma_k, options).affine(
+        c.alpha2 / c.theta1, c.theta2 / c.theta1)
+    tower = population
+    for ratio in (heads / gamma_v, heads / gamma_o, float(heads)):
+        tower = _sample_covariance_level(tower, ratio, options)
+    return affine(tower, 0.0, 1.0 / heads).zero_padded(float(heads))
+
+
+def companion_form(beta, heads, gamma_k, gamma_v, gamma_o, options):
+    """The same law as one rational tower with a companion level, units ``gamma_o theta1``.
+
+    ``nu_0 = comp_h(SC(H/h, h))`` (``S = S_H(w/h)/(1 + w/h)``, eq. (9.10))
+    carries the single-head population and the heads; then
+    ``F = gamma_o theta1 SC(SC(nu_0, 1/gamma_v), 1/gamma_o)``: by eq. (9.10)
+    its S-transform is ``S_H(w/h)/((1 + w/h)(1 + w/gamma_v)(gamma_o + w))``,
+    eq. (9.11) (the law of eq. (9.13): ``⊠`` is commutative and
+    ``SC(comp_t mu, c) = comp_t SC(mu, c t)``).
+    """
+    c = linear_coefficients(beta)
+    population = MarchenkoPastur(1.0, heads / gamma_k, options).affine(
+        c.alpha2 / c.theta1, c.theta2 / c.theta1)
+    if heads > 1:
+        nu = _sample_covariance_level(affine(population, 0.0, 1.0 / heads), float(heads),
+                                      options)
+        nu = SubordinationLaw(CompanionLevel(heads), nu, options)
+    else:
+        nu = _sample_covariance_level(population, 1.0, options)
+    return _sample_covariance_level(_sample_covariance_level(nu, 1.0 / gamma_v, options),
+                                    1.0 / gamma_o, options)
+
+
+#: The two formulations of the law, tried in this order (see :func:`multihead_tower`).
+FORMS = (("engine form, eq. (9.13)", engine_form),
+         ("companion form, eq. (9.11)", companion_form))
+
+
+def multihead_tower(beta, heads, gamma_k, gamma_v, gamma_o, options):
+    """The multi-head law in units of ``gamma_o theta1``, built and checked eagerly.
+
+    The engine's tower solver does not converge for every parameter of
+    every equivalent formulation; each formulation is built (support and
+    density representation, whose mass is checked against the atom) until
+    one succeeds, so a failure surfaces here and not at a later ``pdf``.
+
+    Raises
+    ------
+    ConvergenceError
+        If no formulation converges, quoting each one's error.
+    """
+    failures = []
+    for name, form in FORMS:
+        try:
+            law = form(beta, heads, gamma_k, gamma_v, gamma_o, options)
+            lo, hi = law.support()
+            law.pdf(np.array([0.5 * (lo + hi)]))
+            law.cdf(np.array([0.5 * (lo + hi)]))
+            return law
+        except (ConvergenceError, ValueError, ArithmeticError) as exc:
+            failures.append(f"{name}: {type(exc).__name__}: {exc}")
+    raise ConvergenceError(
+        f"the multi-head law at beta={beta!r}, heads={heads}, gamma_k={gamma_k!r}, "
+        f"gamma_v={gamma_v!r}, gamma_o={gamma_o!r} was not solved by any formulation: "
+        + "; ".join(failures))
+
+
+class MultiheadLaw(AffineLaw):
+    """Law of the ``n`` eigenvalues of ``MHA_perp MHA_perp^T`` (theory eq. (9.9)).
+
+    Built by :func:`multihead_law`; a :class:`freeattn.SpectralLaw` (``pdf``,
+    ``cdf``, ``ppf``, ``moment``, ``support``, ``intervals``, ``atom``,
+    ``stieltjes``, ...).  The atom at 0 (mass ``1 - min(1, gamma_v,
+    gamma_o)``, eq. (9.14)) is part of the law; ``pdf`` is the density of the
+    continuous part.
+
+    Attributes
+    ----------
+    beta : float
+    heads, kv_groups : int
+    gamma_k, gamma_v, gamma_o : float
+    theta1 : float
+        ``exp(beta**2) - 1``; the mean is ``theta1 * gamma_o`` (eq. (9.16)).
+    normalized : SpectralLaw
+        The law in units of ``gamma_o theta1`` (eq. (9.13), or the companion
+        tower of eq. (9.11) where the former does not converge).
+    """
+
+    def __init__(self, beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, options):
+        c = linear_coefficients(beta)
+        tower = multihead_tower(beta, heads, gamma_k, gamma_v, gamma_o, options)
+        super().__init__(tower, 0.0, c.theta1 * gamma_o)
+        self.beta = beta
+        self.heads = heads
+        self.kv_groups = kv_groups
+        self.gamma_k = gamma_k
+        self.gamma_v = gamma_v
+        self.gamma_o = gamma_o
+        self.theta1 = c.theta1
+        self.normalized = tower
+
+    def _describe(self):
+        return (f"multi-head law beta={self.beta:g}, heads={self.heads}, "
+                f"gamma_k={self.gamma_k:g}, gamma_v={self.gamma_v:g}, "
+                f"gamma_o={self.gamma_o:g}, kv_groups={self.kv_groups}")
+
+
+@lru_cache(maxsize=32)
+def _multihead(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, options):
+    return MultiheadLaw(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, options)
+
+
+def _default_options(options):
+    if options is None:
+        return DEFAULT_OPTIONS.with_(cheb_tail_rtol=MULTIHEAD_CHEB_TAIL_RTOL)
+    return check_options(options)
+
+
+def has_hard_edge(heads, gamma_v, gamma_o):
+    """Whether the multi-head law's continuous part reaches 0 with a diverging density.
+
+    ``MHA_perp = M W_O`` has the dimensions ``n``, ``h d_v`` and ``d_o``; as
+    for a square Wishart matrix, the non-zero eigenvalues reach 0 when the
+    smallest of ``1, gamma_v, gamma_o`` is attained twice (a square factor:
+    ``h d_v = d_o <= n``, ``n = d_o <= h d_v`` or ``n = h d_v <= d_o``), and,
+    with one head, when ``gamma_v, gamma_o >= 1`` (the square ``n x n``
+    attention map carries the rank).
+    """
+    r = min(1.0, gamma_v, gamma_o)
+    ties = sum(abs(v - r) <= HARD_EDGE_TIE_RTOL * r for v in (1.0, gamma_v, gamma_o))
+    return ties >= 2 or (heads == 1 and r == 1.0)
+
+
+def check_multihead_args(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups):
+    """All checks of :func:`multihead_law`'s arguments; return them normalized."""
+    h, g = _check_heads(heads, kv_groups)
+    b = _check_beta(beta)
+    gk = _check_per_head(gamma_k, "gamma_k", h)
+    gv = _check_per_head(gamma_v, "gamma_v", h)
+    go = _check_output(gamma_o)
+    if has_hard_edge(h, gv, go):
+        raise ValueError(
+            f"gamma_v={gamma_v!r}, gamma_o={gamma_o!r} (heads={h}) give a law with a hard "
+            f"edge at 0 (the smallest of 1, gamma_v, gamma_o is attained twice, or one head "
+            f"with gamma_v, gamma_o >= 1), which multihead_law does not compute yet; "
+            f"gamma_v and gamma_o must differ from each other and from 1 where they are the "
+            f"smallest by more than {HARD_EDGE_TIE_RTOL:g} relative (and heads=1 needs "
+            f"min(gamma_v, gamma_o) < 1)")
+    return b, h, gk, gv, go, g
+
+
+def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, options=None):
+    """Limiting law of the eigenvalues of ``MHA_perp MHA_perp^T`` (multi-head attention).
+
+    ``MHA_perp = [A_1perp V_1, ..., A_hperp V_h] W_O`` with ``h = heads``
+    softmax heads ``A_r = softmax_rows(beta Q_r K_r^T/sqrt(d_k))``,
+    ``A_perp = A - 11^T/n``, values ``V_r`` (``n x d_v``) and
+    ``W_O = G_O/sqrt(h d_v)`` (``h d_v x d_o``), all Gaussian entries
+    N(0, 1) (theory eq. (9.1)); ``n, d_k, d_v, d_o -> oo`` with
+    ``gamma_k = h d_k/n``, ``gamma_v = h d_v/n``, ``gamma_o = d_o/n``.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature in ``[1e-8, 4]``.
+    heads : int
+        Number of heads ``h`` in ``[1, 64]`` (:data:`HEADS_RANGE`).
+    gamma_k, gamma_v : float
+        ``h d_k / n`` and ``h d_v / n``, each in ``[0.01 h, 100 h]``
+        (per-head widths ``d_k/n``, ``d_v/n`` in
+        :data:`MULTIHEAD_RATIO_RANGE`).
+    gamma_o : float
+        ``d_o / n`` in ``[0.01, 100]``.
+    kv_groups : int, optional
+        Number of distinct key/value sets (``heads``: MHA, the default;
+        ``1``: multi-query attention; otherwise grouped-query attention).
+        Must divide ``heads``.  It does not change this law (theory
+        eq. (9.18)): the heads' rows stay independent given shared keys and
+        values, and the Gaussian ``W_O`` sees only the spectrum of the
+        block-diagonal covariance.  It is validated and kept as an attribute.
+    options : SolverOptions, optional
+        Engine tolerances; default :data:`freeattn.DEFAULT_OPTIONS` with
+        ``cheb_tail_rtol = 1e-13`` (the density's rounding floor, see
+        ``MULTIHEAD_CHEB_TAIL_RTOL``).
+
+    Returns
+    -------
+    MultiheadLaw
+        A :class:`freeattn.SpectralLaw` of the ``n`` eigenvalues, with the
+        atom ``1 - min(1, gamma_v, gamma_o)`` at 0 (theory eq. (9.14)).
+
+    Raises
+    ------
+    TypeError
+        If ``heads`` or ``kv_groups`` is not an integer (bools included), or
+        a ratio or ``beta`` is not a real scalar.
+    ValueError
+        If ``heads`` is not in ``[1, 64]``, ``kv_groups`` does not divide it,
+        or ``beta`` or a ratio is NaN, infinite or out of range.
+    ConvergenceError
+        If the tower's equation is not solved to its tolerance.
+
+    Notes
+    -----
+    The law is the nested compound free Poisson law of theory eqs.
+    (9.6)-(9.9), computed in the form of eq. (9.13):
+    ``F = comp_h((gamma_o theta1/h) L)``,
+    ``L = SC(SC(SC(H, h/gamma_v), h/gamma_o), h)`` with
+    ``H = alpha^2/theta1 + (theta2/theta1) MP(1, h/gamma_k)`` the single-head
+    population (eq. (9.6)) in units of ``theta1 = exp(beta**2) - 1``, ``SC``
+    the sample-covariance law (:func:`freeattn.sample_covariance`) and
+    ``comp_t(mu) = t mu + (1 - t) delta_0`` (eq. (9.4)). Its mean is
+    ``theta1 gamma_o`` (eq. (9.16)) and
+    ``m2/m1**2 - 1 = 1/h + 1/gamma_v + 1/gamma_o + theta2**2/(gamma_k theta1**2)``
+    (eq. (9.17)); its S-transform is eq. (9.11).  Swapping ``gamma_v`` and
+    ``gamma_o`` rescales the law by ``gamma_o/gamma_v``.
+
+    Examples
+    --------
+    >>> import freeattn
+    >>> law = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0)
+    >>> law.atom                                   # 1 - min(1, gamma_v, gamma_o)
+    0.5
+    >>> round(law.mean(), 10)                      # theta1 gamma_o, eq. (9.16)
+    1.7182818285
+    >>> round(law.moment(2) / law.mean() ** 2 - 1, 10)   # eq. (9.17)
+    3.9273937747
+    >>> [tuple(round(v, 6) for v in iv) for iv in law.intervals()]
+    [(0.057486, 20.329318)]
+    >>> mqa = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0,
+    ...                              kv_groups=1)  # the same law, eq. (9.18)
+    >>> bool(abs(mqa.cdf(2.0) - law.cdf(2.0)) < 1e-14)
+    True
+    """
+    b, h, gk, gv, go, g = check_multihead_args(beta, heads, gamma_k, gamma_v, gamma_o,
+                                               kv_groups)
+    return _multihead(b, h, gk, gv, go, g, _default_options(options))
+
+
+def head_average_gamma(heads, gamma_k, kv_groups=None):
+    """``gamma_eff = kv_groups gamma_k / heads`` of theory eq. (9.19), checked."""
+    h, g = _check_heads(heads, kv_groups)
+    gk = _real_scalar(gamma_k, "gamma_k")
+    if not gk > 0:
+        raise ValueError(f"gamma_k must be > 0, got {gamma_k!r}")
+    eff = g * gk / h
+    if not GAMMA_RANGE[0] <= eff <= GAMMA_RANGE[1]:
+        raise ValueError(f"gamma_k must make kv_groups * gamma_k / heads lie in "
+                         f"[{GAMMA_RANGE[0]:g}, {GAMMA_RANGE[1]:g}] (the single-head law's "
+                         f"range), i.e. gamma_k in [{GAMMA_RANGE[0] * h / g:g}, "
+                         f"{GAMMA_RANGE[1] * h / g:g}] for heads={h}, kv_groups={g}; "
+                         f"got {gamma_k!r}")
+    return eff
+
+
+def head_average_law(beta, *, heads, gamma_k, kv_groups=None, options=None):
+    """Limiting law of the squared singular values of the head-averaged attention map.
+
+    The map is ``sqrt(n h)(Abar - 11^T/n)`` with ``Abar = (1/h) sum_r A_r``
+    the mean of ``h = heads`` softmax attention maps,
+    ``gamma_k = h d_k / n`` and ``kv_groups`` distinct key sets (theory
+    section 9.8).
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature in ``[1e-8, 4]``.
+    heads : int
+        Number of heads in ``[1, 64]``.
+    gamma_k : float
+        ``h d_k / n``; ``kv_groups gamma_k / heads`` must lie in the
+        single-head law's range ``[1e-4, 1e4]``.
+    kv_groups : int, optional
+        Number of distinct key sets (must divide ``heads``); ``None`` means
+        ``heads`` (independent keys), ``1`` means all heads share one key
+        matrix (multi-query attention).
+    options : SolverOptions, optional
+        Engine tolerances (:data:`freeattn.DEFAULT_OPTIONS`).
+
+    Returns
+    -------
+    SpectralLaw
+        ``attention_law(beta, gamma_eff).squared()`` with
+        ``gamma_eff = kv_groups gamma_k / heads`` (theory eq. (9.19)):
+        ``gamma_k`` for independent keys, ``gamma_k/heads`` for one shared key.
+
+    Raises
+    ------
+    TypeError
+        If ``heads`` or ``kv_groups`` is not an integer, or ``beta`` or
+        ``gamma_k`` is not a real scalar.
+    ValueError
+        If ``kv_groups`` does not divide ``heads`` or a value is NaN or out
+        of range.
+
+    Notes
+    -----
+    The summed queries of a key group form one Gaussian query matrix, so the
+    averaged scores are those of one head of key width ``kv_groups d_k``; the
+    non-linear parts of the heads stay independent (their queries are), so
+    the averaged map has the single-head law at
+    ``gamma_eff = kv_groups d_k / n`` and mean ``theta1`` for every
+    ``kv_groups`` (theory eqs. (9.19), (5.11)).  Independent and shared keys
+    differ by a Kolmogorov distance of 0.1288 at ``beta = 1``, ``heads = 4``,
+    ``gamma_k = 0.5`` (eq. (9.20)).
+
+    Examples
+    --------
+    >>> import freeattn
+    >>> mha = freeattn.head_average_law(1.0, heads=4, gamma_k=0.5)
+    >>> mqa = freeattn.head_average_law(1.0, heads=4, gamma_k=0.5, kv_groups=1)
+    >>> round(mha.mean(), 10), round(mqa.mean(), 10)          # theta1 either way
+    (1.7182818285, 1.7182818285)
+    >>> round(mha.moment(2) - 2 * mha.mean() ** 2, 10)      # beta**4 / gamma_eff
+    2.0
+    >>> round(mqa.moment(2) - 2 * mqa.mean() ** 2, 10)
+    8.0
+    """
+    eff = head_average_gamma(heads, gamma_k, kv_groups)
+    return attention_law(beta, eff, options=options).squared()
+
+
+def rank_fraction(gamma_v, gamma_o):
+    """``min(1, gamma_v, gamma_o)``: the rank of ``MHA_perp`` over ``n`` (eq. (9.14))."""
+    return min(1.0, gamma_v, gamma_o)
+
+
+def mean_and_rank_matched_mp(beta, gamma_v, gamma_o):
+    """Marchenko-Pastur law with the multi-head law's mean and rank.
+
+    ``MP(theta1 gamma_o, 1/r)``, ``r = min(1, gamma_v, gamma_o)``: mean
+    ``theta1 gamma_o`` (eq. (9.16)) and atom ``1 - r`` at 0 (eq. (9.14)),
+    the law of an ``n x rn`` matrix of i.i.d. entries with the layer's
+    variance.
+    """
+    from ._elementary import marchenko_pastur
+
+    theta1 = float(linear_coefficients(beta).theta1)
+    return marchenko_pastur(theta1 * gamma_o, 1.0 / rank_fraction(gamma_v, gamma_o))
+
+
+# ---------------------------------------------------------------------------
+# Monte Carlo models (the registry of freeattn.MODELS)
+#
+# validate(beta, gamma, n, ...) samples a model at n tokens and key width
+# d_qk = round(gamma n); for these models gamma is gamma_k = heads d_k / n, so
+# each head has d_k = d_qk / heads keys.  The options (Model.options) are the
+# number of heads, kv_groups, and for the multi-head output gamma_v (None:
+# gamma_v = gamma_k) and gamma_o.  The widths d_k, d_v = gamma_v n / heads and
+# d_o = gamma_o n must be integers (Model.check), so that the law is the one at
+# the sampled ratios.
+
+#: The registered multi-head models, by name.
+MULTIHEAD_MODEL_NAMES = ("multihead", "multihead_linear", "head_average",
+                         "head_average_linear")
+
+#: Relative distance of ``gamma_v n / heads`` (or ``gamma_o n``) to an integer
+#: below which it counts as one (a ratio given as a decimal such as 0.1 times
+#: n = 1200 is 120 up to rounding).
+WIDTH_INTEGER_RTOL = 1e-9
+
+_MULTIHEAD_OPTIONS = {"heads": 4, "kv_groups": None, "gamma_v": None, "gamma_o": 1.0}
+_HEAD_AVERAGE_OPTIONS = {"heads": 4, "kv_groups": None}
+
+
+def _width(value, n, name, per):
+    """``value * n / per`` as an integer ``>= 1``; ValueError naming ``name`` otherwise."""
+    width = value * n / per
+    rounded = round(width)
+    if rounded < 1 or abs(width - rounded) > WIDTH_INTEGER_RTOL * max(width, 1.0):
+        raise ValueError(f"{name} * n / {'heads' if per != 1 else '1'} must be an integer "
+                         f">= 1 (the sampled width), got {name}={value!r}, n={n}"
+                         + (f", heads={per}" if per != 1 else ""))
+    return int(rounded)
+
+
+def _key_width(n, d_qk, heads, kv_groups):
+    h, _ = _check_heads(heads, kv_groups)
+    if d_qk % h:
+        raise ValueError(f"gamma * n = d_qk = {d_qk} must be divisible by heads={h} "
+                         f"(gamma is gamma_k = heads d_k / n; n={n})")
+    return d_qk // h
+
+
+def _multihead_widths(n, d_qk, heads, kv_groups, gamma_v, gamma_o):
+    d_k = _key_width(n, d_qk, heads, kv_groups)
+    gv = d_qk / n if gamma_v is None else gamma_v
+    d_v = _width(gv, n, "gamma_v", heads)
+    d_o = _width(gamma_o, n, "gamma_o", 1)
+    return d_k, d_v, d_o
+
+
+def _check_multihead_model(n, d_qk, heads, kv_groups, gamma_v, gamma_o):
+    """``Model.check`` of the multi-head models: integer widths."""
+    _multihead_widths(n, d_qk, heads, kv_groups, gamma_v, gamma_o)
+
+
+def _check_head_average_model(n, d_qk, heads, kv_groups):
+    """``Model.check`` of the head-average models: ``heads`` divides ``d_qk``."""
+    _key_width(n, d_qk, heads, kv_groups)
+
+
+def _build_multihead_seed(draw, rng):
+    """Entropy of the draw's multi-head streams (four 64-bit words of stream ``multihead``).
+
+    Every multi-head model of a draw seeds its sampler with
+    ``SeedSequence(entropy)``, so the softmax and linear models of one draw
+    share keys, queries, values and ``W_O`` (they differ by the model only).
+    """
+    return rng.integers(0, 2 ** 63, size=4, dtype=np.int64)
+
+
+def _draw_seed(draw):
+    return np.random.SeedSequence([int(v) for v in draw.get("multihead_seed")])
+
+
+def _sample_multihead(draw, model):
+    from ._multihead_sampling import multihead_factor
+
+    o = draw.options
+    heads = o.get("heads", _MULTIHEAD_OPTIONS["heads"])
+    kv_groups = o.get("kv_groups")
+    d_k, d_v, d_o = _multihead_widths(draw.n, draw.d_qk, heads, kv_groups, o.get("gamma_v"),
+                                      o.get("gamma_o", _MULTIHEAD_OPTIONS["gamma_o"]))
+    return multihead_factor(draw.n, heads, d_k, d_v, d_o, draw.beta, kv_groups=kv_groups,
+                            model=model, rng=_draw_seed(draw))
+
+
+def _sample_multihead_attention(draw):
+    """``MHA_perp`` of softmax heads (theory eq. (9.1)) as an ``n x r`` factor of its Gram."""
+    return _sample_multihead(draw, "attention")
+
+
+def _sample_multihead_linear(draw):
+    """``MHA_perp`` with Gaussian-equivalent heads (theory eq. (9.2)), as a factor."""
+    return _sample_multihead(draw, "linear")
+
+
+def _sample_head_average(draw, model):
+    from ._multihead_sampling import sample_head_average_map
+
+    o = draw.options
+    heads = o.get("heads", _HEAD_AVERAGE_OPTIONS["heads"])
+    d_k = _key_width(draw.n, draw.d_qk, heads, o.get("kv_groups"))
+    return sample_head_average_map(draw.n, heads, d_k, draw.beta, kv_groups=o.get("kv_groups"),
+                                   model=model, rng=_draw_seed(draw))
+
+
+def _sample_head_average_attention(draw):
+    """``sqrt(n h)(mean_r A_r - 11^T/n)`` of softmax heads (theory eq. (9.19))."""
+    return _sample_head_average(draw, "attention")
+
+
+def _sample_head_average_linear(draw):
+    """The head-averaged map of the Gaussian-equivalent heads (theory eq. (9.19))."""
+    return _sample_head_average(draw, "linear")
+
+
+def multihead_model_law(beta, gamma, heads, kv_groups, gamma_v, gamma_o):
+    """:func:`multihead_law` at ``gamma_k = gamma`` (``gamma_v = None``: ``gamma``)."""
+    return multihead_law(beta, heads=heads, gamma_k=gamma,
+                         gamma_v=gamma if gamma_v is None else gamma_v, gamma_o=gamma_o,
+                         kv_groups=kv_groups)
+
+
+def multihead_model_reference(beta, gamma, heads, kv_groups, gamma_v, gamma_o):
+    """Marchenko-Pastur law with the multi-head law's mean and rank (theory eqs. (9.14), (9.16))."""
+    return mean_and_rank_matched_mp(beta, gamma if gamma_v is None else gamma_v, gamma_o)
+
+
+def head_average_model_law(beta, gamma, heads, kv_groups):
+    """:func:`head_average_law` at ``gamma_k = gamma``."""
+    return head_average_law(beta, heads=heads, gamma_k=gamma, kv_groups=kv_groups)
+
+
+def head_average_model_reference(beta, gamma, heads, kv_groups):
+    """``marchenko_pastur(theta1, 1)``: i.i.d. entries of the map's variance (eq. (5.11))."""
+    from ._models import same_variance_mp
+
+    return same_variance_mp(beta, gamma)
+
+
+def _register_models():
+    from ._models import Intermediate, Model, register_intermediate, register_model
+
+    register_intermediate(Intermediate("multihead_seed", _build_multihead_seed,
+                                       stream="multihead"))
+    uses = ("multihead_seed",)
+    # Non-bulk parts (theory eq. (7.8)): the softmax heads' conditional column
+    # means survive the centring as one rank-one term 1 u^T of MHA_perp (one
+    # possible outlier); the head-averaged softmax map has the exact zero of
+    # A_perp 1 = 0 and the same rank-one term.  Zeros of MHA_perp by rank are
+    # the atom of the law and stay in the spectrum.
+    for model in (
+            Model("multihead", _sample_multihead_attention, uses=uses, law=multihead_model_law,
+                  reference=multihead_model_reference, outliers=1,
+                  description="[A_1perp V_1, ..., A_hperp V_h] W_O, softmax heads "
+                              "(kv_groups: MHA, GQA, MQA)",
+                  equation="theory eq. (9.1)", options=_MULTIHEAD_OPTIONS,
+                  check=_check_multihead_model),
+            Model("multihead_linear", _sample_multihead_linear, uses=uses,
+                  law=multihead_model_law, reference=multihead_model_reference,
+                  description="multi-head output with Gaussian-equivalent heads "
+                              "(beta S_r + alpha W_r)/n",
+                  equation="theory eq. (9.2)", options=_MULTIHEAD_OPTIONS,
+                  check=_check_multihead_model),
+            Model("head_average", _sample_head_average_attention, uses=uses,
+                  law=head_average_model_law, reference=head_average_model_reference, zeros=1, outliers=1,
+                  description="sqrt(n h)(mean_r A_r - 11^T/n), softmax heads",
+                  equation="theory eq. (9.19)", options=_HEAD_AVERAGE_OPTIONS,
+                  check=_check_head_average_model),
+            Model("head_average_linear", _sample_head_average_linear, uses=uses,
+                  law=head_average_model_law, reference=head_average_model_reference,
+                  description="head-averaged map of Gaussian-equivalent heads",
+                  equation="theory eq. (9.19)", options=_HEAD_AVERAGE_OPTIONS,
+                  check=_check_head_average_model)):
+        register_model(model)
+
+
+_register_models()

@@ -1,0 +1,221 @@
+"""freeattn.multihead_law and freeattn.head_average_law against theory/09_multihead.md.
+
+Expected values come from tests/reference/multihead_references.json (written by
+tests/reference/make_multihead_references.py at 40 digits: two independent
+formulations, the S-transform polynomial and the nested fixed point, agreeing
+to 1e-38), or from closed forms of theory section 9.6.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn._multihead import FORMS, has_hard_edge
+
+REFERENCE = json.loads((Path(__file__).parent / "reference"
+                        / "multihead_references.json").read_text())
+MULTIHEAD = REFERENCE["multihead"]
+HEAD_AVERAGE = REFERENCE["head_average"]
+
+#: Targets of the multi-head law (density relative inside the support, edges relative).
+DENSITY_RTOL = 1e-10
+EDGE_RTOL = 1e-12
+#: The references' CDF tables are 20-digit; the law's CDF integrates its panels.
+CDF_ATOL = 1e-10
+#: Off-axis Stieltjes transform (Cauchy integral of the panels plus the atom).
+STIELTJES_RTOL = 1e-10
+#: Exact moments through the tower's free-cumulant recursion (float rounding only).
+MOMENT_RTOL = 1e-12
+
+
+def _case_args(case):
+    return dict(heads=case["heads"], gamma_k=float(eval(case["gamma_k"])),
+                gamma_v=float(eval(case["gamma_v"])), gamma_o=float(eval(case["gamma_o"])),
+                kv_groups=case["kv_groups"])
+
+
+def _law(case):
+    return freeattn.multihead_law(float(case["beta"]), **_case_args(case))
+
+
+def _floats(rows):
+    return np.array([[float(v) for v in row] for row in rows])
+
+
+@pytest.mark.parametrize("case", MULTIHEAD, ids=[c["name"] for c in MULTIHEAD])
+def test_multihead_edges_density_and_atom_match_the_reference(case):
+    """Edges, density, atom (eq. (9.14)) and Stieltjes transform of the law of
+    eq. (9.9) against the 40-digit reference."""
+    law = _law(case)
+    assert isinstance(law, freeattn.SpectralLaw)
+    edges = _floats(case["intervals"])
+    got = np.array(law.intervals())
+    assert got.shape == edges.shape
+    np.testing.assert_allclose(got, edges, rtol=EDGE_RTOL, atol=0)
+    dens = _floats(case["density"])
+    np.testing.assert_allclose(law.pdf(dens[:, 0]), dens[:, 1], rtol=DENSITY_RTOL, atol=0)
+    assert law.atom == pytest.approx(float(case["atom"]), abs=1e-15)
+    st = _floats(case["stieltjes"])
+    g = law.stieltjes(st[:, 0] + 1j * st[:, 1])
+    np.testing.assert_allclose(g, st[:, 2] + 1j * st[:, 3], rtol=STIELTJES_RTOL)
+
+
+@pytest.mark.parametrize("case", [c for c in MULTIHEAD if "cdf_table" in c],
+                         ids=[c["name"] for c in MULTIHEAD if "cdf_table" in c])
+def test_multihead_cdf_matches_the_reference_table(case):
+    """The CDF, atom included (eq. (9.14)), on the reference's 20-digit table."""
+    law = _law(case)
+    table = _floats(case["cdf_table"])
+    np.testing.assert_allclose(law.cdf(table[:, 0]), table[:, 1], rtol=0, atol=CDF_ATOL)
+    assert law.total_mass() == pytest.approx(1.0, abs=CDF_ATOL)
+
+
+@pytest.mark.parametrize("case", MULTIHEAD, ids=[c["name"] for c in MULTIHEAD])
+def test_multihead_moments_match_the_reference(case):
+    """m1..m4 against the reference's exact moments (sympy, two routes, eq. (9.5))."""
+    law = _law(case)
+    ref = [float(m) for m in case["moments"]]
+    got = [law.moment(k) for k in range(1, len(ref) + 1)]
+    np.testing.assert_allclose(got, ref, rtol=MOMENT_RTOL)
+
+
+@pytest.mark.parametrize("beta, heads, gk, gv, go", [
+    (1.0, 4, 0.5, 0.5, 1.0), (1.0, 4, 0.5, 1.0, 0.5), (0.5, 8, 2.0, 4.0, 0.5),
+    (2.0, 2, 0.2, 3.0, 1.5), (1.0, 1, 0.5, 0.5, 2.0), (1.0, 16, 4.0, 1.6, 0.5),
+    (1.5, 4, 0.5, 0.5, 1.0), (1.0, 4, 0.5, 0.5, 0.525)])
+def test_multihead_mean_variance_atom_and_mass(beta, heads, gk, gv, go):
+    """Mean theta1 gamma_o (eq. (9.16)), m2/m1**2 - 1 of eq. (9.17), the atom
+    1 - min(1, gamma_v, gamma_o) (eq. (9.14)) and total mass 1."""
+    law = freeattn.multihead_law(beta, heads=heads, gamma_k=gk, gamma_v=gv, gamma_o=go)
+    c = freeattn.linear_coefficients(beta)
+    assert law.mean() == pytest.approx(c.theta1 * go, rel=MOMENT_RTOL)
+    expected = 1 / heads + 1 / gv + 1 / go + c.theta2 ** 2 / (gk * c.theta1 ** 2)
+    assert law.moment(2) / law.mean() ** 2 - 1 == pytest.approx(expected, rel=MOMENT_RTOL)
+    assert law.atom == pytest.approx(1 - min(1.0, gv, go), abs=1e-14)
+    assert law.total_mass() == pytest.approx(1.0, abs=1e-10)
+    # ppf inverts cdf on the continuous part (the atom sits below its lower edge).
+    (lo, hi), = law.intervals()
+    x = np.linspace(lo, hi, 22)[1:-1]
+    assert law.cdf(hi) == pytest.approx(1.0, abs=1e-10)
+    assert law.cdf(lo) == pytest.approx(law.atom, abs=1e-12)
+    np.testing.assert_allclose(law.ppf(law.cdf(x)), x, rtol=1e-8)
+
+
+def test_kv_groups_do_not_change_the_multihead_law():
+    """Eq. (9.18): MHA, GQA and MQA share one law (kv_groups is validated only)."""
+    laws = [freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0,
+                                   kv_groups=g) for g in (4, 2, 1)]
+    x = np.linspace(0.06, 20.0, 50)
+    for law in laws[1:]:
+        np.testing.assert_array_equal(law.cdf(x), laws[0].cdf(x))
+    assert [law.kv_groups for law in laws] == [4, 2, 1]
+
+
+def test_swapping_value_and_output_ratios_rescales_the_law():
+    """Eq. (9.11): the law at (gamma_v, gamma_o) is gamma_o/gamma_v times the law at
+    (gamma_o, gamma_v)."""
+    a = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0)
+    b = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=1.0, gamma_o=0.5)
+    x = np.linspace(0.03, 10.0, 40)
+    np.testing.assert_allclose(b.cdf(x), a.cdf(2.0 * x), atol=1e-11)
+
+
+def test_the_two_formulations_agree():
+    """Eq. (9.13) (engine form) and the companion tower of eq. (9.11) give one law."""
+    from freeattn._options import DEFAULT_OPTIONS
+
+    (_, engine), (_, companion) = FORMS
+    args = (1.0, 4, 0.5, 0.5, 1.0, DEFAULT_OPTIONS)
+    f, g = engine(*args), companion(*args)
+    lo, hi = f.support()
+    x = np.linspace(lo, hi, 101)[1:-1]
+    np.testing.assert_allclose(f.pdf(x), g.pdf(x), rtol=DENSITY_RTOL)
+    assert g.support() == pytest.approx((lo, hi), rel=EDGE_RTOL)
+
+
+@pytest.mark.parametrize("case", HEAD_AVERAGE, ids=[c["name"] for c in HEAD_AVERAGE])
+def test_head_average_law_matches_the_reference(case):
+    """Single-head law at gamma_eff = kv_groups gamma_k / heads (eq. (9.19))."""
+    law = freeattn.head_average_law(float(case["beta"]), heads=case["heads"],
+                                    gamma_k=float(eval(case["gamma_k"])),
+                                    kv_groups=case["kv_groups"])
+    edges = _floats(case["intervals"])
+    np.testing.assert_allclose(np.array(law.intervals()), edges, rtol=EDGE_RTOL, atol=1e-300)
+    dens = _floats(case["density"])
+    np.testing.assert_allclose(law.pdf(dens[:, 0]), dens[:, 1], rtol=DENSITY_RTOL, atol=0)
+    table = _floats(case["cdf_table"])
+    np.testing.assert_allclose(law.cdf(table[:, 0]), table[:, 1], rtol=0, atol=CDF_ATOL)
+
+
+def test_head_average_independent_and_shared_keys_differ_by_eq_9_20():
+    """sup |F_indep - F_shared| = 0.12884223918047 at x = 2.0339 (eq. (9.20), reference
+    at 20 digits), from the two laws' CDFs on a fine grid around the reference point."""
+    ref = REFERENCE["head_average_ks"][0]
+    indep = freeattn.head_average_law(1.0, heads=4, gamma_k=0.5)
+    shared = freeattn.head_average_law(1.0, heads=4, gamma_k=0.5, kv_groups=1)
+    at = float(ref["at"])
+    x = np.linspace(at - 1e-3, at + 1e-3, 2001)
+    diff = np.abs(indep.cdf(x) - shared.cdf(x))
+    assert diff.max() == pytest.approx(float(ref["ks"]), abs=1e-9)
+    grid = np.linspace(0.0, 21.0, 4001)
+    assert np.abs(indep.cdf(grid) - shared.cdf(grid)).max() <= diff.max() + 1e-9
+
+
+def test_head_average_gamma_follows_the_groups():
+    """eq. (9.19): gamma_eff = g gamma_k / h; the mean stays theta1 (eq. (5.11))."""
+    for g, eff in ((4, 0.5), (2, 0.25), (1, 0.125)):
+        law = freeattn.head_average_law(1.0, heads=4, gamma_k=0.5, kv_groups=g)
+        assert law.gamma == eff
+        assert law.mean() == pytest.approx(np.e - 1, rel=1e-13)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(heads=4.0), TypeError, "heads"),
+    (dict(heads=True), TypeError, "heads"),
+    (dict(heads=0), ValueError, "heads"),
+    (dict(heads=65), ValueError, "heads"),
+    (dict(kv_groups=3), ValueError, "kv_groups must divide heads"),
+    (dict(kv_groups=2.0), TypeError, "kv_groups"),
+    (dict(kv_groups=0), ValueError, "kv_groups"),
+    (dict(gamma_k=float("nan")), ValueError, "gamma_k"),
+    (dict(gamma_k=0.0), ValueError, "gamma_k"),
+    (dict(gamma_v=1e3), ValueError, "gamma_v"),
+    (dict(gamma_o=-1.0), ValueError, "gamma_o"),
+    (dict(gamma_o="1"), TypeError, "gamma_o"),
+    (dict(gamma_o=True), TypeError, "gamma_o"),
+    (dict(gamma_v=1.0, gamma_o=1.0), ValueError, "hard edge"),
+    (dict(beta=float("nan")), ValueError, "beta"),
+    (dict(beta=5.0), ValueError, "beta"),
+    (dict(options=1), TypeError, "options"),
+])
+def test_multihead_law_bad_input(kwargs, error, words):
+    """Bad input raises a TypeError/ValueError naming the argument and its range."""
+    args = dict(beta=1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0)
+    args.update(kwargs)
+    beta = args.pop("beta")
+    with pytest.raises(error, match=words):
+        freeattn.multihead_law(beta, **args)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(heads=2.5), TypeError, "heads"),
+    (dict(kv_groups=3), ValueError, "kv_groups must divide heads"),
+    (dict(gamma_k=float("nan")), ValueError, "gamma_k"),
+    (dict(gamma_k=1e-5), ValueError, "gamma_k"),
+])
+def test_head_average_law_bad_input(kwargs, error, words):
+    args = dict(heads=4, gamma_k=0.5)
+    args.update(kwargs)
+    with pytest.raises(error, match=words):
+        freeattn.head_average_law(1.0, **args)
+
+
+def test_hard_edge_rule():
+    """Ties of the smallest of 1, gamma_v, gamma_o (square factors) give a hard edge."""
+    assert has_hard_edge(4, 0.5, 0.5) and has_hard_edge(4, 1.0, 2.0)
+    assert has_hard_edge(4, 2.0, 1.0) and has_hard_edge(1, 1.5, 2.0)
+    assert not has_hard_edge(4, 0.5, 1.0) and not has_hard_edge(4, 2.0, 2.0)
+    assert not has_hard_edge(1, 0.5, 2.0)
