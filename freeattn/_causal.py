@@ -24,8 +24,7 @@ Public functions (all vectorized in their point argument):
   the upper edge, from the critical points of the real solution branch
   (eq. (10.17));
 - :func:`causal_moments` -- exact moments from the expansion at infinity
-  (eq. (10.16));
-- :func:`causal_log_end` -- the logarithmic behaviour at 0 (eq. (10.18)).
+  (eq. (10.16)).
 
 The module does no I/O and no plotting.
 """
@@ -52,7 +51,6 @@ __all__ = [
     "causal_support",
     "causal_edge",
     "causal_moments",
-    "causal_log_end",
 ]
 
 # --------------------------------------------------------------------------- #
@@ -984,7 +982,6 @@ def _solve_vertical(solver, x, y, x_is_log=False):
     in ``log eta``), finishing with ``eta = y`` (for ``y = 0`` the boundary
     value from above).  Returns ``(sigma, kappa, grid)``.
     """
-    system = solver.system
     edge = solver.top_fold().edge
     eta0 = STIELTJES_ETA0 * max(abs(x), edge)
     if y >= eta0:
@@ -997,7 +994,6 @@ def _solve_vertical(solver, x, y, x_is_log=False):
     if not ok:
         raise ConvergenceError(f"no solution at the continuation start z={z0!r}", point=z0)
     hist = [(np.log(eta0), sig, kap, grid)]
-    t_end = np.log(y) if y > 0 else None
     t = np.log(eta0)
     step = 0.3
     # below eta_floor the solution equals its boundary value to ~eps**(1/2)
@@ -1058,7 +1054,6 @@ def _log_potential(system, st, grid, log_mz):
     """
     a2, b2, gamma = system.a2, system.b2, system.gamma
     full = _mirror(grid)
-    M = grid.size
     kap = st.kap
     f = a2 + 2.0 * b2 * st.sig
     dpsi = f / kap[:, None]

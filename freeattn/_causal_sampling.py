@@ -22,7 +22,7 @@ model, not by the randomness.  Their limiting law is
 import numpy as np
 
 from ._checks import MAX_FLOAT_BETA
-from ._models import Draw, Model, register_model
+from ._models import Draw, Model, _sample_linear, register_model
 from ._sampling import _check_sizes, squared_singular_values
 
 __all__ = [
@@ -169,16 +169,11 @@ def _sample_causal(draw):
 
 
 def _sample_causal_linear(draw):
-    """``Y_c = L * (beta S + alpha W)/sqrt(n)`` from the draw (theory eq. (10.3))."""
-    noise = draw.take("linear_noise")
-    noise *= draw.coefficients.alpha
-    scores = draw.take("scores")
-    scores *= draw.beta
-    noise += scores
-    del scores
-    noise[_upper_mask(draw.n)] = 0.0
-    noise /= np.sqrt(draw.n)
-    return noise
+    """``Y_c = L * (beta S + alpha W)/sqrt(n)`` from the draw (theory eq. (10.3)): the
+    linear model of eq. (7.6) with the causal mask."""
+    y = _sample_linear(draw)
+    y[_upper_mask(draw.n)] = 0.0
+    return y
 
 
 def causal_squared_law(beta, gamma):

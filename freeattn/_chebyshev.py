@@ -716,7 +716,6 @@ class Panel:
             return
         n = options.cheb_start_nodes
         values = None
-        prev_tail = np.inf
         while True:
             tau = first_kind_nodes(n)
             rho = (1.0 + tau) / 2.0
@@ -741,7 +740,6 @@ class Panel:
             if tail <= INVERSE_TAIL_RTOL or n >= options.cheb_max_nodes:
                 self._inverse = _chop(coef, INVERSE_TAIL_RTOL / 10)
                 return
-            prev_tail = tail
             n *= 3
 
     def quantile(self, t, options):

@@ -24,6 +24,7 @@ traceback.
 import argparse
 import dataclasses
 import fractions
+import math
 import os
 import sys
 
@@ -245,23 +246,33 @@ def _law_grid(law, args):
     return np.linspace(lower, upper, args.points)
 
 
-def _cmd_law(args, emit):
+def _curve_table(r, law, x, mp=None):
+    """Columns ``x, pdf, cdf`` (and ``mp_pdf, mp_cdf`` against ``mp``) and their table."""
     import numpy as np
 
+    columns = {"x": x, "pdf": law.pdf(x), "cdf": law.cdf(x)}
+    if mp is not None:
+        columns["mp_pdf"] = mp.pdf(x)
+        columns["mp_cdf"] = mp.cdf(x)
+    headers = list(columns)
+    table = r.Table(headers, np.column_stack(
+        [np.asarray(columns[h], dtype=float) for h in headers]).tolist())
+    return columns, table
+
+
+def _cmd_law(args, emit):
     fa, r = _library(), _render()
     coefficients = fa.linear_coefficients(args.beta)
     singular = fa.attention_law(args.beta, args.gamma)
     squared = singular.squared()
     law = squared if args.squared else singular
     variable = "lambda = s^2" if args.squared else "s"
-    x = _law_grid(law, args)
-    columns = {"x": x, "pdf": law.pdf(x), "cdf": law.cdf(x)}
+    mp = None
     if args.compare_mp:
         mp = fa.marchenko_pastur(coefficients.theta1, 1.0)
         if not args.squared:
             mp = fa.SingularValueLaw(mp)     # the law of s = sqrt(lambda)
-        columns["mp_pdf"] = mp.pdf(x)
-        columns["mp_cdf"] = mp.cdf(x)
+    columns, table = _curve_table(r, law, _law_grid(law, args), mp)
     norm = fa.operator_norm(args.beta, args.gamma)
     summary = {
         "beta": args.beta,
@@ -281,9 +292,6 @@ def _cmd_law(args, emit):
         "mp_norm": norm.mp_norm,
         "mp_squared_edge": norm.mp_squared_edge,
     }
-    headers = list(columns)
-    table = r.Table(headers, np.column_stack(
-        [np.asarray(columns[h], dtype=float) for h in headers]).tolist())
     intervals = summary["intervals"]
     facts = [
         ("theta1, theta2, alpha", ", ".join(_fmt(v) for v in (
@@ -316,8 +324,6 @@ def _cmd_law(args, emit):
 
 
 def _cmd_multihead(args, emit):
-    import numpy as np
-
     fa, r = _library(), _render()
     from ._multihead import mean_and_rank_matched_mp
 
@@ -325,12 +331,9 @@ def _cmd_multihead(args, emit):
     law = fa.multihead_law(args.beta, heads=args.heads, gamma_k=args.gamma_k,
                            gamma_v=args.gamma_v, gamma_o=args.gamma_o,
                            kv_groups=args.kv_groups)
-    x = _law_grid(law, args)
-    columns = {"x": x, "pdf": law.pdf(x), "cdf": law.cdf(x)}
     mp = mean_and_rank_matched_mp(law.beta, law.gamma_v, law.gamma_o)
-    if args.compare_mp:
-        columns["mp_pdf"] = mp.pdf(x)
-        columns["mp_cdf"] = mp.cdf(x)
+    columns, table = _curve_table(r, law, _law_grid(law, args),
+                                  mp if args.compare_mp else None)
     m1, m2 = law.mean(), law.moment(2)
     summary = {
         "beta": law.beta,
@@ -353,9 +356,6 @@ def _cmd_multihead(args, emit):
         "squared_edge": law.support()[1],
         "mp_squared_edge": mp.support()[1],
     }
-    headers = list(columns)
-    table = r.Table(headers, np.column_stack(
-        [np.asarray(columns[h], dtype=float) for h in headers]).tolist())
     facts = [
         ("theta1, theta2, alpha", ", ".join(_fmt(v) for v in (
             coefficients.theta1, coefficients.theta2, coefficients.alpha))),
@@ -414,7 +414,7 @@ def _cmd_causal(args, emit):
         pairs.append((f"cdf_on_gap{k}", mass))
     pairs += [("squared_edge", support.upper), ("norm", support.upper ** 0.5),
               ("noncausal_squared_edge", fa.operator_norm(args.beta, args.gamma).squared_edge),
-              ("dykema_haagerup_squared_edge", 2.718281828459045 * theta1),
+              ("dykema_haagerup_squared_edge", math.e * theta1),
               ("m1", moments[0]), ("m2", moments[1]), ("m3", moments[2]),
               ("cdf_at_1e-3_theta1", float(_causal.causal_cdf(args.beta, args.gamma,
                                                                1e-3 * theta1)))]

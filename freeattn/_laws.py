@@ -21,7 +21,6 @@ import numpy as np
 from ._checks import as_real_array, check_int
 from ._coefficients import linear_coefficients
 from ._elementary import MarchenkoPastur, marchenko_pastur
-from ._errors import ConvergenceError
 from ._subordination import sample_covariance
 from ._transforms import AffineLaw, SingularValueLaw
 

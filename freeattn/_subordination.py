@@ -34,11 +34,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._chebyshev import LogEnd, edge_power  # noqa: F401  (edge_power re-exported for tests)
+from ._chebyshev import LogEnd
 from ._cumulants import free_cumulants_to_moments, moments_to_free_cumulants, series_reversion
 from ._errors import ConvergenceError
 from ._law_base import SOFT, Interval, SpectralLaw
-from ._rational import (RationalTransform, batched_roots, cancel_common_roots, compose, hval,
+from ._rational import (batched_roots, cancel_common_roots, compose, hval,
                         padd, pmul, pscale, trim)
 
 __all__ = [
