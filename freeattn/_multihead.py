@@ -310,9 +310,19 @@ def _multihead(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, options):
     return MultiheadLaw(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, options)
 
 
+#: Largest degree of the tower's rational curve (``SolverOptions.max_rational_degree``).
+#: The curve of eq. (9.13) has degree 12 at ``beta = 1``; where the population
+#: is nearly a point mass (``beta >= 3``: ``theta2/theta1 < 1.2e-3``) the
+#: multiple roots of its factors no longer cancel in floating point and the
+#: degree reaches 17, above the engine's default 16, which would switch the
+#: outer level to the (much slower) generic solver.
+MULTIHEAD_MAX_RATIONAL_DEGREE = 24
+
+
 def _default_options(options):
     if options is None:
-        return DEFAULT_OPTIONS.with_(cheb_tail_rtol=MULTIHEAD_CHEB_TAIL_RTOL)
+        return DEFAULT_OPTIONS.with_(cheb_tail_rtol=MULTIHEAD_CHEB_TAIL_RTOL,
+                                     max_rational_degree=MULTIHEAD_MAX_RATIONAL_DEGREE)
     return check_options(options)
 
 

@@ -97,6 +97,28 @@ NEWTON_STALL_RATIO = 0.9
 #: leaf roots there are nearly double (error ~ sqrt(eps / distance)).
 NEAR_EDGE_RTOL = 1e-9
 
+#: Newton steps of the factored-tower polish of a selected root
+#: (:meth:`RationalSolver._polish_factored`); the polish starts within the
+#: branch tolerance of the root and converges in 2-4 steps.
+FACTORED_MAX_ITER = 8
+
+#: Largest relative move of a root by the factored polish: the root found from
+#: the coefficients is within about ``sqrt(branch_rtol)`` of the true one, and
+#: a larger move means Newton is heading for another root.
+FACTORED_MAX_MOVE = 1e-3
+
+#: Relative step of the central difference for ``Z''`` in the critical-point
+#: polish (:meth:`RationalSolver._polish_critical`): its truncation error
+#: (``~step**2``) and rounding (``~eps/step``) only slow the quasi-Newton
+#: iteration, whose fixed point is ``Z'(t) = 0`` to the rounding of ``Z'``.
+CRITICAL_DIFF_STEP = 1e-6
+
+#: How far (relative) the polish may move a rescue seed
+#: (:meth:`RationalSolver._rescue`): the seed, a root of the local quadratic
+#: model at a real root, is off by the model's cubic term; the branch test
+#: checks where Newton lands.
+RESCUE_MOVE = 0.1
+
 #: Exact moments of a free multiplicative convolution come from series
 #: reversion (eq. (8.5)), whose coefficients grow geometrically; beyond this
 #: order the moments come from quadrature of the representation.
@@ -621,6 +643,8 @@ class RationalSolver:
         self.den[:d.size] = d
         self.hard_edges = hard_edges
         self.scale = 1.0
+        #: Largest absolute edge of the support, once :meth:`support` has run.
+        self.extent = None
         #: ``polisher(tau, z, g)`` refines the outermost subordination point by
         #: Newton on ``Phi(tau) = z`` with the constituent's closed-form transform
         #: (set by the law when its constituent has one).
@@ -640,7 +664,52 @@ class RationalSolver:
         coeffs = coeffs[:top + 1]
         roots = batched_roots(coeffs)
         roots = self._newton(coeffs, roots + 1j * opts.root_nudge * np.abs(roots))
-        return self._select(roots, z)
+        t, g, bad, failed, message = self._select(roots, z)
+        if self.hard_edges is not None and self.extent is not None:
+            # Next to a hard edge at 0 the factored tower cancels too (its
+            # subordination points are small differences of large numbers), so
+            # a polished root there is not trustworthy: no rescue.
+            near = np.abs(z) <= NEAR_EDGE_RTOL * self.extent
+            if (failed & near).any():
+                raise ConvergenceError(message[0], **message[1])
+            bad &= ~near
+        if bad.any():
+            t[bad], g[bad] = self._rescue(roots[:, bad], z[bad])
+        return t, g
+
+    def _rescue(self, roots, z):
+        """The branch where the coefficient roots did not give it (theory eqs. (8.10), (8.20)).
+
+        The expanded polynomial ``N - z D`` of a tall tower can lose most of
+        its digits where its roots spread over several orders of magnitude
+        (a relative residual of 1e-4 next to the lower edge of the multi-head
+        law at ``beta = 0.1``, theory section 9.11): a complex root pair close
+        to the real axis then appears as two real roots, and no candidate is
+        on the Stieltjes branch, or only a real root on which some level
+        decreases (a density of 0 inside the support).  Every root is polished
+        on the factored tower, and every real root ``r`` also seeds Newton at
+        both roots of the local quadratic model
+        ``Z(r) + Z'(r) e + Z''(r) e**2/2 = z`` (``Z''`` by a central
+        difference): next to a nearly double root the model's roots are the
+        complex pair to within its cubic term.
+        """
+        polished = self._polish_factored(roots, z[None, :], max_move=RESCUE_MOVE)
+        realish = np.isfinite(polished) & (
+            np.abs(polished.imag) <= self.options.real_root_rtol * 1e3 * np.abs(polished))
+        r = np.where(realish, polished.real, np.nan) + 0j
+        h = CRITICAL_DIFF_STEP * np.abs(r)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            zs, _, dzs, _ = self.curve.stages(r)
+            d2 = (self.curve.stages(r + h)[2][-1] - self.curve.stages(r - h)[2][-1]) / (2 * h)
+            # Z(r) + Z'(r) e + Z''(r) e**2/2 = z: both roots e of the local quadratic (8.20).
+            disc = np.sqrt(dzs[-1] ** 2 - 2.0 * d2 * (zs[-1] - z[None, :]))
+            seeds = [self._polish_factored(r + (-dzs[-1] + sign * disc) / d2, z[None, :],
+                                           max_move=RESCUE_MOVE)
+                     for sign in (1.0, -1.0)]
+        t, g, _, failed, message = self._select(np.concatenate([polished] + seeds), z)
+        if failed.any():
+            raise ConvergenceError(message[0], **message[1])
+        return t, g
 
     def _newton(self, coeffs, t):
         """Polish roots by Newton's method, point by point until each step is a few ulps.
@@ -706,6 +775,7 @@ class RationalSolver:
                                                     gs[k][sel])
                 ok &= mism <= np.sqrt(opts.branch_rtol)
         real = ok & (np.abs(score) <= opts.real_root_rtol * 1e3)
+        decreasing = np.zeros(ok.shape, dtype=bool)
         if real.any():
             # Off the support only real roots remain; the Stieltjes value is the one on
             # which every level increases (eq. (8.11)).
@@ -714,25 +784,85 @@ class RationalSolver:
             increasing = np.all(np.stack(dzr).real > 0, axis=0) & self.curve.partner_valid(
                 zr, gr, opts.branch_rtol)
             score = np.where(real, np.where(increasing, 0.0, -1.0), score)
+            decreasing = real & ~increasing
         score = np.where(ok, score, -np.inf)
         idx = np.argmax(score, axis=0)
         cols = np.arange(z.size)
-        best_ok = ok[idx, cols]
-        if not best_ok.all():
-            k = int(np.argmin(best_ok))
-            raise ConvergenceError(
+        failed = ~ok[idx, cols]
+        message = None
+        if failed.any():
+            k = int(np.argmax(failed))
+            message = (
                 f"no root of the subordination equation is on the Stieltjes branch at "
                 f"z={z[k]!r}: best relative residual {res[:, k].min():.3e} (tolerance "
                 f"{opts.branch_rtol:.1e}), largest min Im(subordination point)/|.| "
                 f"{np.max(np.where(res[:, k] < opts.branch_rtol, score[:, k], -np.inf)):.3e}",
-                point=z[k], residual=float(res[:, k].min()), tolerance=opts.branch_rtol,
-                iterations=opts.newton_max_iter)
+                dict(point=z[k], residual=float(res[:, k].min()), tolerance=opts.branch_rtol,
+                     iterations=opts.newton_max_iter))
         t = roots[idx, cols]
         g = gs[-1][idx, cols]
-        if self.polisher is not None:
+        good = ~failed
+        t[good], g[good] = self._polish_factored(t[good], z[good], g[good])
+        if self.polisher is not None and good.any():
             tau = zs[-2][idx, cols]
-            g = self.polisher(tau, z, g)
-        return t, g
+            g[good] = self.polisher(tau[good], z[good], g[good])
+        return t, g, failed | (good & decreasing[idx, cols]), failed, message
+
+    def _polish_factored(self, t, z, g=None, max_move=FACTORED_MAX_MOVE):
+        """Newton on ``Z(t) = z`` with the tower evaluated level by level (theory eq. (8.10)).
+
+        The expanded polynomial ``N - z D`` of a tall tower can lose many digits
+        to cancellation among its coefficients (7 of them next to the lower edge
+        of the multi-head law at small ``beta``, theory section 9.11), so its
+        roots, polished on the coefficients, miss ``Z(t) = z`` by up to the
+        branch tolerance.  The factored stages keep ``Z`` and ``Z'`` to a few
+        ulps; Newton on them restores the root.  A root keeps its value when a
+        step grows or would move it by more than ``max_move`` relative
+        (Newton heading for another root; ``max_move`` broadcasts to ``t``);
+        with ``g`` given (the selected branch) also when a step would flip the
+        sign of ``Im G`` or move a subordination point below the real axis.
+
+        ``t`` has any shape and ``z`` broadcasts to it; returns ``t`` (and the
+        polished ``G`` when ``g`` is given).
+        """
+        shape = t.shape
+        t = np.array(t, dtype=complex).ravel()
+        z = np.broadcast_to(z, shape).ravel()
+        t0 = t.copy()
+        move = np.broadcast_to(max_move, shape).ravel()
+        gout = None if g is None else np.array(g, dtype=complex).ravel()
+        active = np.isfinite(t) & (t != 0)
+        last = np.full(t.shape, np.inf)
+        for _ in range(FACTORED_MAX_ITER):
+            idx = np.nonzero(active)[0]
+            if idx.size == 0:
+                break
+            ta = t[idx]
+            zs, gs, dzs, _ = self.curve.stages(ta)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                step = (zs[-1] - z[idx]) / dzs[-1]
+            size = np.abs(step)
+            tn = ta - step
+            ok = (np.isfinite(step) & (size < NEWTON_STALL_RATIO * last[idx])
+                  & (np.abs(tn - t0[idx]) <= move[idx] * np.abs(t0[idx])))
+            if gout is not None and ok.any():
+                zn, gn, _, _ = self.curve.stages(tn[ok], derivatives=False)
+                gn = gn[-1]
+                # The branch (eq. (8.10)): Im G <= 0 and every subordination point in
+                # the closed upper half-plane; a step must not leave it.
+                rtol = self.options.branch_rtol
+                keep = np.isfinite(gn) & (gn.imag <= rtol * np.abs(gn))
+                for zk in [tn[ok]] + zn[:-1]:
+                    keep &= zk.imag >= -rtol * np.abs(zk)
+                gout[idx[ok][keep]] = gn[keep]
+                ok[np.nonzero(ok)[0][~keep]] = False
+            t[idx[ok]] = tn[ok]
+            last[idx] = size
+            done = ~ok | (size <= self.options.newton_rtol * np.abs(ta))
+            active[idx[done]] = False
+        if gout is None:
+            return t.reshape(shape)
+        return t.reshape(shape), gout.reshape(shape)
 
     # -- the support ---------------------------------------------------------------------
     def support(self):
@@ -741,7 +871,12 @@ class RationalSolver:
         n, d, a, b = curve.polys[-1]
         crit_poly = trim(padd(pmul(_P.polyder(n) if n.size > 1 else [0.0], d),
                               -pmul(n, _P.polyder(d) if d.size > 1 else [0.0])))
-        crit = _real_roots(crit_poly)
+        raw = _real_roots(crit_poly)
+        crit = self._polish_critical(raw)
+        # Multiplicities (eq. (8.13)) are counted among the coefficient roots,
+        # next to each polished point's unpolished origin.
+        origin = dict(zip(crit.tolist(), raw.tolist()))
+        crit = np.sort(crit)
         crit_c, crit_m = _cluster(crit)
         poles = []
         for (nk, dk, ak, bk) in curve.polys:
@@ -795,10 +930,55 @@ class RationalSolver:
             lo, hi = left[1], right[0]
             if hi - lo <= self.options.edge_merge_rtol * max(abs(lo), abs(hi), _TINY):
                 continue                                      # an atom or a closed gap
-            e_lo = self._exponent(left[3], all_crit, a_roots, b_roots, lo)
-            e_hi = self._exponent(right[2], all_crit, a_roots, b_roots, hi)
+            e_lo = self._exponent(origin.get(float(left[3]), left[3]), all_crit, a_roots,
+                                  b_roots, lo)
+            e_hi = self._exponent(origin.get(float(right[2]), right[2]), all_crit, a_roots,
+                                  b_roots, hi)
             intervals.append([float(lo), float(hi), e_lo, e_hi])
+        if intervals:
+            self.extent = max(max(abs(iv[0]), abs(iv[1])) for iv in intervals)
         return _snap_hard_edge(intervals, self.hard_edges, self.options)
+
+    def _polish_critical(self, crit):
+        """Critical points of ``Z`` refined on the factored tower (theory eq. (8.12), section 8.4).
+
+        The roots of ``N' D - N D'`` carry the cancellation of the expanded
+        coefficients (a relative 6e-8 at the lower edge of the multi-head law
+        at ``beta = 0.1``); Newton on ``Z'(t) = 0`` with ``Z'`` from the stages
+        and ``Z''`` by a central difference of step ``CRITICAL_DIFF_STEP``
+        (relative) restores them to a few ulps of ``Z'``.  A point keeps its
+        value when a step does not reduce ``|Z'|`` or would move it by more
+        than ``RESCUE_MOVE`` relative or half-way to another critical point
+        (a relative 1.5e-2 at ``beta = 0.05``).
+        """
+        crit = np.array(crit, dtype=float)
+        if crit.size == 0:
+            return crit
+        # A point may move by up to RESCUE_MOVE relative, but not half-way to
+        # another critical point (Newton must not trade one for another).
+        limit = RESCUE_MOVE * np.abs(crit)
+        if crit.size > 1:
+            gaps = np.abs(crit[:, None] - crit[None, :]) + np.diag(np.full(crit.size, np.inf))
+            limit = np.minimum(limit, 0.5 * gaps.min(axis=1))
+
+        def dz(t):
+            return self.curve.stages(t.astype(complex))[2][-1].real
+
+        t = crit.copy()
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            d0 = np.abs(dz(t))
+            for _ in range(FACTORED_MAX_ITER):
+                h = CRITICAL_DIFF_STEP * np.maximum(np.abs(t), _TINY)
+                d2 = (dz(t + h) - dz(t - h)) / (2.0 * h)
+                tn = t - dz(t) / d2
+                dn = np.abs(dz(tn))
+                ok = (np.isfinite(tn) & np.isfinite(dn) & (dn < d0)
+                      & (np.abs(tn - crit) <= limit))
+                if not ok.any():
+                    break
+                t = np.where(ok, tn, t)
+                d0 = np.where(ok, dn, d0)
+        return t
 
     def _valid(self, t):
         """Whether every level increases at each real leaf point (eq. (8.11))."""
@@ -1214,6 +1394,16 @@ class SubordinationLaw(SpectralLaw):
                     f"rounding (edge_merge_rtol {self.options.edge_merge_rtol:.1e})")
             ivs = (Interval(0.0, first.hi, first.lo_exponent, first.hi_exponent),) + \
                 tuple(ivs[1:])
+        if not ivs:
+            # A law without a continuous part is all atoms: otherwise the support
+            # search missed its bands.
+            atom_mass = float(np.sum(self.level.atoms(self.constituent)[1]))
+            if atom_mass < 1.0 - self.options.mass_atol:
+                raise ConvergenceError(
+                    f"found no support interval, but the atoms carry only {atom_mass!r} of "
+                    f"the mass (missing {1.0 - atom_mass:.3e} > mass_atol "
+                    f"{self.options.mass_atol:.1e}): the critical points of the tower were "
+                    f"not resolved (eq. (8.12))")
         return ivs
 
     def _atoms(self):

@@ -255,10 +255,23 @@ class SingularValueLaw(SpectralLaw):
         # s f_s(s) = 2 s**2 f(s**2) = 2 [x f(x)] at log x = 2 log s
         return 2.0 * self._sq._log_end_density(2.0 * np.asarray(t))
 
-    def _pdf_closed(self, s):
-        out = np.zeros(s.shape)
+    def _square(self, s):
+        """``s**2``, with each edge of this law mapped to its squared law's edge exactly.
+
+        ``sqrt(hi)**2`` can round to a point an ulp inside ``hi``, where a soft
+        edge's density is the square root of rounding noise; the edge itself
+        has density 0 (or its edge value).
+        """
         with np.errstate(under="ignore", over="ignore"):
             sq = s * s
+        for iv in self._sq.interval_details():
+            for edge in (iv.lo, iv.hi):
+                sq = np.where(s == math.sqrt(edge), edge, sq)
+        return sq
+
+    def _pdf_closed(self, s):
+        out = np.zeros(s.shape)
+        sq = self._square(s)
         pos = (s > 0) & (sq > 0) & (s <= math.sqrt(self._sq.support()[1]))
         if pos.any():
             out[pos] = 2.0 * s[pos] * np.asarray(self._sq.pdf(sq[pos]), dtype=float)
@@ -276,7 +289,7 @@ class SingularValueLaw(SpectralLaw):
         return out
 
     def _pdf_scalar(self, s):
-        sq = s * s
+        sq = float(self._square(np.float64(s)))
         if s > 0 and sq > 0 and s <= math.sqrt(self._sq.support()[1]):
             return 2.0 * s * self._sq._pdf_scalar(sq)
         return float(self._pdf_closed(np.array([s]))[0])

@@ -121,12 +121,10 @@ def law_of(case_id):
 # Known engine bugs: (check, law id) -> reason.  Each runs as xfail(strict=True).
 # --------------------------------------------------------------------------- #
 
-_LOOSE_REP = ("sample_covariance(attention_law(1, 1).squared(), 0.5): representation_error 8.6e-11, "
-              "pdf vs CDF increments differ by 4e-13")
-
-KNOWN_FAILURES = {
-    ("mass", "samplecov_of_attention"): _LOOSE_REP,
-}
+# Empty since the factored polish of the rational solver (theory section 8.4) brought
+# sample_covariance(attention_law(1, 1).squared(), 0.5) from a representation error
+# of 1.1e-11 (degree-220 panels) to 1.2e-16 (degree 68).
+KNOWN_FAILURES = {}
 
 
 def over_laws(check, ids=None):

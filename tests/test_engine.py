@@ -98,7 +98,8 @@ def test_branch_selection_eq_5_7_eq_8_10():
     has every subordination point in the closed upper half-plane and solves the
     equation; every other root has a subordination point below the axis or is
     not a root of the true-branch equation; with the admissible root removed the
-    selection raises ConvergenceError quoting the residual."""
+    selection reports the point as failed, with the ConvergenceError message quoting
+    the residual."""
     law = _attention_normalized(0.9, 0.1)
     solver = law._solver
     assert isinstance(solver, RationalSolver)
@@ -115,9 +116,13 @@ def test_branch_selection_eq_5_7_eq_8_10():
         best_stages = solver.curve.stages(np.array([t_best[k]]), derivatives=False)[0]
         assert all(np.imag(s[0]) >= -1e-12 * abs(s[0]) for s in best_stages[:-1])
     wrong = np.stack([roots[:, 1][np.abs(roots[:, 1] - t_best[1]) > 1e-6]]).T
+    _, _, bad, failed, message = solver._select(wrong, zz[1:2])
+    assert bad.all() and failed.all()
+    text, details = message
+    assert "residual" in text and details["residual"] is not None
     with pytest.raises(ConvergenceError, match="residual") as info:
-        solver._select(wrong, zz[1:2])
-    assert info.value.residual is not None
+        raise ConvergenceError(text, **details)
+    assert info.value.residual == details["residual"]
 
 
 def test_free_cumulants_eq_5_8_5_9_narayana_eq_5_10():
@@ -504,3 +509,98 @@ def test_cdf_next_to_an_edge_eq_8_19():
     grid = -2.0 + 4.0 * np.geomspace(1e-15, 1e-2, 200)
     assert np.all(np.diff(law.cdf(grid)) >= 0)
     assert np.all(np.diff(law.sf(-grid)) >= 0)
+
+
+def _multihead_tower(beta):
+    """The innermost rational tower of the multi-head law (theory eq. (9.13)) at the
+    geometry of theory section 9.10 (heads 4, gamma_k = gamma_v = 0.5, gamma_o = 1)."""
+    from freeattn._multihead import _default_options, engine_form
+
+    law = engine_form(beta, 4, 0.5, 0.5, 1.0, _default_options(None))
+    while not isinstance(law, SubordinationLaw):
+        law = law.base
+    assert isinstance(law._solver, RationalSolver)
+    return law
+
+
+def _mp_curve(curve):
+    """``Z(t)`` of a rational tower with a Marchenko-Pastur leaf, in mpmath (eq. (8.6))."""
+    import mpmath
+
+    p, q = mpmath.mpf(curve.leaf_law.p), mpmath.mpf(curve.leaf_law.q)
+    levels = [level.mp(mpmath) for level in curve.levels]
+
+    def z_of(t):
+        z, g = t * (t + p) / (t - q), 1 / t
+        for level in levels:
+            z, g = level(z, g)
+        return z
+    return z_of
+
+
+def test_factored_polish_and_rescue_eq_8_10_eq_8_20():
+    """Theory section 8.4, eq. (8.20): next to the lower edge of the multi-head tower at
+    beta = 0.1 the roots of the expanded polynomial are off the branch (the selection
+    flags the points), the rescued solve matches the mpmath subordination solve (40 dps)
+    to 1e-10 relative in the density (measured 8e-12), and the local quadratic model
+    (8.20) at the nearest real coefficient root lands at least 10 times closer to the
+    branch root than that root (measured: 310 times closer)."""
+    import mpmath
+
+    from freeattn._rational import batched_roots
+    from freeattn._subordination import CRITICAL_DIFF_STEP
+
+    law = _multihead_tower(0.1)
+    solver = law._solver
+    (lo, hi), = law.intervals()
+    for d in (1e-8, 1e-7, 1e-4):
+        x = np.array([lo + d * (hi - lo) + 0j])
+        coeffs = solver.num[:, None] - x[None, :] * solver.den[:, None]
+        roots = solver._newton(coeffs, batched_roots(coeffs))
+        _, _, bad, _, _ = solver._select(roots, x)
+        t, g = solver.solve(x)
+        with mpmath.workdps(40):
+            ref = -float(law._mp_stieltjes(mpmath.mpf(x[0].real) + mpmath.mpf(10) ** -35 * 1j)
+                         .imag)
+        assert -g[0].imag == pytest.approx(ref, rel=1e-10)
+        if d > 1e-6:
+            continue
+        assert bad.all()                    # the coefficient roots alone miss the branch
+        if d > 1e-8:
+            continue
+        # At d = 1e-8 the branch root's complex pair appears as two real roots.
+        col = roots[:, 0]
+        real = col[np.abs(col.imag) <= 1e-9 * np.abs(col)].real
+        r = real[np.argmin(np.abs(real - t[0].real))] + 0j
+        h = CRITICAL_DIFF_STEP * abs(r)
+        zs, _, dzs, _ = solver.curve.stages(np.array([r]))
+        d2 = (solver.curve.stages(np.array([r + h]))[2][-1]
+              - solver.curve.stages(np.array([r - h]))[2][-1]) / (2 * h)
+        disc = np.sqrt(dzs[-1] ** 2 - 2 * d2 * (zs[-1] - x))
+        seeds = r + (-dzs[-1] + np.array([1.0, -1.0]) * disc) / d2
+        assert np.min(np.abs(seeds - t[0])) <= 0.1 * abs(r - t[0])
+
+
+def test_critical_points_are_polished_on_the_factored_tower_eq_8_12():
+    """eq. (8.12), theory section 8.4: at beta = 0.05 the lower edge of the multi-head
+    tower is the critical value of Z found by mpmath.findroot on Z'(t) = 0 at 40 digits
+    (rtol 1e-13), where the nearest root of the expanded N'D - ND' alone would put it
+    more than 1e-6 relative away (measured 9.4e-5)."""
+    import mpmath
+
+    from freeattn._subordination import _P, _real_roots, padd, pmul, trim
+
+    law = _multihead_tower(0.05)
+    solver = law._solver
+    lo = law.intervals()[0][0]
+    n, d = solver.curve.polys[-1][:2]
+    raw = _real_roots(trim(padd(pmul(_P.polyder(n), d), -pmul(n, _P.polyder(d)))))
+    z_of = _mp_curve(solver.curve)
+    values = solver.curve.z_of(raw.astype(complex)).real
+    t_raw = raw[np.argmin(np.abs(values - lo))]
+    with mpmath.workdps(40):
+        t_crit = mpmath.findroot(lambda t: mpmath.diff(z_of, t), mpmath.mpf(t_raw))
+        edge = float(z_of(t_crit))
+        raw_edge = float(z_of(mpmath.mpf(t_raw)))
+    assert lo == pytest.approx(edge, rel=1e-13)
+    assert abs(raw_edge - edge) > 1e-6 * edge

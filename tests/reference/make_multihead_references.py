@@ -5,7 +5,9 @@ Run from the repository root:
     python tests/reference/make_multihead_references.py
 
 It writes ``tests/reference/multihead_references.json`` (decimal strings, the
-working precision and this command).  Nothing here imports freeattn.
+working precision and the commands that produced it).  With
+``--cases name,name,...`` it computes only those cases and merges them into the
+existing file (see ``main``).  Nothing here imports freeattn.
 
 The law of the ``n`` eigenvalues of ``MHA_perp MHA_perp^T`` is the nested
 compound free Poisson law of theory eqs. (9.6)-(9.9),
@@ -75,6 +77,12 @@ MULTIHEAD_CASES = [
     # (gamma_V < gamma_O; swapping them gives the next case scaled by 1/2)
     ("mc_issue", "1", 4, "0.5", "0.5", "1", 4, True),
     ("gamma_o_below_1", "1", 4, "0.5", "1", "0.5", 2, True),
+    # The issue's geometry at small and large inverse temperature: the population
+    # H = alpha^2 + beta^2 MP(1, 8) has its atom of mass 7/8 close to 0 relative to its
+    # band (beta = 0.25: atom at 0.0020, band [0.21, 0.92]) or is nearly a point mass
+    # (beta = 3: atom at 8093, band [8123, 8225]).
+    ("cold_issue", "0.25", 4, "0.5", "0.5", "1", 4, False),
+    ("hot_issue", "3", 4, "0.5", "0.5", "1", 4, False),
     # The cases below are not in the committed JSON (its "command" lists the cases run).
     # More heads, wide values, narrow output (gamma_o < gamma_v / heads < 1): a run with
     # it finished this case (agreement of (a) and (b): edges 7.9e-41, densities 5.1e-39,
@@ -722,21 +730,42 @@ def ks_distance(recs):
 
 
 def main(argv=None):
-    """Compute the cases named by ``--cases a,b,...`` (default: all) and write the JSON."""
+    """Compute the cases named by ``--cases a,b,...`` (default: all) and write the JSON.
+
+    Without ``--cases`` the file is written afresh.  With ``--cases`` the new
+    records are merged into the existing file: a record of the same name is
+    replaced and all others are kept; a Kolmogorov distance is recomputed (and
+    replaces that of the same pair) only when both of its laws are in the run;
+    ``command`` lists the commands that produced the file, oldest first.
+    """
     args = sys.argv[1:] if argv is None else argv
     selected = None
     if args[:1] == ["--cases"] and len(args) == 2:
         selected = set(args[1].split(","))
+        unknown = selected - {case[0] for case in MULTIHEAD_CASES + HEAD_AVERAGE_CASES}
+        if unknown:
+            raise SystemExit(f"unknown cases: {', '.join(sorted(unknown))}")
     elif args:
         raise SystemExit("usage: make_multihead_references.py [--cases name,name,...]")
     command = "python tests/reference/make_multihead_references.py" + (
         f" --cases {args[1]}" if selected else "")
     t0 = time.time()
     out = {"dps": DPS, "agree_digits": AGREE_DIGITS, "cdf_dps": CDF_DPS,
-           "command": command,
+           "command": [],
            "conventions": "laws of eigenvalues (squared singular values); G(z) = int dF(x)/(z - x); "
                           "density of the continuous part at x; 'density' rows are [x, (a), (b)]",
-           "multihead": [], "head_average": []}
+           "multihead": [], "head_average": [], "head_average_ks": []}
+    if selected is not None and _path().exists():
+        old = json.loads(_path().read_text())
+        for key in ("dps", "agree_digits", "cdf_dps"):
+            if old[key] != out[key]:
+                raise SystemExit(f"{_path().name} has {key} = {old[key]}, this script "
+                                 f"{out[key]}: recompute all cases (no --cases)")
+        out.update(old)
+        if isinstance(old["command"], str):
+            out["command"] = [old["command"]]
+    out["command"] = out["command"] + [command]
+    fresh = {}      # head-average records of this run, with the laws for ks_distance
     with mpmath.workdps(DPS):
         for name, beta, heads, gk, gv, go, groups, with_cdf in MULTIHEAD_CASES:
             if selected is not None and name not in selected:
@@ -747,7 +776,7 @@ def main(argv=None):
                    "gamma_o": go, "kv_groups": groups}
             rec.update(build(lam_k, levels, beta, atom, with_cdf))
             rec.pop("_series"), rec.pop("_dens")
-            out["multihead"].append(rec)
+            _replace(out["multihead"], rec, "name")
             _write(out)
             print(f"{name}: {time.time() - t0:.0f} s, agreement {rec['agreement']}",
                   file=sys.stderr)
@@ -758,31 +787,40 @@ def main(argv=None):
             rec = {"name": name, "beta": beta, "heads": heads, "gamma_k": gk, "kv_groups": groups,
                    "gamma_effective": str(sp.Integer(groups) * sp.Rational(gk) / heads)}
             rec.update(build(lam_k, levels, beta, mpmath.mpf(0), True))
-            out["head_average"].append(rec)
-            _write({**out, "head_average": [{k: v for k, v in r.items() if not k.startswith("_")}
-                                            for r in out["head_average"]]})
+            fresh[name] = rec
+            _replace(out["head_average"], {k: v for k, v in rec.items() if not k.startswith("_")},
+                     "name")
+            _write(out)
             print(f"{name}: {time.time() - t0:.0f} s, agreement {rec['agreement']}",
                   file=sys.stderr)
-    by_name = {rec["name"]: rec for rec in out["head_average"]}
-    out["head_average_ks"] = []
-    with mpmath.workdps(DPS):
         for first, second in KS_PAIRS:
-            if first not in by_name or second not in by_name:
+            if first not in fresh or second not in fresh:
                 continue
-            ks, where = ks_distance([by_name[first], by_name[second]])
-            out["head_average_ks"].append({"laws": [first, second], "beta": by_name[first]["beta"],
-                                           "ks": nstr(ks, CDF_DPS - 5), "at": nstr(where, 20)})
+            ks, where = ks_distance([fresh[first], fresh[second]])
+            _replace(out["head_average_ks"],
+                     {"laws": [first, second], "beta": fresh[first]["beta"],
+                      "ks": nstr(ks, CDF_DPS - 5), "at": nstr(where, 20)}, "laws")
             print(f"KS {first} vs {second}: {mpmath.nstr(ks, 10)} at {mpmath.nstr(where, 8)}",
                   file=sys.stderr)
-    for rec in out["head_average"]:
-        rec.pop("_series"), rec.pop("_dens")
     _write(out)
+
+
+def _replace(records, rec, key):
+    """Put ``rec`` in place of the record of ``records`` with the same ``key``, or append it."""
+    keys = [r[key] for r in records]
+    if rec[key] in keys:
+        records[keys.index(rec[key])] = rec
+    else:
+        records.append(rec)
+
+
+def _path():
+    return Path(__file__).with_name("multihead_references.json")
 
 
 def _write(out):
     """Write the JSON (after every case, so that a long run keeps what it finished)."""
-    path = Path(__file__).with_name("multihead_references.json")
-    path.write_text(json.dumps(out, indent=1) + "\n")
+    _path().write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":
