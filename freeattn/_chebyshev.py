@@ -867,6 +867,15 @@ class _Task:
                 _Task(PanelMap(mid, hi, "smooth", 1), 0, *args)]
 
 
+#: Most panels a representation may use (:func:`_fit_all`).  Laws of the
+#: library need 2-31, and 208 next to a cusp (the attention law at ``gamma =
+#: 0.3`` within 1e-6 of the ``beta`` where its support splits, tests/test_laws.py);
+#: a density whose samples never converge would otherwise split every panel to
+#: ``panel_max_depth`` (the multi-head law at ``beta = 0.02`` ran for 8 minutes
+#: before failing).
+PANEL_BUDGET = 1024
+
+
 def _fit_all(density, tasks, options, log_density=None):
     """Fit every panel, all panels' new nodes in one density call per round.
 
@@ -930,6 +939,14 @@ def _fit_all(density, tasks, options, log_density=None):
                 else:
                     following.extend(task.children(options))
         tasks = following
+        if len(done) + len(tasks) > PANEL_BUDGET:
+            worst = max(tasks, key=lambda task: task.prev_tail)
+            raise ConvergenceError(
+                f"the density representation needs more than {PANEL_BUDGET} panels "
+                f"({len(done)} converged, {len(tasks)} still splitting, e.g. "
+                f"[{worst.map.lo!r}, {worst.map.hi!r}]): the density samples do not "
+                f"converge to cheb_tail_rtol {options.cheb_tail_rtol:.1e} (eq. (8.14))",
+                point=(worst.map.lo, worst.map.hi))
     done.sort(key=lambda p: p.lo)
     return done
 

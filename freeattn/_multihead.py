@@ -70,10 +70,12 @@ MULTIHEAD_CHEB_TAIL_RTOL = 1e-13
 
 
 #: Relative distance below which two of ``1, gamma_v, gamma_o`` count as equal
-#: for :func:`has_hard_edge`.  Closer than this, the soft lower edge of the law
-#: lies within about ``(tie)**2`` of 0 and the engine's tower has not been
-#: checked there (tests/test_multihead_law.py checks a tie of 5%).
-HARD_EDGE_TIE_RTOL = 1e-2
+#: (:func:`has_hard_edge`; :func:`check_multihead_args` then makes them equal).
+#: At a relative distance ``delta`` from a tie the soft lower edge lies within
+#: about ``delta**2`` of the scale from 0, so below ``1e-9`` the tie's law (hard
+#: edge at 0) differs from the given one by less than rounding of its CDF, and
+#: ratios such as ``0.1 * 5`` computed in floating point still count as ties.
+HARD_EDGE_TIE_RTOL = 1e-9
 
 
 def _real_scalar(value, name):
@@ -231,9 +233,48 @@ def companion_form(beta, heads, gamma_k, gamma_v, gamma_o, options):
                                     1.0 / gamma_o, options)
 
 
-#: The two formulations of the law, tried in this order (see :func:`multihead_tower`).
+def output_form(beta, heads, gamma_k, gamma_v, gamma_o, options):
+    """The law of eq. (9.21) in units of ``gamma_o theta1``: no atom inside the tower.
+
+    For ``gamma_o <= min(1, gamma_v)`` the non-zero eigenvalues are those of
+    the ``d_o x d_o`` Gram matrix, whose law
+    ``F_o = SC(SC(comp_{h/gamma_o}(SC(H, h/gamma_o)), gamma_o/gamma_v), gamma_o)/h``
+    has no atom (``comp`` removes the ``1 - gamma_o/h`` of ``SC(H, h/gamma_o)``
+    inside the rational tower), and ``F = comp_{gamma_o}(F_o)``.  A square factor
+    (``gamma_o = gamma_v`` or ``gamma_o = 1``) then gives an ``MP(1, 1)`` level
+    and the hard edge at 0 of eq. (9.22), which the towers with an atom inside
+    cannot resolve (the atom's pole swamps ``Im G`` next to 0).  For
+    ``gamma_v < gamma_o`` the two ratios are swapped: in units of
+    ``gamma_o theta1`` the law is symmetric in them (eq. (9.11)).
+    """
+    if gamma_v < gamma_o:
+        return output_form(beta, heads, gamma_k, gamma_o, gamma_v, options)
+    c = linear_coefficients(beta)
+    population = MarchenkoPastur(1.0, heads / gamma_k, options).affine(
+        c.alpha2 / c.theta1, c.theta2 / c.theta1)
+    t = heads / gamma_o
+    nu = _sample_covariance_level(population, t, options)
+    if t != 1.0:
+        nu = SubordinationLaw(CompanionLevel(t), nu, options)
+    gram = _sample_covariance_level(_sample_covariance_level(nu, gamma_o / gamma_v, options),
+                                    gamma_o, options)
+    law = affine(gram, 0.0, 1.0 / heads)
+    return law if gamma_o == 1.0 else law.zero_padded(gamma_o)
+
+
+#: The formulations of the law, tried in this order (see :func:`multihead_tower`);
+#: with a hard edge at 0 the output form goes first (:func:`_forms`).
 FORMS = (("engine form, eq. (9.13)", engine_form),
-         ("companion form, eq. (9.11)", companion_form))
+         ("companion form, eq. (9.11)", companion_form),
+         ("output form, eq. (9.21)", output_form))
+
+
+def _forms(heads, gamma_v, gamma_o):
+    """:data:`FORMS` in the order to try: the output form first where it is atom-free
+    and the law has a hard edge at 0 (theory section 9.11)."""
+    if has_hard_edge(heads, gamma_v, gamma_o) and min(gamma_v, gamma_o) <= 1.0:
+        return (FORMS[2],) + FORMS[:2]
+    return FORMS
 
 
 def multihead_tower(beta, heads, gamma_k, gamma_v, gamma_o, options):
@@ -250,7 +291,7 @@ def multihead_tower(beta, heads, gamma_k, gamma_v, gamma_o, options):
         If no formulation converges, quoting each one's error.
     """
     failures = []
-    for name, form in FORMS:
+    for name, form in _forms(heads, gamma_v, gamma_o):
         try:
             law = form(beta, heads, gamma_k, gamma_v, gamma_o, options)
             lo, hi = law.support()
@@ -348,14 +389,13 @@ def check_multihead_args(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups):
     gk = _check_per_head(gamma_k, "gamma_k", h)
     gv = _check_per_head(gamma_v, "gamma_v", h)
     go = _check_output(gamma_o)
-    if has_hard_edge(h, gv, go):
-        raise ValueError(
-            f"gamma_v={gamma_v!r}, gamma_o={gamma_o!r} (heads={h}) give a law with a hard "
-            f"edge at 0 (the smallest of 1, gamma_v, gamma_o is attained twice, or one head "
-            f"with gamma_v, gamma_o >= 1), which multihead_law does not compute yet; "
-            f"gamma_v and gamma_o must differ from each other and from 1 where they are the "
-            f"smallest by more than {HARD_EDGE_TIE_RTOL:g} relative (and heads=1 needs "
-            f"min(gamma_v, gamma_o) < 1)")
+    # Ties up to HARD_EDGE_TIE_RTOL are made exact (a square factor, eq. (9.22)).
+    if abs(gv - 1.0) <= HARD_EDGE_TIE_RTOL:
+        gv = 1.0
+    if abs(go - 1.0) <= HARD_EDGE_TIE_RTOL:
+        go = 1.0
+    if abs(gv - go) <= HARD_EDGE_TIE_RTOL * min(gv, go):
+        go = gv
     return b, h, gk, gv, go, g
 
 

@@ -119,6 +119,22 @@ CRITICAL_DIFF_STEP = 1e-6
 #: checks where Newton lands.
 RESCUE_MOVE = 0.1
 
+#: Relative tolerance for "the non-zero masses of a product and its factor
+#: agree" in the hard-edge rule of :meth:`SLevel.hard_edge` (masses are sums of
+#: atoms computed in floating point).
+HARD_EDGE_MASS_RTOL = 1e-12
+
+#: A first edge within this fraction of the upper edge from 0 is the structural
+#: hard edge at 0 (:func:`_snap_hard_edge`); measured offsets are 1e-17 to 1.2e-6.
+HARD_EDGE_SNAP_RTOL = 1e-4
+
+#: Points closer to a hard edge at 0 than this fraction of the support's
+#: extent are not rescued (:meth:`RationalSolver.solve`): there the factored
+#: tower cancels too (at 3e-22 of the extent the square attention law's tower
+#: gave a root on another sheet), while the representation of a multi-head law
+#: with a square factor samples its density down to 2e-10 of the extent.
+HARD_EDGE_RESCUE_RTOL = 1e-13
+
 #: Exact moments of a free multiplicative convolution come from series
 #: reversion (eq. (8.5)), whose coefficients grow geometrically; beyond this
 #: order the moments come from quadrature of the representation.
@@ -300,26 +316,43 @@ class SLevel:
         return multiplicative_moments(self.partner, constituent, kmax)
 
     def hard_edge(self, constituent):
-        """Exponent of the density at 0 when ``S`` has a pole at ``w = -1`` (eq. (8.13))."""
-        den = self.transform.den
+        """Exponent of the continuous density at 0 from the poles of ``S`` (eq. (8.13)).
+
+        With ``r = 1 - nu({0})`` the non-zero mass of the result ``nu``,
+        ``psi_nu`` tends to ``-r`` at the lower end of the support, where a pole
+        of order ``p`` of ``S_nu = S_a S_b`` gives the density
+        ``x**(-k/(k + 1))``, ``k = p - [r < 1]`` (an atom at 0 accounts for one
+        order: ``MP(1, c)``, ``c > 1``, has a simple pole at ``-1/c`` and a soft
+        edge).  The partner contributes the order of its ``S`` at ``-r``; the
+        constituent contributes only when its own non-zero mass is ``r``: one
+        for its atom at 0 if it has one, and ``j`` for its own hard edge
+        ``x**(-j/(j + 1))``.  E.g. ``MP(1, 2) ⊠ MP(1, 2)`` (``r = 1/2``) has
+        ``k = 1``, the edge ``x**(-1/2)`` of a square factor.
+        """
+        loc, mass = self.atoms(constituent)
+        r = 1.0 - float(mass[loc == 0.0].sum())
+        if r <= HARD_EDGE_MASS_RTOL:
+            return None
         order = 0
-        p = den.copy()
-        while p.size > 1 and abs(_P.polyval(-1.0, p)) <= 1e-12 * np.abs(p).sum():
-            p = _deflate_exact(p, -1.0)
+        p = self.transform.den.copy()
+        while p.size > 1 and abs(_P.polyval(-r, p)) <= \
+                1e-12 * (np.abs(p) @ (r ** np.arange(p.size))):
+            p = _deflate_exact(p, -r)
             order += 1
-        if order == 0:
+        lb, mb = constituent.atoms()
+        rb = 1.0 - float(mb[lb == 0.0].sum())
+        if abs(rb - r) <= HARD_EDGE_MASS_RTOL * r:
+            order += int(rb < 1.0 - HARD_EDGE_MASS_RTOL)
+            ivs = constituent.interval_details()
+            if ivs and ivs[0].lo == 0.0 and isinstance(ivs[0].lo_exponent, LogEnd):
+                return None             # a logarithmic end (eq. (8.18)) has no power to add
+            if ivs and ivs[0].lo == 0.0 and ivs[0].lo_exponent < 0:
+                eta = Fraction(ivs[0].lo_exponent)
+                order += int(-eta / (1 + eta))
+        k = order - int(r < 1.0 - HARD_EDGE_MASS_RTOL)
+        if k <= 0:
             return None
-        loc, mass = constituent.atoms()
-        if (mass[loc == 0.0] > 0).any():
-            return None
-        # A constituent with its own hard edge x**(-j/(j+1)) at 0 adds j (eq. (8.13)).
-        ivs = constituent.interval_details()
-        if ivs and ivs[0].lo == 0.0 and isinstance(ivs[0].lo_exponent, LogEnd):
-            return None                 # a logarithmic end (eq. (8.18)) has no power to add
-        if ivs and ivs[0].lo == 0.0 and ivs[0].lo_exponent < 0:
-            eta = Fraction(ivs[0].lo_exponent)
-            order += int(-eta / (1 + eta))
-        return Fraction(-order, order + 1)
+        return Fraction(-k, k + 1)
 
     def mp(self, mpmath):
         s = self.transform.mp_callable(mpmath)
@@ -669,7 +702,7 @@ class RationalSolver:
             # Next to a hard edge at 0 the factored tower cancels too (its
             # subordination points are small differences of large numbers), so
             # a polished root there is not trustworthy: no rescue.
-            near = np.abs(z) <= NEAR_EDGE_RTOL * self.extent
+            near = np.abs(z) <= HARD_EDGE_RESCUE_RTOL * self.extent
             if (failed & near).any():
                 raise ConvergenceError(message[0], **message[1])
             bad &= ~near
@@ -1015,17 +1048,21 @@ def _snap_hard_edge(intervals, hard, options):
     """Put a lower edge that is 0 to rounding exactly at 0 (eq. (8.13)).
 
     With a structural hard edge (an S-level whose S-transform has a pole at
-    ``w = -1``) the edge at 0 is computed as ``Z(t)`` at a double zero and
-    comes out as ``+-1e-17`` instead of 0; it is set to 0 with the hard-edge
-    exponent.
+    ``w = -r``, :meth:`SLevel.hard_edge`) the edge at 0 is computed as ``Z(t)`` at a double zero and
+    comes out as ``+-1e-17`` instead of 0 (at a pole of order 2 of ``S``, as
+    ``-1e-6`` of the upper edge: ``Z`` has a triple critical point there); a
+    pole of ``S`` makes the density diverge at 0, so the support reaches 0 and
+    a first edge within ``HARD_EDGE_SNAP_RTOL`` of the upper edge is set to 0
+    with the hard-edge exponent.
     """
     if intervals:
         top = max(abs(iv[1]) for iv in intervals)
         first = intervals[0]
-        if hard is not None and abs(first[0]) <= options.edge_merge_rtol * top:
+        if hard is not None and abs(first[0]) <= HARD_EDGE_SNAP_RTOL * top:
             first[0] = 0.0
-            if not first[2] < 0:
-                first[2] = hard
+            # The structural exponent wins: with an atom at 0 the curve's rule
+            # (8.13) also counts the atom's pole of G.
+            first[2] = hard
     return tuple(Interval(lo, hi, elo, ehi) for lo, hi, elo, ehi in intervals)
 
 

@@ -502,8 +502,8 @@ class OutputReport:
         The ``n`` measured eigenvalues, ascending.
     law_error : str
         Why ``law`` is ``None`` although :func:`freeattn.multihead_law` exists
-        (it raised: e.g. ``n >= embed_dim``, where ``gamma_v = gamma_o <= 1`` is
-        the hard-edge case it does not compute); empty otherwise.
+        (it raised: a temperature or geometry its towers do not solve, theory
+        section 9.11); empty otherwise.
     """
 
     beta: float
@@ -611,8 +611,8 @@ def _output_report(params, centred):
                           gamma_v=params.gamma_v, gamma_o=params.gamma_o
                           ).scaled(params.output_scale)
         except (ValueError, ConvergenceError) as exc:
-            # e.g. n >= E: gamma_v = gamma_o <= 1 is the hard-edge case the
-            # multi-head law does not compute (theory section 9.11)
+            # a geometry or temperature the multi-head law's towers do not solve
+            # (theory section 9.11): reported instead of failing
             law_error = f"{type(exc).__name__}: {exc}"
     if law is not None:
         ks, w1 = _distances(law, values)

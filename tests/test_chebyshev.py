@@ -203,3 +203,19 @@ def test_log_end_needs_its_density_hook():
                              DEFAULT_OPTIONS, log_density=_DTLaw.log_end_density)
     with pytest.raises(ValueError, match="scale"):
         LogEnd(-1.0)
+
+
+def test_a_density_that_never_converges_stops_at_the_panel_budget():
+    """eq. (8.14): samples with relative noise 1e-8 (far above cheb_noise_rtol) never
+    converge; instead of splitting every panel to panel_max_depth the fit raises a
+    ConvergenceError once more than PANEL_BUDGET panels are open."""
+    from freeattn._chebyshev import PANEL_BUDGET
+
+    rng = np.random.default_rng(0)
+
+    def noisy(x):
+        return np.sqrt(x * (1.0 - x)) * (1.0 + 1e-8 * rng.standard_normal(x.shape))
+
+    with pytest.raises(ConvergenceError, match=f"more than {PANEL_BUDGET} panels"):
+        build_representation(noisy, [Interval(0.0, 1.0, Fraction(1, 2), Fraction(1, 2))],
+                             DEFAULT_OPTIONS)

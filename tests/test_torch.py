@@ -245,10 +245,12 @@ def test_tokens_that_are_not_orthonormal_warn():
     small = torch.nn.MultiheadAttention(16, 2)
     with pytest.warns(ft.TokenGramWarning, match="n = 32 > embed_dim = 16"):
         report = ft.compare(small, rng.standard_normal((32, 16)))
-    # n > E: gamma_v = gamma_o = 1/2 is the hard-edge case (theory section 9.11) that
-    # multihead_law does not compute; the output report says so instead of failing.
-    assert report.output.law is None and "hard edge" in report.output.law_error
-    assert math.isnan(report.output.ks) and report.output.ks_mp > 0
+    # n > E: gamma_v = gamma_o = 1/2, a square factor: the law has the atom 1/2 and a
+    # hard edge at 0 (theory eq. (9.22)), and the output report compares with it.
+    law = report.output.law
+    assert law is not None and report.output.law_error == ""
+    assert law.atom == pytest.approx(0.5, abs=1e-15) and law.intervals()[0][0] == 0.0
+    assert math.isfinite(report.output.ks) and report.output.ks_mp > 0
 
 
 def test_weight_arrays_give_the_module_result():
