@@ -31,9 +31,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _common  # noqa: E402
 
 # The Monte Carlo case, its gamma_v <-> gamma_o swap, more heads with wide
-# values, and a hot two-head case (no atom).
+# values, a hot two-head case (no atom), the geometry at small and large beta,
+# and a square factor (h d_v = d_o < n: hard edge at 0, theory eq. (9.22)).
 CASES = ((1.0, 4, 0.5, 0.5, 1.0), (1.0, 4, 0.5, 1.0, 0.5), (0.5, 8, 2.0, 4.0, 0.5),
-         (2.0, 2, 0.2, 3.0, 1.5))
+         (2.0, 2, 0.2, 3.0, 1.5), (0.25, 4, 0.5, 0.5, 1.0), (3.0, 4, 0.5, 0.5, 1.0),
+         (1.0, 4, 0.5, 0.5, 0.5))
 QUICK_CASES = ((1.0, 4, 0.5, 0.5, 1.0),)
 POINTS = 10_000
 QUICK_POINTS = 200
