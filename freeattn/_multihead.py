@@ -9,7 +9,9 @@ form of eq. (9.13),
     H = alpha^2 + beta^2 MP(1, h/gamma_k),
 
 with ``SC`` the sample-covariance law (:func:`freeattn.sample_covariance`) and
-``comp_t(mu) = t mu + (1 - t) delta_0`` (:meth:`SpectralLaw.zero_padded`).
+``comp_t(mu) = t mu + (1 - t) delta_0`` (:meth:`SpectralLaw.zero_padded`), or in
+the companion form of eq. (9.11) or the atom-free output form of eq. (9.21)
+(first with a square factor, whose hard edge at 0 is eq. (9.22)).
 ``head_average_law`` is the law of the squared singular values of the
 head-averaged map ``sqrt(n h)(mean_r A_r - 11^T/n)``: the single-head law at
 ``gamma_eff = kv_groups gamma_k / heads`` (eq. (9.19)).
@@ -323,8 +325,9 @@ class MultiheadLaw(AffineLaw):
     theta1 : float
         ``exp(beta**2) - 1``; the mean is ``theta1 * gamma_o`` (eq. (9.16)).
     normalized : SpectralLaw
-        The law in units of ``gamma_o theta1`` (eq. (9.13), or the companion
-        tower of eq. (9.11) where the former does not converge).
+        The law in units of ``gamma_o theta1``: the first of the towers of
+        eq. (9.13), eq. (9.11) (companion) and eq. (9.21) (output, tried first
+        with a hard edge at 0) that converges (:func:`multihead_tower`).
     """
 
     def __init__(self, beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, options):
@@ -463,7 +466,13 @@ def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, opt
     ``theta1 gamma_o`` (eq. (9.16)) and
     ``m2/m1**2 - 1 = 1/h + 1/gamma_v + 1/gamma_o + theta2**2/(gamma_k theta1**2)``
     (eq. (9.17)); its S-transform is eq. (9.11).  Swapping ``gamma_v`` and
-    ``gamma_o`` rescales the law by ``gamma_o/gamma_v``.
+    ``gamma_o`` rescales the law by ``gamma_o/gamma_v``.  When the smallest of
+    ``1, gamma_v, gamma_o`` is attained twice (a square factor, e.g.
+    ``h d_v = d_o <= n`` as in a default ``torch.nn.MultiheadAttention`` with
+    ``n >= E``) the continuous part starts at 0 with a density
+    ``~ x**(-k/(k+1))`` (eq. (9.22)); ratios within ``1e-9`` of a tie are made
+    equal.  Where none of the towers converges (e.g. ``beta <= 0.02`` at the
+    issue's geometry, theory section 9.11) it raises ``ConvergenceError``.
 
     Examples
     --------
