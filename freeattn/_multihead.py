@@ -21,6 +21,7 @@ multi-head attention, MHA/GQA/MQA, and the head-averaged map) are registered
 here in :data:`freeattn.MODELS` (:data:`MULTIHEAD_MODEL_NAMES`).
 """
 
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -32,7 +33,7 @@ from ._errors import ConvergenceError
 from ._laws import GAMMA_RANGE, _check_beta, attention_law
 from ._options import DEFAULT_OPTIONS, check_options
 from ._rational import padd, pmul, pscale
-from ._subordination import SLevel, SubordinationLaw
+from ._subordination import SLevel, SubordinationLaw, edge_at_zero
 from ._transforms import ZERO_MASS_ATOL, AffineLaw, affine
 
 __all__ = [
@@ -186,7 +187,9 @@ class CompanionLevel:
         return sc, m
 
     def hard_edge(self, constituent):
-        return None
+        """Zeros added or removed leave the continuous part's edge at 0 as it is."""
+        eta = edge_at_zero(constituent)
+        return eta if isinstance(eta, Fraction) else None
 
     def mp(self, mpmath):
         t = mpmath.mpf(self.t)

@@ -181,7 +181,11 @@ class AffineLevel:
         return affine_moments(self.shift, self.scale, sc, np.asarray(m, dtype=float))
 
     def hard_edge(self, constituent):
-        return None
+        """A scaling keeps a hard edge at 0; a shift moves it away."""
+        if self.shift != 0.0:
+            return None
+        eta = edge_at_zero(constituent)
+        return eta if isinstance(eta, Fraction) else None
 
     def mp(self, mpmath):
         a, s = mpmath.mpf(self.shift), mpmath.mpf(self.scale)
@@ -343,11 +347,10 @@ class SLevel:
         rb = 1.0 - float(mb[lb == 0.0].sum())
         if abs(rb - r) <= HARD_EDGE_MASS_RTOL * r:
             order += int(rb < 1.0 - HARD_EDGE_MASS_RTOL)
-            ivs = constituent.interval_details()
-            if ivs and ivs[0].lo == 0.0 and isinstance(ivs[0].lo_exponent, LogEnd):
+            eta = edge_at_zero(constituent)
+            if eta is LogEnd:
                 return None             # a logarithmic end (eq. (8.18)) has no power to add
-            if ivs and ivs[0].lo == 0.0 and ivs[0].lo_exponent < 0:
-                eta = Fraction(ivs[0].lo_exponent)
+            if eta is not None:
                 order += int(-eta / (1 + eta))
         k = order - int(r < 1.0 - HARD_EDGE_MASS_RTOL)
         if k <= 0:
@@ -364,6 +367,23 @@ class SLevel:
 
     def describe(self):
         return f"⊠ {self.partner._describe()}"
+
+
+def edge_at_zero(law):
+    """A law's exponent at a hard edge at 0 (a negative Fraction), or None (eq. (8.13)).
+
+    A subordination law knows it structurally (its level's ``hard_edge``, kept
+    as ``_hard_edge``) without building its support; other laws are asked for
+    their intervals.  ``LogEnd`` (the class) for a logarithmic end at 0.
+    """
+    if isinstance(law, SubordinationLaw):
+        return law._hard_edge
+    ivs = law.interval_details()
+    if not ivs or ivs[0].lo != 0.0:
+        return None
+    if isinstance(ivs[0].lo_exponent, LogEnd):
+        return LogEnd
+    return Fraction(ivs[0].lo_exponent) if ivs[0].lo_exponent < 0 else None
 
 
 def _single_atom(law):
@@ -908,7 +928,16 @@ class RationalSolver:
         crit = self._polish_critical(raw)
         # Multiplicities (eq. (8.13)) are counted among the coefficient roots,
         # next to each polished point's unpolished origin.
-        origin = dict(zip(crit.tolist(), raw.tolist()))
+        polished = crit.copy()
+
+        def origin(t):
+            # The unpolished root next to the polished point nearest t (a break is a
+            # cluster centre of polished points, or a pole).
+            if polished.size == 0 or not np.isfinite(t):
+                return t
+            i = int(np.argmin(np.abs(polished - t)))
+            return raw[i] if abs(polished[i] - t) <= CLUSTER_RTOL * max(abs(t), _TINY) else t
+
         crit = np.sort(crit)
         crit_c, crit_m = _cluster(crit)
         poles = []
@@ -963,9 +992,9 @@ class RationalSolver:
             lo, hi = left[1], right[0]
             if hi - lo <= self.options.edge_merge_rtol * max(abs(lo), abs(hi), _TINY):
                 continue                                      # an atom or a closed gap
-            e_lo = self._exponent(origin.get(float(left[3]), left[3]), all_crit, a_roots,
+            e_lo = self._exponent(origin(left[3]), all_crit, a_roots,
                                   b_roots, lo)
-            e_hi = self._exponent(origin.get(float(right[2]), right[2]), all_crit, a_roots,
+            e_hi = self._exponent(origin(right[2]), all_crit, a_roots,
                                   b_roots, hi)
             intervals.append([float(lo), float(hi), e_lo, e_hi])
         if intervals:
@@ -1372,6 +1401,7 @@ class SubordinationLaw(SpectralLaw):
         self._curve_cache = curve
         self._boundary_cache = None
         hard = level.hard_edge(constituent)
+        self._hard_edge = hard
         if curve is not None:
             self._solver = RationalSolver(curve, self.options, hard)
             if getattr(constituent, "_closed_form", False):
