@@ -3,6 +3,8 @@ _transforms) and of the algebra of theory/05_fixed_point.md, 06_edges.md and
 08_laws.md -- symbolically with sympy where the statement is an identity,
 numerically against closed forms or independent solves otherwise."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -604,3 +606,26 @@ def test_critical_points_are_polished_on_the_factored_tower_eq_8_12():
         raw_edge = float(z_of(mpmath.mpf(t_raw)))
     assert lo == pytest.approx(edge, rel=1e-13)
     assert abs(raw_edge - edge) > 1e-6 * edge
+
+
+def test_hard_edge_rule_with_atoms_eq_8_13():
+    """eq. (8.13) with atoms (SLevel.hard_edge): with r the non-zero mass of the product,
+    a pole of order p of S at -r gives x^(-k/(k+1)), k = p - [r < 1]. MP(1, 2) ⊠ MP(1, 2)
+    (r = 1/2, p = 2) has x^(-1/2) at 0, where the curve's own rule counted the atom's pole
+    and gave the non-integrable -1; MP(1, 2) ⊠ MP(1, 4) (r = 1/4, p = 1) has a soft edge
+    above 0; a scaled square Wishart law and a ratio-1 sample covariance keep their
+    x^(-1/2) through a further sample covariance (edge_at_zero); mass 1 (1e-10) where
+    the density near 0 is resolved."""
+    square = free_multiplicative(marchenko_pastur(1.0, 2.0), marchenko_pastur(1.0, 2.0))
+    (iv,) = square.interval_details()
+    assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-1, 2)
+    assert square.atom == pytest.approx(0.5, abs=1e-15)
+    soft = free_multiplicative(marchenko_pastur(1.0, 2.0), marchenko_pastur(1.0, 4.0))
+    (iv,) = soft.interval_details()
+    assert iv.lo > 0.1 and iv.lo_exponent == Fraction(1, 2)
+    assert soft.total_mass() == pytest.approx(1.0, abs=1e-10)
+    for law in (sample_covariance(marchenko_pastur(1.0, 1.0).scaled(2.0), 0.5),
+                sample_covariance(sample_covariance(point_masses([1.0, 3.0]), 1.0), 0.5)):
+        (iv,) = law.interval_details()
+        assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-1, 2)
+        assert law.total_mass() == pytest.approx(1.0, abs=1e-10)
