@@ -277,8 +277,9 @@ def test_reference_formulations_agree(case):
 def test_reference_atom_and_masses(case):
     """eq. (9.14): atom 1 - min(1, gamma_V, gamma_O) (0 for the head average); the
     reference's Re x G(x) at x = 1e-12 i * edge reproduces it (to O(1e-24) below a soft
-    lower edge, O(|x|^(1/3)) at a hard edge), and atom plus the band masses (cosine series
-    or tanh-sinh quadrature at 20 digits) is 1."""
+    lower edge, O(|x|^(1/3)) at a hard edge), and atom plus the band masses (cosine series,
+    or Gauss-Legendre quadrature after a substitution that makes the x^(-k/(k+1)) of
+    eq. (9.22) analytic, at 20 digits) is 1."""
     if "gamma_v" in case:
         atom = 1 - min(1.0, float(case["gamma_v"]), float(case["gamma_o"]))
     else:
