@@ -804,7 +804,12 @@ class RationalSolver:
         partner_info = self.curve.partner_points(zs_exact, gs)
         # A partner point at infinity (G = 0) restricts nothing.
         partners = [np.where(np.isfinite(pt), pt, 1j) for _, _, pt in partner_info]
-        zk = np.stack([roots] + zs[:-1] + partners)              # (points, d, m)
+        # The point under an outermost affine or companion level is a function of z
+        # itself (real with z), not a subordination point: it would tie every
+        # candidate's score at 0 on the real axis.
+        inner = zs[:-2] if self.curve.levels and self.curve.levels[-1].kind in (
+            "affine", "companion") else zs[:-1]
+        zk = np.stack([roots] + inner + partners)                # (points, d, m)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             im_rel = zk.imag / np.maximum(np.abs(zk), _TINY)
             score = im_rel.min(axis=0)                            # (d, m)

@@ -285,3 +285,29 @@ def test_near_ties_are_ties_or_soft_edges():
     assert near.interval_details()[0].lo_exponent == 0.5
     for law in (tie, near):
         assert law.total_mass() == pytest.approx(1.0, abs=1e-10)
+
+
+def test_companion_level_density_is_t_times_its_constituent_eq_9_4():
+    """Eq. (9.4): comp_t(mu) = t mu + (1 - t) delta_0, so the companion level's density is
+    t times its constituent's (rtol 1e-12) on both bands of nu_0 = comp_2(SC(H/2, 2)) at
+    beta = 0.5, h/gamma_k = 10 (the companion form's first levels), and its mass is 1
+    (1e-10). On the real axis the point under an outermost companion level is z itself:
+    counted as a subordination point it tied every candidate's score, and a real root
+    on the wrong sheet gave a density of 0 on the lower band (mass 0.81)."""
+    from freeattn._coefficients import linear_coefficients
+    from freeattn._elementary import MarchenkoPastur
+    from freeattn._multihead import CompanionLevel, _default_options, _sample_covariance_level
+    from freeattn._subordination import SubordinationLaw
+    from freeattn._transforms import affine
+
+    opts = _default_options(None)
+    c = linear_coefficients(0.5)
+    population = MarchenkoPastur(1.0, 10.0, opts).affine(c.alpha2 / c.theta1,
+                                                          c.theta2 / c.theta1)
+    sc = _sample_covariance_level(affine(population, 0.0, 0.5), 2.0, opts)
+    nu = SubordinationLaw(CompanionLevel(2.0), sc, opts)
+    assert len(nu.intervals()) == 2
+    for lo, hi in nu.intervals():
+        x = np.linspace(lo, hi, 41)[1:-1]
+        np.testing.assert_allclose(nu._density(x), 2.0 * sc._density(x), rtol=1e-12)
+    assert nu.total_mass() == pytest.approx(1.0, abs=1e-10)
