@@ -724,7 +724,16 @@ class RationalSolver:
             # a polished root there is not trustworthy: no rescue.
             near = np.abs(z) <= HARD_EDGE_RESCUE_RTOL * self.extent
             if (failed & near).any():
-                raise ConvergenceError(message[0], **message[1])
+                # Rescued there only when the density dominates G, as a hard edge's
+                # x**eta (eta < 0) does: a nearly real G is another sheet.
+                sel = failed & near
+                try:
+                    tr, gr = self._rescue(roots[:, sel], z[sel])
+                except ConvergenceError:
+                    raise ConvergenceError(message[0], **message[1]) from None
+                if np.any(gr.imag > -np.sqrt(self.options.branch_rtol) * np.abs(gr)):
+                    raise ConvergenceError(message[0], **message[1])
+                t[sel], g[sel] = tr, gr
             bad &= ~near
         if bad.any():
             t[bad], g[bad] = self._rescue(roots[:, bad], z[bad])

@@ -524,3 +524,15 @@ def test_ppf_raises_when_the_quantile_iteration_does_not_converge():
     sq = attention_law(1.0, 1.0, options=freeattn.SolverOptions(ppf_max_iter=1)).squared()
     with pytest.raises(ConvergenceError, match="did not converge"):
         sq.ppf(0.37)
+
+
+def test_hot_wide_law_next_to_its_hard_edge():
+    """The case hypothesis found at beta = 4, gamma = 10 (log10 0.602, 1.0): the
+    representation samples the density at 1.5e-21 of the support from the hard edge at
+    0, where the coefficient roots give no branch root and the factored rescue
+    (theory eq. (8.20)) is kept only if -Im G dominates G (as x^(-1/2) does): total
+    mass 1 (1e-10) and the mean theta1 (eq. (5.11)) by quadrature (rtol 1e-10)."""
+    beta = 10 ** 0.6020599913279623
+    sq = attention_law(beta, 10.0).squared()
+    assert sq.total_mass() == pytest.approx(1.0, abs=1e-10)
+    assert sq.expect(lambda x: x) == pytest.approx(np.expm1(beta ** 2), rel=1e-10)
