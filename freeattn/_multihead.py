@@ -199,6 +199,14 @@ class CompanionLevel:
         return f"companion t={self.t:g}"
 
 
+def _population(beta, heads, gamma_k, options):
+    """The single-head population ``H = alpha^2 + beta^2 MP(1, h/gamma_k)`` (eq. (9.6)),
+    in units of ``theta1``."""
+    c = linear_coefficients(beta)
+    return MarchenkoPastur(1.0, heads / gamma_k, options).affine(c.alpha2 / c.theta1,
+                                                                 c.theta2 / c.theta1)
+
+
 def engine_form(beta, heads, gamma_k, gamma_v, gamma_o, options):
     """Theory eq. (9.13) in units of ``gamma_o theta1``: ``comp_h(L/h)``.
 
@@ -206,9 +214,7 @@ def engine_form(beta, heads, gamma_k, gamma_v, gamma_o, options):
     population ``H = alpha^2 + beta^2 MP(1, h/gamma_k)`` (eq. (9.6)) in units
     of ``theta1``; ``comp_h`` removes ``(h - 1)/h`` of the atom of ``L/h``.
     """
-    c = linear_coefficients(beta)
-    population = MarchenkoPastur(1.0, heads / gamma_k, options).affine(
-        c.alpha2 / c.theta1, c.theta2 / c.theta1)
+    population = _population(beta, heads, gamma_k, options)
     tower = population
     for ratio in (heads / gamma_v, heads / gamma_o, float(heads)):
         tower = _sample_covariance_level(tower, ratio, options)
@@ -225,9 +231,7 @@ def companion_form(beta, heads, gamma_k, gamma_v, gamma_o, options):
     eq. (9.11) (the law of eq. (9.13): ``⊠`` is commutative and
     ``SC(comp_t mu, c) = comp_t SC(mu, c t)``).
     """
-    c = linear_coefficients(beta)
-    population = MarchenkoPastur(1.0, heads / gamma_k, options).affine(
-        c.alpha2 / c.theta1, c.theta2 / c.theta1)
+    population = _population(beta, heads, gamma_k, options)
     if heads > 1:
         nu = _sample_covariance_level(affine(population, 0.0, 1.0 / heads), float(heads),
                                       options)
@@ -254,9 +258,7 @@ def output_form(beta, heads, gamma_k, gamma_v, gamma_o, options):
     """
     if gamma_v < gamma_o:
         return output_form(beta, heads, gamma_k, gamma_o, gamma_v, options)
-    c = linear_coefficients(beta)
-    population = MarchenkoPastur(1.0, heads / gamma_k, options).affine(
-        c.alpha2 / c.theta1, c.theta2 / c.theta1)
+    population = _population(beta, heads, gamma_k, options)
     t = heads / gamma_o
     nu = _sample_covariance_level(population, t, options)
     if t != 1.0:

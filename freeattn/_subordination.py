@@ -97,6 +97,10 @@ NEWTON_STALL_RATIO = 0.9
 #: leaf roots there are nearly double (error ~ sqrt(eps / distance)).
 NEAR_EDGE_RTOL = 1e-9
 
+#: A candidate whose subordination points have ``|Im|/|.|`` below
+#: ``real_root_rtol`` times this factor counts as a real root (eq. (8.11)).
+REAL_ROOT_SCORE_FACTOR = 1e3
+
 #: Newton steps of the factored-tower polish of a selected root
 #: (:meth:`RationalSolver._polish_factored`); the polish starts within the
 #: branch tolerance of the root and converges in 2-4 steps.
@@ -756,8 +760,8 @@ class RationalSolver:
         complex pair to within its cubic term.
         """
         polished = self._polish_factored(roots, z[None, :], max_move=RESCUE_MOVE)
-        realish = np.isfinite(polished) & (
-            np.abs(polished.imag) <= self.options.real_root_rtol * 1e3 * np.abs(polished))
+        tol = self.options.real_root_rtol * REAL_ROOT_SCORE_FACTOR
+        realish = np.isfinite(polished) & (np.abs(polished.imag) <= tol * np.abs(polished))
         r = np.where(realish, polished.real, np.nan) + 0j
         h = CRITICAL_DIFF_STEP * np.abs(r)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -841,7 +845,7 @@ class RationalSolver:
                     mism[sel] = level.partner_check(ps, zs[k - 1][sel], gs[k - 1][sel],
                                                     gs[k][sel])
                 ok &= mism <= np.sqrt(opts.branch_rtol)
-        real = ok & (np.abs(score) <= opts.real_root_rtol * 1e3)
+        real = ok & (np.abs(score) <= opts.real_root_rtol * REAL_ROOT_SCORE_FACTOR)
         decreasing = np.zeros(ok.shape, dtype=bool)
         if real.any():
             # Off the support only real roots remain; the Stieltjes value is the one on
