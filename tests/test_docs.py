@@ -24,7 +24,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -127,11 +126,6 @@ def test_every_theory_note_is_a_page_of_the_site():
         assert f"```{{include}} ../../theory/{name}\n```" in text, name
 
 
-#: Seconds the site build may take before the test says so; the build takes about 20 s
-#: on the project's 2-core machine (tests/test_docs.py builds it once per session).
-SITE_BUILD_BUDGET = 120.0
-
-
 def _require_sphinx():
     """Skip without the ``docs`` extra, except under CI (``FREEATTN_CI``), where it fails."""
     if importlib.util.find_spec("sphinx") is None:
@@ -152,31 +146,28 @@ def site(tmp_path_factory):
     shutil.copytree(DOCS, work / "docs", ignore=shutil.ignore_patterns("_build", "generated"))
     shutil.copytree(ROOT / "theory", work / "theory")
     out = work / "html"
-    start = time.perf_counter()
     build = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
          str(work / "docs"), str(out)],
         capture_output=True, text=True, cwd=work)
-    seconds = time.perf_counter() - start
     assert build.returncode == 0, f"sphinx-build failed:\n{build.stdout}\n{build.stderr}"
     assert build.stderr.strip() == "", build.stderr     # -q: only warnings reach stderr
-    return out, seconds
+    return out
 
 
 @pytest.mark.docs
 def test_site_builds_with_warnings_as_errors(site):
-    out, seconds = site
+    out = site
     for page in ["index", "tutorial", "quickstart", "predict", "validate", "plot",
                  "gallery", "api/index", "api/cli", "theory/README", "theory/05_fixed_point"]:
         assert (out / f"{page}.html").is_file(), page
-    assert seconds < SITE_BUILD_BUDGET, f"the site took {seconds:.0f} s to build"
 
 
 @pytest.mark.docs
 def test_site_renders_the_theory_equations(site):
     """Every display equation of the theory notes, with its \\tag{N.k}, is a math block
     of the built page (MathJax typesets it in the browser)."""
-    out, _ = site
+    out = site
     for note in sorted((ROOT / "theory").glob("[0-9]*.md")):
         text = note.read_text(encoding="utf-8")
         html = (out / "theory" / f"{note.stem}.html").read_text(encoding="utf-8")
@@ -189,7 +180,7 @@ def test_site_renders_the_theory_equations(site):
 
 @pytest.mark.docs
 def test_site_links_the_theory_notes_from_the_guides(site):
-    out, _ = site
+    out = site
     html = (out / "predict.html").read_text(encoding="utf-8")
     assert 'href="theory/05_fixed_point.html' in html
 
@@ -199,7 +190,7 @@ def test_api_reference_covers_every_public_name_and_command(site):
     import freeattn
     from freeattn import plotting
 
-    out, _ = site
+    out = site
     index = (out / "api" / "index.html").read_text(encoding="utf-8")
     names = [f"freeattn.{name}" for name in freeattn.__all__ if not name.startswith("__")]
     names += [f"freeattn.plotting.{name}" for name in plotting.__all__]

@@ -110,7 +110,7 @@ def test_report_level_fields(field_report):
     assert r.mp_edge == pytest.approx(4 * THETA1, rel=1e-15)      # MP edge 4 theta1
     assert r.options == {}
     assert tuple(r.results) == FIELD_MODELS                        # registry order
-    assert 0 < r.seconds < 600
+    assert np.isfinite(r.seconds) and r.seconds > 0           # a duration was recorded
     assert r == ValidationReport(**{**r.__dict__, "seconds": -1.0})   # time not compared
 
 
@@ -268,7 +268,7 @@ def test_convergence_fields(conv_report):
             assert fit.slope == pytest.approx(slope, rel=1e-10)
             assert fit.intercept == pytest.approx(intercept, rel=1e-10)
             assert fit.slope_se == pytest.approx(se, rel=1e-8)
-    assert 0 < rep.seconds < 600
+    assert np.isfinite(rep.seconds) and rep.seconds > 0       # a duration was recorded
 
 
 def test_convergence_renderings(conv_report):
