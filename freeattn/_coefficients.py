@@ -311,7 +311,7 @@ def conditional_mean(gram, beta):
     -------
     numpy.ndarray, shape (n,) or (..., n)
         The mean of the *unscaled* row ``f(S_i.)``.  The row of
-        ``Y_f = f(S)/sqrt(n)`` (SPEC section 3, item 3) has mean
+        ``Y_f = f(S)/sqrt(n)`` (theory eq. (7.2)) has mean
         ``conditional_mean(gram, beta) / sqrt(n)``.
 
     Raises
@@ -411,8 +411,8 @@ def gaussian_equivalent_covariance(gram, beta):
     Returns
     -------
     numpy.ndarray, shape (n, n) or (..., n, n)
-        Unscaled covariance; a row of the linear model ``Y_lin`` (SPEC
-        section 2) has covariance ``Sigma_G / n``.
+        Unscaled covariance; a row of the linear model ``Y_lin`` (theory
+        eqs. (1.4), (7.6)) has covariance ``Sigma_G / n``.
 
     Raises
     ------

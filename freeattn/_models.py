@@ -12,7 +12,7 @@ A *model* (:class:`Model`) is one small object that says
 - which law its squared singular values should follow (or ``None``), and the
   law it is contrasted with (by default Marchenko-Pastur with the same mean).
 
-The six models of the proof chain (SPEC section 3; theory eqs. (7.1)-(7.6))
+The six models of the proof chain (theory section 1.3; eqs. (7.1)-(7.6))
 are the first entries of the registry (:data:`MODELS`); :func:`register_model`
 adds more (causal and multi-head attention are entries of the same kind).
 :func:`freeattn.validate`, :func:`freeattn.convergence`, the figures and the
@@ -48,7 +48,7 @@ __all__ = [
     "sample_model",
 ]
 
-#: The models of the proof chain, in the proof's order (SPEC section 3, items 1-6).
+#: The models of the proof chain, in the proof's order (theory eqs. (7.1)-(7.6)).
 CHAIN_MODELS = ("attention", "normalized", "centered", "sigma_f", "sigma_g", "linear")
 
 
@@ -676,7 +676,7 @@ def iter_models(n, d_qk, beta, models, rng, *, keys=None, options=None):
 
 
 # ---------------------------------------------------------------------------
-# the proof chain (SPEC section 3; theory eqs. (7.1)-(7.6))
+# the proof chain (theory section 1.3; eqs. (7.1)-(7.6))
 
 
 def _sample_attention(draw):
@@ -828,7 +828,7 @@ def sample_chain(n, d_qk, beta, *, models=CHAIN_MODELS, rng=None, keys=None):
 
 
 def sample_model(model, n, d_qk, beta, *, rng=None, keys=None):
-    """Sample one registered model, e.g. one model of the proof chain (SPEC section 3).
+    """Sample one registered model, e.g. one model of the proof chain (theory section 7.1).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Sampling primitives: softmax attention, Gaussian rows, spectra, seeds.
 
-The models of the proof chain (SPEC section 3; theory/07_validation.md, eqs.
+The models of the proof chain (theory section 1.3; theory/07_validation.md, eqs.
 (7.1)-(7.6)) are entries of the model registry in :mod:`freeattn._models`;
 this module holds what they are built from: the row softmax, the score
 product, the key Gram matrix, Gaussian rows with a given covariance, the
@@ -154,8 +154,8 @@ def sample_attention(n, d_qk, beta, *, rng=None, dtype=np.float64):
 
     Notes
     -----
-    ``Q`` and ``K`` have i.i.d. N(0, 1) entries (SPEC section 1; theory
-    eq. (7.1)).  The softmax subtracts each row's maximum score before scaling
+    ``Q`` and ``K`` have i.i.d. N(0, 1) entries (theory eqs. (1.1),
+    (7.1)).  The softmax subtracts each row's maximum score before scaling
     by ``beta`` (see ``softmax_rows``), so it is stable for every finite
     ``beta``: at ``beta = 1e300`` each row is the indicator of its maximum.
     The keys and queries are drawn from the same streams as in

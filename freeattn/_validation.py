@@ -1,7 +1,7 @@
 """Monte Carlo validation of the limiting law, model by model.
 
-:func:`validate` samples registered models (the proof chain by default, SPEC
-section 3) from shared randomness, extracts the bulk of the squared singular
+:func:`validate` samples registered models (the proof chain by default, theory
+section 7.1) from shared randomness, extracts the bulk of the squared singular
 values, and measures its distance to each model's limiting law and to the
 Marchenko-Pastur law it is contrasted with; :func:`convergence` repeats this
 over sizes and fits the rate.  The draws run in :mod:`freeattn._draws`, the

@@ -53,8 +53,8 @@ def test_quarter_circle_beta_large():
 
 
 def test_squared_law_mass_mean_second_moment():
-    """Mass 1 (1e-10), m1 = theta1 and m2 = 2 theta1**2 + beta**4/gamma (SPEC 2,
-    eq. (5.11)-(5.12)) from the density by quadrature of the CDF expansion."""
+    """Mass 1 (1e-10), m1 = theta1 and m2 = 2 theta1**2 + beta**4/gamma (theory
+    eqs. (5.11)-(5.12)) from the density by quadrature of the CDF expansion."""
     for beta, gamma in [(1.0, 1.0), (0.5, 0.1), (2.0, 0.02), (1.0, 50.0)]:
         sq = attention_law(beta, gamma).squared()
         assert sq.cdf(sq.support()[1]) == pytest.approx(1.0, abs=1e-10)
@@ -65,7 +65,7 @@ def test_squared_law_mass_mean_second_moment():
 
 
 def test_operator_norm_exceeds_mp():
-    """The true edge is strictly above the MP edge 4 theta1 (SPEC section 2)."""
+    """The true edge is strictly above the MP edge 4 theta1 (theory eq. (6.5))."""
     for beta in (0.5, 1.0, 2.0):
         r = operator_norm(beta)
         assert r.squared_edge > r.mp_squared_edge
@@ -272,7 +272,7 @@ def test_stieltjes_at_infinity_and_mass(params):
 
 
 # --------------------------------------------------------------------------- #
-# Monte Carlo of the linear model (SPEC section 2)
+# Monte Carlo of the linear model (theory eq. (1.4))
 # --------------------------------------------------------------------------- #
 
 def _kolmogorov(sample, cdf):

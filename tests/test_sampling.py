@@ -1,6 +1,6 @@
 """Tests of the attention sampler and the proof-chain samplers (freeattn._sampling).
 
-Expected values come from the definitions in SPEC sections 1-3 and
+Expected values come from the definitions in theory sections 1.1-1.3 and
 theory/07_validation.md; tolerances are stated next to each check.
 """
 
