@@ -245,7 +245,20 @@ def _module_from_weights(weights, heads):
     return module
 
 
+def _check_parameters(module):
+    """Every parameter of ``module`` real and finite (named as ``module.<name>``)."""
+    torch = _torch()
+    for name, value in module.named_parameters():
+        if value.is_complex() or not value.is_floating_point():
+            raise TypeError(f"module.{name} must be a real floating-point tensor, got dtype "
+                            f"{value.dtype}")
+        if not bool(torch.isfinite(value).all()):
+            raise ValueError(f"module.{name} must be finite (it holds NaN or infinite "
+                             f"entries)")
+
+
 def _check_module(module):
+    _check_parameters(module)
     if module.bias_k is not None or module.add_zero_attn:
         raise ValueError("module must not use add_bias_kv or add_zero_attn (extra key/value "
                          "rows are not part of the model of theory eq. (11.1))")
@@ -271,6 +284,8 @@ def _projections(module):
 def _tokens(tokens, embed_dim, dtype):
     torch = _torch()
     if isinstance(tokens, torch.Tensor):
+        if tokens.is_complex() or tokens.dtype == torch.bool:
+            raise TypeError(f"tokens must be a real array or tensor, got dtype {tokens.dtype}")
         x = tokens.detach()
     else:
         arr = np.asarray(tokens)
@@ -302,6 +317,8 @@ def _token_gram(x64):
     gram = x @ x.T
     n = gram.shape[0]
     c = float(torch.trace(gram)) / n
+    if not math.isfinite(c):
+        raise ValueError("tokens are too large: tr(X X^T) overflows float64")
     if c <= 0:
         raise ValueError("tokens are all zero: the token Gram matrix has trace 0")
     deviation = float(torch.linalg.matrix_norm(gram / c - torch.eye(n, dtype=gram.dtype), 2))
@@ -360,6 +377,10 @@ def _effective(module, x64, warn=True):
 
 
 def _as_module(module, heads):
+    if heads is not None:
+        from ._checks import check_int
+
+        heads = check_int(heads, "heads", minimum=1)
     if isinstance(module, dict) or hasattr(module, "keys") and not _is_module(module):
         return _module_from_weights(module, heads)
     if not _is_module(module):
@@ -644,6 +665,12 @@ def _forward(module, x):
                          f"{None if weights is None else tuple(weights.shape)}, expected "
                          f"({module.num_heads}, {x.shape[0]}, {x.shape[0]}) with "
                          f"embed_dim={e}")
+    for what, tensor in (("attention weights", weights), ("output", centred)):
+        if not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"the forward pass at {x.dtype} overflowed: the module's {what} "
+                             f"are not finite; tokens (largest |entry| "
+                             f"{float(x.abs().max()):.3g}) or the module's weights are too "
+                             f"large for this dtype")
     return out, weights, centred
 
 
@@ -676,11 +703,14 @@ def compare(module, tokens, *, heads=None, dtype=None):
     ------
     TypeError
         If ``module`` is neither a ``MultiheadAttention`` nor a mapping, a
-        mapping comes without ``heads``, or ``tokens``/weights are not real.
+        mapping comes without ``heads``, ``heads`` is not an integer (bools
+        excluded), or ``tokens``/weights/the module's parameters are not real
+        (complex tensors included).
     ValueError
         On wrong shapes (``tokens`` not ``n x embed_dim``, non-square or
-        mismatched weight arrays), ``heads`` not dividing ``embed_dim``,
-        unsupported module options, non-finite input, or an effective
+        mismatched weight arrays), ``heads`` not dividing ``embed_dim`` or not
+        matching the module, unsupported module options, non-finite tokens or
+        parameters, a forward pass that overflows at ``dtype``, or an effective
         ``beta`` or ``gamma`` outside the laws' range.
     ImportError
         Without PyTorch.

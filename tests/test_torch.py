@@ -304,6 +304,41 @@ def test_bad_input_raises_named_errors():
         ft.default_init_parameters(10, 3, 5)
 
 
+def test_complex_non_finite_and_overflowing_input_is_named():
+    """Complex tokens or parameters are a TypeError (the imaginary part used to be
+    dropped silently); NaN parameters and tokens that overflow the forward pass are a
+    ValueError naming them (both used to surface as numpy's LinAlgError); a non-integer
+    ``heads`` is a TypeError naming it (``'4'`` used to read "heads=4 does not match
+    num_heads = 4")."""
+    import copy
+
+    torch.manual_seed(0)
+    layer = torch.nn.MultiheadAttention(16, 2)
+    x = ft.orthonormal_tokens(8, 16, scale=32.0, rng=0)
+    with pytest.raises(TypeError, match="tokens must be a real.*complex128"):
+        ft.compare(layer, torch.from_numpy(x).to(torch.complex128))
+    with pytest.raises(TypeError, match="tokens must be a real"):
+        ft.compare(layer, x.astype(complex))
+    with pytest.raises(TypeError, match="module.in_proj_weight must be a real"):
+        ft.compare(torch.nn.MultiheadAttention(16, 2, dtype=torch.complex64), x)
+    with pytest.raises(TypeError, match="weight 'q' must be a real"):
+        ft.compare({"q": np.eye(16) * 1j, "k": np.eye(16), "v": np.eye(16), "o": np.eye(16)},
+                   x, heads=2)
+    broken = copy.deepcopy(layer)
+    with torch.no_grad():
+        broken.out_proj.weight[3, 1] = float("nan")
+    with pytest.raises(ValueError, match="module.out_proj.weight must be finite"):
+        ft.compare(broken, x)
+    with pytest.raises(ValueError, match="overflowed.*tokens"):
+        ft.compare(layer, x * 1e30)                # float32: exp overflows to inf/NaN
+    with pytest.raises(ValueError, match="tokens are too large"):
+        ft.compare(layer, x * 1e200)               # tr(X X^T) = 1e400 in float64
+    for bad in ("2", True, 2.0):
+        with pytest.raises(TypeError, match="heads must be an integer"):
+            ft.compare(layer, x, heads=bad)
+    assert ft.compare(layer, x, heads=np.int64(2)).parameters.heads == 2
+
+
 # ---------------------------------------------------------------------------
 # command line
 
