@@ -130,9 +130,9 @@ def point_masses(values, weights=None, *, options=None):
 
     Parameters
     ----------
-    values : array_like
-        Atom locations (finite reals); repeated values are merged.
-    weights : array_like, optional
+    values : array_like, shape (k,)
+        Atom locations (finite reals, a 1-d array); repeated values are merged.
+    weights : array_like, shape (k,), optional
         Non-negative weights summing to 1 (to ``1e-12``); equal weights when
         omitted.
     options : SolverOptions, optional
@@ -145,7 +145,7 @@ def point_masses(values, weights=None, *, options=None):
     ------
     TypeError, ValueError
         For non-real or non-finite values, negative weights, weights that do
-        not sum to 1, or shapes that do not match.
+        not sum to 1, ``values`` not 1-d, or shapes that do not match.
 
     Examples
     --------
@@ -157,7 +157,9 @@ def point_masses(values, weights=None, *, options=None):
     """
     from ._options import check_options
 
-    v = as_real_array(values, "values", finite=True).ravel()
+    v = as_real_array(values, "values", finite=True)
+    if v.ndim != 1:
+        raise ValueError(f"values must be a 1-d array of atom locations, got shape {v.shape}")
     if v.size == 0:
         raise ValueError("values must hold at least one atom")
     if np.abs(v).max() > MAX_SCALE:
@@ -165,7 +167,7 @@ def point_masses(values, weights=None, *, options=None):
     if weights is None:
         w = np.full(v.size, 1.0 / v.size)
     else:
-        w = as_real_array(weights, "weights", finite=True).ravel()
+        w = as_real_array(weights, "weights", finite=True)
         if w.shape != v.shape:
             raise ValueError(f"weights must have the shape of values {v.shape}, got {w.shape}")
         if (w < 0).any():

@@ -1064,14 +1064,21 @@ class SpectralLaw:
         Parameters
         ----------
         size : int or tuple of int, optional
-            Output shape (``None``: one float).
+            Output shape, non-negative integers (``None``: one float).
         rng : int, numpy.random.Generator or None
             Seed or generator (``numpy.random.default_rng``).
 
         Returns
         -------
         float or ndarray
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``size`` is not an integer or a tuple of integers (bools
+            excluded), or holds a negative one.
         """
+        size = _check_size(size)
         gen = check_rng(rng)
         if size is None:
             return float(self.ppf(gen.random()))
@@ -1239,3 +1246,18 @@ def solver_error(what, point, residual, tolerance, iterations=None):
            f"{tolerance:.1e}")
     return ConvergenceError(msg, point=point, residual=float(residual), tolerance=tolerance,
                             iterations=iterations)
+
+
+def _check_size(size):
+    """``size`` of :meth:`rvs`: None, a non-negative int, or a tuple of them."""
+    if size is None:
+        return None
+    dims = size if isinstance(size, (tuple, list)) else (size,)
+    for dim in dims:
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            raise TypeError(f"size must be a non-negative integer or a tuple of them, got "
+                            f"{size!r}")
+        if dim < 0:
+            raise ValueError(f"size must be a non-negative integer or a tuple of them, got "
+                             f"{size!r}")
+    return tuple(int(d) for d in dims) if isinstance(size, (tuple, list)) else int(size)
