@@ -54,7 +54,7 @@ from ._models import (
 from ._causal_law import CausalLaw, causal_law
 from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
 from ._multihead import MultiheadLaw, head_average_law, multihead_law
-from ._draws import DrawError
+from ._draws import DrawError, ValidationInterrupted
 from ._fit import FitResult, fit
 from ._validation import (
     ConvergenceReport,
@@ -130,6 +130,7 @@ __all__ = [
     "ConvergenceReport",
     "RateFit",
     "DrawError",
+    "ValidationInterrupted",
     "fit",
     "FitResult",
     "__version__",

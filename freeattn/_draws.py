@@ -6,7 +6,9 @@ runs many on any ``concurrent.futures``-style executor (a local process pool,
 a thread pool, a Dask cluster's executor), shows a tqdm progress bar, and
 turns failures -- of a draw, or of the executor's ``submit()`` -- into one
 :class:`DrawError` that names the first failed draw and its seed and keeps
-every finished draw.  Draw ``i`` always uses the ``i``-th child of the root
+every finished draw; an interrupt (Ctrl-C) becomes a
+:class:`ValidationInterrupted`, still a ``KeyboardInterrupt``, that keeps them
+the same way.  Draw ``i`` always uses the ``i``-th child of the root
 seed, so results do not depend on the executor.
 """
 
@@ -19,7 +21,8 @@ from ._checks import check_int
 from ._models import iter_models, resolve_models
 from ._sampling import check_rng
 
-__all__ = ["DrawError", "root_seed", "run_draw", "run_draws", "seed_dict"]
+__all__ = ["DrawError", "ValidationInterrupted", "root_seed", "run_draw", "run_draws",
+           "seed_dict"]
 
 
 class DrawError(RuntimeError):
@@ -41,6 +44,38 @@ class DrawError(RuntimeError):
     not_run : tuple of int
         Draws never submitted because the executor's ``submit()`` raised
         before them.
+    """
+
+    def __init__(self, message, *, index, seed, completed, failures, not_run=()):
+        super().__init__(message)
+        self.index = index
+        self.seed = seed
+        self.completed = completed
+        self.failures = failures
+        self.not_run = tuple(not_run)
+
+
+class ValidationInterrupted(KeyboardInterrupt):
+    """A Monte Carlo validation was interrupted (Ctrl-C, SIGINT) between or during draws.
+
+    A subclass of ``KeyboardInterrupt``, so an interrupt still stops the program
+    (``except Exception`` does not catch it); catch it to keep the draws that
+    finished, which it carries the way :class:`DrawError` does.
+
+    Attributes
+    ----------
+    index : int or None
+        Index of the draw that was running when the interrupt came (serial
+        runs), or ``None`` (an executor: several may have been running).
+    seed : dict or None
+        That draw's seed (``{"entropy": ..., "spawn_key": ...}``), or ``None``.
+    completed : dict
+        Draw index -> spectra (``run_draw`` output) of every draw that finished
+        before the interrupt.
+    failures : list of tuple
+        ``(index, seed, exception)`` of draws that had failed before it.
+    not_run : tuple of int
+        Draws that did not finish (cancelled, or never started).
     """
 
     def __init__(self, message, *, index, seed, completed, failures, not_run=()):
@@ -198,11 +233,15 @@ def run_draws(n, d_qk, beta, models, seeds, executor, progress, options=None):
     DrawError
         If a draw failed or could not be submitted; it carries the finished
         draws in ``.completed``.
+    ValidationInterrupted
+        On a ``KeyboardInterrupt`` (Ctrl-C) while the draws run; it carries the
+        finished draws in ``.completed`` and the unfinished ones in ``.not_run``.
     """
     models = resolve_models(models)
     pool, owned = resolve_executor(executor)
     bar = _progress_bar(progress, len(seeds), f"validate n={n}")
     completed, failures, not_run = {}, [], ()
+    running = [None]                     # the draw a serial run is in
 
     def collect(future, i):
         try:
@@ -215,20 +254,28 @@ def run_draws(n, d_qk, beta, models, seeds, executor, progress, options=None):
     def task(seed):
         return (run_draw, n, d_qk, beta, models, seed, dict(options) if options else None)
 
+    interrupted = False
     try:
         if isinstance(pool, _SerialExecutor):
             # one at a time, so the progress bar moves while the draws run
             for i, seed in enumerate(seeds):
+                running[0] = i
                 collect(pool.submit(*task(seed)), i)
+            running[0] = None
         else:
             submitted, not_run = _submit_all(pool, task, seeds, failures)
             for future in concurrent.futures.as_completed(submitted):
                 collect(future, submitted[future])
+    except KeyboardInterrupt as exc:
+        interrupted = True
+        interrupt = exc
     finally:
         if bar is not None:
             bar.close()
         if owned:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=True, cancel_futures=interrupted)
+    if interrupted:
+        raise _interrupted(running[0], seeds, completed, failures) from interrupt
     if failures:
         failures.sort(key=lambda item: item[0])
         index, seed, exc = failures[0]
@@ -241,3 +288,14 @@ def run_draws(n, d_qk, beta, models, seeds, executor, progress, options=None):
                         failures=failures, not_run=not_run) from exc
     return [completed[i] for i in range(len(seeds))]
 
+
+def _interrupted(index, seeds, completed, failures):
+    """The :class:`ValidationInterrupted` of a run stopped at draw ``index`` (or None)."""
+    failed = {i for i, _, _ in failures}
+    not_run = tuple(i for i in range(len(seeds)) if i not in completed and i not in failed)
+    at = "" if index is None else f" during draw {index}"
+    return ValidationInterrupted(
+        f"interrupted{at} of {len(seeds)}: {len(completed)} draw(s) finished, "
+        f"{len(not_run)} not (see .completed)", index=index,
+        seed=None if index is None else seed_dict(seeds[index]), completed=completed,
+        failures=sorted(failures, key=lambda item: item[0]), not_run=not_run)

@@ -18,7 +18,8 @@ import numpy as np
 from . import _statistics as stats
 from ._checks import check_int, check_positive
 from ._coefficients import linear_coefficients
-from ._draws import DrawError, check_progress, root_seed, run_draws, seed_dict
+from ._draws import (DrawError, ValidationInterrupted, check_progress, root_seed, run_draws,
+                     seed_dict)
 from ._models import (CHAIN_MODELS, GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA, check_options,
                       resolve_models, same_variance_mp, single_head_law)
 from ._render import Column, Document, Table, jsonable, render, to_json
@@ -26,6 +27,7 @@ from ._render import Column, Document, Table, jsonable, render, to_json
 __all__ = [
     "ConvergenceReport",
     "DrawError",
+    "ValidationInterrupted",
     "ModelResult",
     "RateFit",
     "ValidationReport",
@@ -445,6 +447,11 @@ def validate(beta, gamma=1.0, n=1000, draws=10, *, models=CHAIN_MODELS, rng=None
     DrawError
         If a draw fails, or the executor's ``submit()`` raises; it names the
         draw and its seed and carries the finished draws in ``.completed``.
+    ValidationInterrupted
+        On a ``KeyboardInterrupt`` (Ctrl-C) while the draws run: a
+        ``KeyboardInterrupt`` subclass that carries the finished draws in
+        ``.completed`` (and the unfinished ones in ``.not_run``), as
+        ``DrawError`` does.
 
     Notes
     -----

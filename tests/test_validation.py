@@ -416,6 +416,60 @@ def test_executor_whose_submit_raises_gives_a_draw_error_with_the_finished_draws
     assert np.array_equal(err.completed[1]["linear"], replay["linear"])
 
 
+class _InterruptingSampler:
+    """A sampler that raises KeyboardInterrupt (as Ctrl-C would) on its k-th call."""
+
+    def __init__(self, k):
+        self.k, self.calls = k, 0
+
+    def __call__(self, draw):
+        self.calls += 1
+        if self.calls == self.k:
+            raise KeyboardInterrupt
+        return draw.take("linear_noise") / np.sqrt(draw.n)
+
+
+@pytest.mark.parametrize("executor", [None, "threads"])
+def test_an_interrupt_keeps_the_finished_draws(executor):
+    """A KeyboardInterrupt in the 3rd of 5 draws is a ValidationInterrupted (still a
+    KeyboardInterrupt) carrying draws 0 and 1, each exactly the draw its seed replays
+    (it used to lose every finished draw); serial and on a thread pool, where the
+    interrupt surfaces through the future."""
+    from freeattn import ValidationInterrupted
+
+    sampler = _InterruptingSampler(3)
+    model = freeattn.Model("interrupting_test", sampler, uses=("linear_noise",),
+                           law=lambda beta, gamma: freeattn.marchenko_pastur(1.0, 1.0))
+    freeattn.register_model(model)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1) if executor else None
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:
+            validate(1.0, 1.0, 30, 5, models=("interrupting_test",), rng=79,
+                     executor=pool, progress=False)
+        calls = sampler.calls
+        sampler.k = -1                                # never again: replay the draws
+        seeds = np.random.SeedSequence(79).spawn(5)
+        replays = [run_draw(30, 30, 1.0, ("interrupting_test",), seeds[i]) for i in (0, 1)]
+    finally:
+        freeattn.unregister_model("interrupting_test")
+        if pool is not None:
+            pool.shutdown()
+    err = info.value
+    assert isinstance(err, ValidationInterrupted)
+    assert sorted(err.completed) == [0, 1]
+    assert err.failures == []
+    if executor is None:
+        assert err.index == 2 and err.not_run == (2, 3, 4)
+        assert err.seed == {"entropy": 79, "spawn_key": list(seeds[2].spawn_key)}
+        assert calls == 3                             # nothing ran after the interrupt
+    else:
+        assert err.index is None and 2 in err.not_run and set(err.not_run) <= {2, 3, 4}
+    assert "2 draw(s) finished" in str(err)
+    for i in (0, 1):
+        assert np.array_equal(err.completed[i]["interrupting_test"],
+                              replays[i]["interrupting_test"])
+
+
 def test_progress_bar(capsys):
     validate(1.0, 1.0, 20, 2, models=("linear",), rng=1, progress=True)
     assert "draw" in capsys.readouterr().err
