@@ -949,8 +949,9 @@ def output_path(figure, out=None):
     Raises
     ------
     ValueError
-        If the folder does not exist or cannot be written, or the suffix is
-        not a format matplotlib writes.
+        If the folder does not exist or cannot be written (tried by opening
+        the file once: a new file is created and removed, an existing one is
+        left unchanged), or the suffix is not a format matplotlib writes.
 
     Examples
     --------
@@ -981,7 +982,30 @@ def output_path(figure, out=None):
     if path.suffix[1:].lower() not in formats:
         raise ValueError(f"out: {path} has suffix {path.suffix!r}; matplotlib writes "
                          f"{', '.join('.' + f for f in sorted(formats))}")
+    _probe_writable(path)
     return path
+
+
+def _probe_writable(path):
+    """Open ``path`` for writing once, without changing it, before anything is drawn.
+
+    ``os.access`` is not enough: it answers for the permission bits (always "yes"
+    for root), not for file systems that refuse new files, such as ``/proc``.  An
+    existing file is opened for update (not truncated); a new one is created and
+    removed again.
+    """
+    try:
+        if path.exists():
+            if not path.is_file():
+                raise ValueError(f"out: {path} exists and is not a regular file")
+            with open(path, "r+b"):
+                pass
+        else:
+            with open(path, "xb"):
+                pass
+            path.unlink()
+    except OSError as error:
+        raise ValueError(f"out: cannot write {path} ({error.strerror or error})") from error
 
 
 def save_figure(figure, out=None, **sizes):

@@ -6,6 +6,8 @@ approximation of it); labels, legends and the number of panels are checked
 so that a figure cannot silently lose its axes labels or a panel.
 """
 
+import os
+import pathlib
 import subprocess
 import sys
 
@@ -240,6 +242,36 @@ def test_output_path_rules(tmp_path):
         plotting.output_path(2, tmp_path / "x.docx")
     path = plotting.save_figure(3, tmp_path / "edge")
     assert path == tmp_path / "edge.png" and path.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_unwritable_output_fails_before_anything_is_drawn(monkeypatch):
+    """/proc passes os.access for root but refuses new files: save_figure(3, '/proc/a.png')
+    used to draw for 17 s and then fail in PIL.  The path is now tried first; the
+    ValueError names it, and the figure was never made (make_figure not called)."""
+    calls = []
+    monkeypatch.setattr(plotting, "make_figure", lambda *a, **k: calls.append(a))
+    with pytest.raises(ValueError, match="out: cannot write /proc/freeattn_probe.png"):
+        plotting.save_figure(3, "/proc/freeattn_probe.png")
+    assert calls == []
+
+
+def test_the_output_probe_leaves_files_as_they_were(tmp_path, monkeypatch):
+    """The probe creates and removes a new file, leaves an existing one unchanged,
+    and refuses a path that is not a regular file -- all before drawing."""
+    calls = []
+    monkeypatch.setattr(plotting, "make_figure", lambda *a, **k: calls.append(a))
+    assert plotting.output_path(3, tmp_path / "new.png") == tmp_path / "new.png"
+    assert list(tmp_path.iterdir()) == []
+    old = tmp_path / "old.png"
+    old.write_bytes(b"kept")
+    assert plotting.output_path(3, old) == old and old.read_bytes() == b"kept"
+    fifo = tmp_path / "pipe.png"
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(fifo)
+        with pytest.raises(ValueError, match="not a regular file"):
+            plotting.save_figure(3, fifo)
+    assert calls == []
 
 
 def test_reproduce_only_and_sizes_are_checked_before_drawing(tmp_path):
