@@ -624,7 +624,9 @@ def convergence(beta, gamma=1.0, ns=(250, 500, 1000, 2000), draws=10, *,
     Raises
     ------
     TypeError, ValueError
-        On bad arguments; ``DrawError`` if a draw fails.
+        On bad arguments; ``DrawError`` if a draw fails, ``ValidationInterrupted``
+        (a ``KeyboardInterrupt``, with the finished draws of the size being run) on
+        an interrupt.
     """
     if isinstance(ns, (str, bytes)):
         raise TypeError(f"ns must be a sequence of integers, got {ns!r}")
