@@ -121,7 +121,7 @@ class FitResult:
     interval : tuple of float
         Percentile-bootstrap interval for ``beta`` at ``level`` (resampling
         the values; with ``gamma`` fitted, the interval is conditional on the
-        fitted ``gamma``).
+        fitted ``gamma``); it always contains ``beta``.
     ks : float
         Kolmogorov distance of the values to the fitted law.
     ks_mp : float
