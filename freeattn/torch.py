@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._analyze_torch import analyze, bert_module
 from ._errors import ConvergenceError
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "HeadReport",
     "OutputReport",
     "TorchReport",
+    "analyze",
+    "bert_module",
     "compare",
     "default_init_parameters",
     "effective_parameters",
