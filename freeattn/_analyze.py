@@ -97,7 +97,18 @@ class HeadProjections:
         return self.wq.shape[0]
 
     def queries_keys(self, x):
-        """``(Q, K)`` of tokens ``x`` (``n x E``), biases included."""
+        """Queries and keys of the head, biases included.
+
+        Parameters
+        ----------
+        x : numpy.ndarray, shape (n, E)
+            Tokens, one per row.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(Q, K)``, each ``n x d``.
+        """
         return x @ self.wq.T + self.bq, x @ self.wk.T + self.bk
 
 
@@ -681,7 +692,18 @@ class AnalysisReport:
         return pandas.DataFrame(self.records(), columns=list(COLUMNS))
 
     def layer_medians(self, column="ks_law"):
-        """``{layer: median of column over the layer's heads}`` (NaN rows skipped)."""
+        """Median of a column over each layer's heads (NaN rows skipped).
+
+        Parameters
+        ----------
+        column : str, optional
+            One of :data:`COLUMNS` with numeric values.
+
+        Returns
+        -------
+        dict
+            ``{layer: median}``.
+        """
         out = {}
         for layer in sorted({r.layer for r in self.rows}):
             v = np.array([getattr(r, column) for r in self.rows if r.layer == layer], float)
