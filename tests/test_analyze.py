@@ -122,6 +122,26 @@ def test_token_statistics_of_orthonormal_and_rank_deficient_tokens():
     assert s.norm_spread == pytest.approx(math.sqrt(2 / 200), rel=0.2)
 
 
+def test_gram_deviation_counts_the_zero_eigenvalues_when_n_exceeds_e():
+    """eq. (12.5): three unit tokens at 120 degrees in the plane (n = 3 > E = 2) have
+    X^T X = (3/2) I_2, c = 1 and G = X X^T with eigenvalues 3/2, 3/2 and 0, so
+    delta = max(|3/2 - 1|, |0 - 1|) = 1 (the nonzero spectrum alone would give 1/2)."""
+    angles = np.array([0.0, 2.0, 4.0]) * math.pi / 3
+    x = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    s = core.token_statistics(x)
+    assert s.scale == pytest.approx(1.0, rel=1e-15)
+    assert s.gram_deviation == pytest.approx(1.0, rel=1e-13)
+    assert s.effective_rank == pytest.approx(9.0 / (2 * 2.25), rel=1e-13)    # (tr G)^2/tr G^2
+
+
+def test_two_sample_distances_closed_form():
+    """KS (theory eq. (7.9)) and W1 of two samples: (1, 2, 3) against (1.5, 2.5, 3.5) differ
+    by 1/3 in their empirical CDFs and by a shift of 1/2 in W1."""
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([1.5, 2.5, 3.5])
+    assert core._ks_two_sample(a, b) == pytest.approx(1.0 / 3.0, rel=1e-15)
+    assert core._w1_two_sample(a, b) == pytest.approx(0.5, rel=1e-12)
+
+
 def test_sink_statistics_closed_form():
     """eq. (12.7): every query puts 0.7 on key 0 and 0.1 elsewhere, so m_0 = 0.7 and
     A - 11^T/n = (0.45, -0.15, -0.15, -0.15) in every row: rank one, tau = 1."""
@@ -284,6 +304,8 @@ def test_inserted_gaussian_head_is_in_regime_and_matches_the_law(isotropic_repor
     assert inserted.regime == "in regime"
     assert inserted.ks_law <= 0.0353 + 4 * 0.0028
     assert not any(r.in_regime for r in isotropic_report.rows[:-1])
+    # orthonormal tokens: no trained head has a sink (eq. (12.7); measured 0 of 12)
+    assert not any(r.sink for r in isotropic_report.rows)
 
 
 def test_minilm_on_real_text_is_not_the_law(real_text_report):
@@ -301,10 +323,32 @@ def test_minilm_on_real_text_is_not_the_law(real_text_report):
     for layer in range(1, 6):
         rows = [r for r in report.rows if r.layer == layer]
         assert sum(r.sink and r.sink_key == 0 for r in rows) >= 10, layer
+    assert sum(r.sink for r in report.rows if r.layer == 0) <= 2       # measured 1
     assert not any(r.in_regime for r in report.rows)
     assert all("tokens not isotropic" in r.regime for r in report.rows)
     text = " ".join(report.summary())
     assert "0 in regime" in text
+
+
+def test_frobenius_beta_recomputed_from_the_raw_weights(real_text_report):
+    """eq. (12.1) at c = E: ||W_Q^T W_K||_F/sqrt(32) of each head, straight from the
+    safetensors file in float32 -> float64 numpy (1e-12 relative); over the 72 heads it
+    spans 1.59-12.25 with median 2.43, as the team measured independently."""
+    from safetensors.numpy import load_file
+
+    raw = load_file(str(ckpt.minilm_directory() / "model.safetensors"))
+    values = []
+    for row in real_text_report.rows:
+        base = f"encoder.layer.{row.layer}.attention.self."
+        sl = slice(32 * row.head, 32 * (row.head + 1))
+        wq = raw[base + "query.weight"][sl].astype(np.float64)
+        wk = raw[base + "key.weight"][sl].astype(np.float64)
+        expected = np.linalg.norm(wq.T @ wk) / math.sqrt(32)
+        assert row.beta_frobenius == pytest.approx(expected, rel=1e-12)
+        values.append(expected)
+    assert min(values) == pytest.approx(1.59, abs=0.005)
+    assert max(values) == pytest.approx(12.25, abs=0.005)
+    assert float(np.median(values)) == pytest.approx(2.43, abs=0.005)
 
 
 def test_report_rows_records_and_pandas(real_text_report):
