@@ -849,6 +849,10 @@ def bert_attention_inputs(weights, config, ids):
         return np.asarray(weights[p + name], dtype=np.float64)
 
     n = ids.size
+    positions = w("embeddings.position_embeddings.weight").shape[0]
+    if n > positions:
+        raise ValueError(f"ids must hold at most {positions} tokens (the position table), "
+                         f"got {n}")
     x = w("embeddings.word_embeddings.weight")[ids] \
         + w("embeddings.position_embeddings.weight")[:n] \
         + w("embeddings.token_type_embeddings.weight")[0]

@@ -328,6 +328,32 @@ def _windows_from_projections(layers, inputs_per_window, layer_filter, head_filt
     return out
 
 
+def _single_sequence(t, name):
+    """The ``n x E`` tokens of a captured attention input of batch size one."""
+    if t.ndim == 3:
+        if t.shape[0] == 1:
+            t = t[0]
+        elif t.shape[1] == 1:                   # nn.MultiheadAttention's (n, batch, E)
+            t = t[:, 0]
+    if t.ndim != 2:
+        raise ValueError(f"attention module {name!r} received input of shape "
+                         f"{tuple(t.shape)}; expected one sequence (n x E)")
+    return t
+
+
+def _check_selection(per_layer, layer_filter, head_filter, layer_count):
+    if layer_filter is not None and not layer_filter <= set(range(layer_count)):
+        raise ValueError(f"layers must be in 0..{layer_count - 1}, got "
+                         f"{sorted(layer_filter)}")
+    if head_filter is not None:
+        for layer, windows in per_layer.items():
+            found = {h for h, *_ in windows[0][1]}
+            if not head_filter <= found:
+                raise ValueError(f"heads must be indices of layer {layer}'s heads "
+                                 f"(0..{len(found) + len(head_filter - found) - 1} at most), "
+                                 f"got {sorted(head_filter)}")
+
+
 def _module_windows(model, tokens, n, windows, layer_filter, head_filter):
     torch = _torch()
     mods = attention_modules(model)
@@ -346,12 +372,12 @@ def _module_windows(model, tokens, n, windows, layer_filter, head_filter):
         captured = {}
 
         def hook(name):
-            def capture(module, args):
-                t = args[0].detach()
-                captured[name] = t.reshape(t.shape[-2], t.shape[-1]) if t.ndim == 3 else t
+            def capture(module, args, kwargs):
+                t = args[0] if args else kwargs.get("hidden_states", kwargs.get("query"))
+                captured[name] = _single_sequence(t.detach(), name)
             return capture
 
-        handles = [m.register_forward_pre_hook(hook(name)) for name, m in mods]
+        handles = [m.register_forward_pre_hook(hook(name), with_kwargs=True) for name, m in mods]
         inputs_per_window = []
         training = model.training
         model.eval()
@@ -377,6 +403,7 @@ def _module_windows(model, tokens, n, windows, layer_filter, head_filter):
             qk = module_queries_keys(m, inputs[L])
             out[L].append((inputs[L], [(r, q, k, proj[r]) for r, (q, k) in enumerate(qk)
                                        if _select(r, head_filter)]))
+    _check_selection(out, layer_filter, head_filter, len(mods))
     return out, f"{type(model).__name__}; {source}"
 
 
@@ -394,7 +421,9 @@ def _checkpoint_windows(c, tokens, n, windows, layer_filter, head_filter, num_he
                       for ids in _text_windows(tokens, c.tokenizer_file, n, windows, cls_id,
                                                sep_id)]
         source = ("default corpus (pydoc_data.topics)" if tokens is None else "given text")
-    return _windows_from_projections(layers, per_window, layer_filter, head_filter), source
+    out = _windows_from_projections(layers, per_window, layer_filter, head_filter)
+    _check_selection(out, layer_filter, head_filter, len(layers))
+    return out, source
 
 
 def analyze(model, tokens=None, *, n=DEFAULT_N, windows=DEFAULT_WINDOWS, layers=None, heads=None,
@@ -486,6 +515,7 @@ def analyze(model, tokens=None, *, n=DEFAULT_N, windows=DEFAULT_WINDOWS, layers=
         x = np.asarray(tokens, dtype=np.float64)
         per_layer = _windows_from_projections(model, [[x] * len(model)], layer_filter,
                                               head_filter)
+        _check_selection(per_layer, layer_filter, head_filter, len(model))
         source = f"{len(model)} layers of head projections; tokens {x.shape[0]} x {x.shape[1]}"
     else:
         raise TypeError(f"model must be a checkpoint path, a Checkpoint, a weight mapping, a "

@@ -405,3 +405,45 @@ def test_bad_input_raises_named_errors(minilm):
         analyze(minilm, np.array([[1, 2], [3, 4]]))
     with pytest.raises(ValueError, match="2-d array"):
         core.token_statistics(np.ones(5))
+    with pytest.raises(ValueError, match="layers must be in 0..5"):
+        analyze(minilm, n=64, layers=[6])
+    with pytest.raises(ValueError, match="heads must be"):
+        analyze(minilm, n=64, layers=[0], heads=[12])
+    with pytest.raises(ValueError, match="at most 512 tokens"):
+        analyze(minilm, n=600)
+
+
+def test_module_holding_multihead_attention_layers_with_token_ids():
+    """A PyTorch model with nn.MultiheadAttention layers (sequence-first input, batch 1):
+    the forward pre-hooks capture each layer's input during the model's own forward pass;
+    each row's beta_scores (eq. (12.3)) equals the one recomputed from the module's own
+    attention weights' logits, i.e. from Q K^T/sqrt(d) of the captured input (1e-12)."""
+    import torch
+
+    from freeattn._analyze_torch import module_queries_keys
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(50, 32)
+            self.blocks = torch.nn.ModuleList(torch.nn.MultiheadAttention(32, 4)
+                                              for _ in range(2))
+
+        def forward(self, ids):
+            x = self.embed(ids).transpose(0, 1)          # (n, batch = 1, E)
+            for block in self.blocks:
+                x = x + block(x, x, x, need_weights=False)[0]
+            return x
+
+    torch.manual_seed(1)
+    model = Tiny().double()
+    ids = np.random.default_rng(2).integers(0, 50, size=40)
+    report = analyze(model, ids, n=40, rng=0)
+    assert [(r.layer, r.head) for r in report.rows] == [(L, h) for L in (0, 1) for h in range(4)]
+    with torch.no_grad():
+        x0 = model.embed(torch.as_tensor(ids)).numpy()
+    for r, (q, k) in enumerate(module_queries_keys(model.blocks[0], x0)):
+        assert report.rows[r].beta_scores == pytest.approx(
+            core.score_beta(q @ k.T / math.sqrt(8)), rel=1e-12)
+    with pytest.raises(ValueError, match="tokenizer"):
+        analyze(model, "some text")
