@@ -163,6 +163,16 @@ def _bias_beta(wk, bq, scale):
     return float(math.sqrt(scale / e) * np.linalg.norm(wk.T @ bq) / math.sqrt(d))
 
 
+def _weight_rank(wq, wk):
+    """Effective rank of ``W_Q^T W_K`` (participation ratio of its squared singular values)."""
+    # W_Q^T = U_Q R_Q, W_K^T = U_K R_K (thin QR): W_Q^T W_K = U_Q (R_Q R_K^T) U_K^T has the
+    # singular values of the d x d matrix R_Q R_K^T
+    rq = np.linalg.qr(wq.T, mode="r")
+    rk = np.linalg.qr(wk.T, mode="r")
+    s2 = np.linalg.svd(rq @ rk.T, compute_uv=False) ** 2
+    return float(s2.sum() ** 2 / np.sum(s2 ** 2))
+
+
 def score_beta(scores):
     """Inverse temperature of a head from its actual scores (theory eq. (12.3)).
 
@@ -462,6 +472,14 @@ class HeadRow:
     beta_frobenius : float
         ``||W_Q^T W_K||_F / sqrt(d)``: eq. (12.1) at ``c = E`` (unit-variance
         coordinates), a property of the weights alone.
+    beta_variance : float
+        ``c sigma_Q sigma_K`` from the mean squares of the head's weight entries
+        (eq. (11.3), what ``freeattn.torch.compare`` uses): equal to
+        ``beta_weights`` for i.i.d. weights, larger when ``W_Q^T W_K`` is
+        concentrated on few directions.
+    weight_rank : float
+        Effective rank ``(sum s_k^2)^2 / sum s_k^4`` of ``W_Q^T W_K`` (``s_k`` its
+        singular values; at most ``d``), eq. (12.4) applied to the weights.
     beta_bias : float
         Spread of the query-bias tilt, eq. (12.2).
     beta_scores : float
@@ -510,6 +528,8 @@ class HeadRow:
     gamma: float
     beta_weights: float
     beta_frobenius: float
+    beta_variance: float
+    weight_rank: float
     beta_bias: float
     beta_scores: float
     threshold: float
@@ -583,6 +603,7 @@ def head_rows(layer, windows, *, null_draws=NULL_DRAWS, rng=None):
         raise ValueError("windows must hold at least one window")
     stats = [token_statistics(x) for x, _ in windows]
     n = stats[0].n
+    c_mean = float(np.mean([t.scale for t in stats]))
     if any(t.n != n for t in stats):
         raise ValueError(f"every window must have the same number of tokens, got "
                          f"{[t.n for t in stats]}")
@@ -644,7 +665,10 @@ def head_rows(layer, windows, *, null_draws=NULL_DRAWS, rng=None):
         rows.append(HeadRow(
             layer=int(layer), head=int(head), n=n, width=d, gamma=gamma,
             beta_weights=float(np.mean(beta_w)),
-            beta_frobenius=weight_beta(proj.wq, proj.wk, proj.wq.shape[1]), beta_bias=float(np.mean(beta_b)),
+            beta_frobenius=weight_beta(proj.wq, proj.wk, proj.wq.shape[1]),
+            beta_variance=c_mean * math.sqrt(float(np.mean(proj.wq ** 2))
+                                             * float(np.mean(proj.wk ** 2))),
+            weight_rank=_weight_rank(proj.wq, proj.wk), beta_bias=float(np.mean(beta_b)),
             beta_scores=beta, threshold=threshold,
             effective_rank=float(np.mean([t.effective_rank for t in stats])),
             mean_energy=float(np.mean([t.mean_energy for t in stats])),

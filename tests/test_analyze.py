@@ -337,7 +337,7 @@ def test_frobenius_beta_recomputed_from_the_raw_weights(real_text_report):
     from safetensors.numpy import load_file
 
     raw = load_file(str(ckpt.minilm_directory() / "model.safetensors"))
-    values = []
+    values, concentrated = [], []
     for row in real_text_report.rows:
         base = f"encoder.layer.{row.layer}.attention.self."
         sl = slice(32 * row.head, 32 * (row.head + 1))
@@ -346,9 +346,22 @@ def test_frobenius_beta_recomputed_from_the_raw_weights(real_text_report):
         expected = np.linalg.norm(wq.T @ wk) / math.sqrt(32)
         assert row.beta_frobenius == pytest.approx(expected, rel=1e-12)
         values.append(expected)
+        # eq. (11.3) against eq. (12.1): the ratio does not depend on the tokens' scale c
+        ratio = expected / E / math.sqrt(np.mean(wq ** 2) * np.mean(wk ** 2))
+        assert row.beta_weights / row.beta_variance == pytest.approx(ratio, rel=1e-12)
+        if ratio > 1.1:
+            concentrated.append((row.layer, row.head))
+            # eq. (12.4) on the weights: the d = 32 nonzero eigenvalues of M^T M, M = W_Q^T W_K,
+            # are those of (W_Q W_Q^T)(W_K W_K^T)
+            lam = np.linalg.eigvals((wq @ wq.T) @ (wk @ wk.T)).real
+            assert row.weight_rank == pytest.approx(lam.sum() ** 2 / np.sum(lam ** 2), rel=1e-9)
+            assert row.weight_rank < 13                              # measured 4.4-12.4
     assert min(values) == pytest.approx(1.59, abs=0.005)
     assert max(values) == pytest.approx(12.25, abs=0.005)
     assert float(np.median(values)) == pytest.approx(2.43, abs=0.005)
+    # the variance formula (11.3) misses the alignment of W_Q and W_K by more than 10% in
+    # four heads (by 1.10-1.38), those with a concentrated W_Q^T W_K
+    assert concentrated == [(0, 2), (2, 9), (4, 7), (4, 9)]
 
 
 def test_report_rows_records_and_pandas(real_text_report):
