@@ -69,6 +69,10 @@ LAW_BETA_MAX = 4.0
 #: (its variance ``exp(beta^2) - 1`` is 1e43 there; beyond, it says nothing).
 MP_BETA_MAX = 10.0
 
+#: Largest inverse temperature the null model is sampled at (softmax is then one-hot
+#: to float64 precision for every row but ties; heads beyond are sampled here).
+NULL_BETA_MAX = 40.0
+
 #: Draws of the finite-size null model per head (their spectra are pooled).
 NULL_DRAWS = 2
 
@@ -330,7 +334,7 @@ def null_spectrum(n, d, beta, *, draws=NULL_DRAWS, rng=None):
     n, d : int
         Tokens and head width.
     beta : float
-        Inverse temperature, ``0 <= beta <= 40``.
+        Inverse temperature, ``0 <= beta <= NULL_BETA_MAX`` (40).
     draws : int, optional
         Independent draws, pooled.
     rng : None, int or numpy.random.Generator, optional
@@ -351,8 +355,8 @@ def null_spectrum(n, d, beta, *, draws=NULL_DRAWS, rng=None):
     n = check_int(n, "n", minimum=2)
     d = check_int(d, "d", minimum=1)
     draws = check_int(draws, "draws", minimum=1)
-    if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta <= 40.0):
-        raise ValueError(f"beta must be a real number in [0, 40], got {beta!r}")
+    if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta <= NULL_BETA_MAX):
+        raise ValueError(f"beta must be a real number in [0, {NULL_BETA_MAX:g}], got {beta!r}")
     return _null_sample(n, d, beta, draws, np.random.default_rng(rng))[0]
 
 
@@ -629,7 +633,7 @@ def head_rows(layer, windows, *, null_draws=NULL_DRAWS, rng=None):
         linear = np.sort(np.concatenate(linear)) if len(linear) == len(values_list) else None
         beta = float(np.mean(beta_s))
         gamma = d / n
-        null, null_share = _null_sample(n, d, min(beta, 40.0), null_draws, rng)
+        null, null_share = _null_sample(n, d, min(beta, NULL_BETA_MAX), null_draws, rng)
         ks_law = w1_law = ks_null_law = math.nan
         if beta <= LAW_BETA_MAX:
             try:
@@ -660,8 +664,10 @@ def head_rows(layer, windows, *, null_draws=NULL_DRAWS, rng=None):
         sink = bool(mass > SINK_RATIO * max(1.0 / n, null_share))
         if sink:
             reasons.append(f"sink at key {key}")
-        if not ks_null_law <= FINITE_SIZE_TOLERANCE:
-            reasons.append("finite size" if math.isfinite(ks_null_law) else "law unsolved")
+        if beta <= LAW_BETA_MAX and not math.isfinite(ks_law):
+            reasons.append("law unsolved")
+        elif math.isfinite(ks_null_law) and ks_null_law > FINITE_SIZE_TOLERANCE:
+            reasons.append(f"finite size (null model {ks_null_law:.2f} from the law)")
         rows.append(HeadRow(
             layer=int(layer), head=int(head), n=n, width=d, gamma=gamma,
             beta_weights=float(np.mean(beta_w)),
