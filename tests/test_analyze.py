@@ -461,3 +461,17 @@ def test_module_holding_multihead_attention_layers_with_token_ids():
             core.score_beta(q @ k.T / math.sqrt(8)), rel=1e-12)
     with pytest.raises(ValueError, match="tokenizer"):
         analyze(model, "some text")
+
+
+def test_plain_weight_mapping_gives_the_checkpoint_rows(minilm):
+    """A mapping of arrays with BertModel names (as safetensors.numpy.load_file returns) and
+    num_heads analyzes like the checkpoint: same rows at the same seed, on token ids."""
+    ids = np.arange(1000, 1064)
+    a = analyze(dict(minilm.weights), ids, n=64, num_heads=12, layers=[1], heads=[2], rng=5)
+    b = analyze(ckpt.Checkpoint(weights=minilm.weights, config=minilm.config,
+                                directory=minilm.directory), ids, n=64, layers=[1], heads=[2],
+                rng=5)
+    (x,), (y,) = a.rows, b.rows
+    assert (x.layer, x.head) == (y.layer, y.head) == (1, 2)
+    for name in ("beta_scores", "beta_weights", "ks_null", "sink_mass", "effective_rank"):
+        assert getattr(x, name) == pytest.approx(getattr(y, name), rel=1e-12), name
