@@ -852,6 +852,9 @@ def build_parser():
                    help="only these figures (numbers or names)")
     _add_mc_sizes(p)
     p.set_defaults(handler=_cmd_reproduce)
+
+    from ._analyze_cli import add_analyze_parser
+    add_analyze_parser(sub)
     return parser
 
 

@@ -47,10 +47,13 @@ __all__ = [
     "figure_causal",
     "figure_multihead",
     "make_figure",
+    "plot_analysis",
     "save_figure",
     "output_path",
     "reproduce",
 ]
+
+from ._analyze_plot import plot_analysis  # noqa: E402  (freeattn analyze --plot)
 
 #: Default output folder of :func:`reproduce` (relative to the working directory).
 DEFAULT_FIGURE_DIR = "docs/figures"

@@ -13,6 +13,12 @@ the multi-head law scaled by eq. (11.7).
 PyTorch is imported inside the functions that need it; the core of freeattn
 never imports it, and :func:`default_init_parameters` (the formulas of
 eq. (11.10), used by ``freeattn torch-init``) works without it.
+
+``freeattn.torch.analyze(model, tokens)`` analyzes every attention head of a
+pretrained model (a BERT-style ``.safetensors`` checkpoint, a weight mapping or
+a module holding ``nn.MultiheadAttention`` / BERT-style self-attention) on real
+text, against the law, the head's own linear surrogate, a finite-size null
+model and Marchenko-Pastur, with the regime diagnostics of theory section 12.
 """
 
 import copy
@@ -22,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._analyze import AnalysisReport, HeadProjections, HeadRow
+from ._analyze_torch import analyze, bert_module
 from ._errors import ConvergenceError
 
 __all__ = [
@@ -32,6 +40,11 @@ __all__ = [
     "HeadReport",
     "OutputReport",
     "TorchReport",
+    "analyze",
+    "bert_module",
+    "AnalysisReport",
+    "HeadRow",
+    "HeadProjections",
     "compare",
     "default_init_parameters",
     "effective_parameters",
