@@ -6,20 +6,20 @@ model ``(beta*S + alpha*W)/sqrt(n)`` (Hayase, Collins & Karakida, AISTATS 2026).
 freeattn computes that law exactly and checks it against simulation.
 """
 
-from ._errors import ConvergenceError
-from ._options import DEFAULT_OPTIONS, SolverOptions
-from ._law_base import Interval, LawAccuracy, LogEnd, SpectralLaw
-from ._cumulants import free_cumulants_to_moments, moments_to_free_cumulants
-from ._elementary import point_masses, semicircle
-from ._subordination import free_additive, free_multiplicative, sample_covariance
-from ._coefficients import (
+from .core._errors import ConvergenceError
+from .core._options import DEFAULT_OPTIONS, SolverOptions
+from .laws._law_base import Interval, LawAccuracy, LogEnd, SpectralLaw
+from .algebra._cumulants import free_cumulants_to_moments, moments_to_free_cumulants
+from .laws._elementary import point_masses, semicircle
+from .compose._subordination import free_additive, free_multiplicative, sample_covariance
+from .attention._coefficients import (
     LinearCoefficients,
     conditional_covariance,
     conditional_mean,
     gaussian_equivalent_covariance,
     linear_coefficients,
 )
-from ._hermite import (
+from .attention._hermite import (
     HermiteTable,
     alpha2_fraction,
     hermite_coefficients,
@@ -27,7 +27,7 @@ from ._hermite import (
     order_variances,
     truncated_alpha2,
 )
-from ._laws import (
+from .attention._laws import (
     AttentionLaw,
     EigenvalueLaw,
     LinearizationThreshold,
@@ -38,8 +38,8 @@ from ._laws import (
     marchenko_pastur,
     operator_norm,
 )
-from ._sampling import sample_attention, squared_singular_values
-from ._models import (
+from .montecarlo._sampling import sample_attention, squared_singular_values
+from .montecarlo._models import (
     CHAIN_MODELS,
     MODELS,
     Draw,
@@ -51,12 +51,12 @@ from ._models import (
     sample_model,
     unregister_model,
 )
-from ._causal_law import CausalLaw, causal_law
-from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
-from ._multihead import MultiheadLaw, head_average_law, multihead_law
-from ._draws import DrawError
-from ._fit import FitResult, fit
-from ._validation import (
+from .attention._causal_law import CausalLaw, causal_law
+from .montecarlo._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
+from .attention._multihead import MultiheadLaw, head_average_law, multihead_law
+from .montecarlo._draws import DrawError
+from .montecarlo._fit import FitResult, fit
+from .montecarlo._validation import (
     ConvergenceReport,
     ModelResult,
     RateFit,

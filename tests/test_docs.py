@@ -4,7 +4,7 @@
   expected output); all blocks of one page share a namespace, in page order (the
   tutorial, docs/tutorial.md, is one of these pages).
 - ```console blocks hold ``$ freeattn ...`` commands followed by their
-  output; each command runs through ``freeattn._cli.main`` and its output
+  output; each command runs through ``freeattn.cli._cli.main`` and its output
   must match the page (whitespace-normalized).
 - ```bash blocks are shown, not run (installs, long Monte Carlo runs).
 - The Sphinx site (docs/conf.py) builds with warnings as errors, and its API
@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from freeattn._cli import build_parser, main
+from freeattn.cli._cli import build_parser, main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn._cli import main
+from freeattn.cli._cli import main
 
 #: (n, beta) -> (bias, sd) of the relative error, from the table above.
 CALIBRATION = {(500, 0.5): (-0.0078, 0.0032), (500, 1.0): (-0.0196, 0.0046),

@@ -18,11 +18,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._checks import as_real_array, check_int
+from ..core._checks import as_real_array, check_int
 from ._coefficients import linear_coefficients
-from ._elementary import MarchenkoPastur, marchenko_pastur
-from ._subordination import sample_covariance
-from ._transforms import AffineLaw, SingularValueLaw
+from ..laws._elementary import MarchenkoPastur, marchenko_pastur
+from ..compose._subordination import sample_covariance
+from ..laws._transforms import AffineLaw, SingularValueLaw
 
 __all__ = [
     "AttentionLaw",
@@ -54,7 +54,7 @@ GAMMA_RANGE = (1e-4, 1e4)
 
 #: The spectral laws are instances of the base class; the historical name of
 #: the eigenvalue law's class is kept for ``isinstance`` checks.
-from ._law_base import SpectralLaw as EigenvalueLaw  # noqa: E402
+from ..laws._law_base import SpectralLaw as EigenvalueLaw  # noqa: E402
 
 
 def _scalar(arr, name):
@@ -184,7 +184,7 @@ def attention_law(beta, gamma=1.0, *, options=None):
     >>> round(float(sq.cdf(sq.support()[1])), 12)
     1.0
     """
-    from ._options import check_options
+    from ..core._options import check_options
 
     b, g = _check_law_args(beta, gamma)
     return _attention_singular(b, g, None if options is None else check_options(options))

@@ -9,7 +9,7 @@ measured spectrum (``fit``), the predicted spectra of a default PyTorch
 attention layer (``torch-init``) and the documentation figures (``plot``,
 ``reproduce``).  This module only parses arguments, calls
 the public API and describes what it returns as a
-:class:`freeattn._render.Document`; :func:`freeattn._render.render` prints it
+:class:`freeattn.core._render.Document`; :func:`freeattn.core._render.render` prints it
 as a table, markdown, csv or json (one JSON policy: non-finite numbers are
 ``null``).  It holds no mathematics of its own, and imports the library
 lazily, so ``--help`` and ``--version`` answer without loading SciPy.
@@ -145,7 +145,7 @@ class Output:
 
     Attributes
     ----------
-    document : freeattn._render.Document or None
+    document : freeattn.core._render.Document or None
         Printed in the command's ``--format``.
     files : tuple of (str, str)
         ``(path, text)`` written after the document is printed (so a failing
@@ -157,7 +157,7 @@ class Output:
 
 
 def _render():
-    from . import _render
+    from ..core import _render
 
     return _render
 
@@ -325,7 +325,7 @@ def _cmd_law(args, emit):
 
 def _cmd_multihead(args, emit):
     fa, r = _library(), _render()
-    from ._multihead import mean_and_rank_matched_mp
+    from ..attention._multihead import mean_and_rank_matched_mp
 
     coefficients = fa.linear_coefficients(args.beta)
     law = fa.multihead_law(args.beta, heads=args.heads, gamma_k=args.gamma_k,
@@ -402,7 +402,7 @@ def _cmd_edge(args, emit):
 
 def _cmd_causal(args, emit):
     fa, r = _library(), _render()
-    from . import _causal
+    from ..attention import _causal
 
     support = _causal.causal_support(args.beta, args.gamma)
     moments = _causal.causal_moments(args.beta, args.gamma, 3)
@@ -488,14 +488,14 @@ def _figure_sizes(args):
 
 
 def _cmd_plot(args, emit):
-    from . import plotting
+    from .. import plotting
 
     path = plotting.save_figure(args.figure, args.out, **_figure_sizes(args))
     return _render().Document([f"wrote {path}"], data={"written": [str(path)]})
 
 
 def _cmd_reproduce(args, emit):
-    from . import plotting
+    from .. import plotting
 
     plotting.reproduce(args.out, only=args.only, written=lambda path: emit(f"wrote {path}"),
                        **_figure_sizes(args))
@@ -565,7 +565,7 @@ def _cmd_torch_init(args, emit):
     import math
 
     fa, r = _library(), _render()
-    from .torch import default_init_parameters
+    from ..torch import default_init_parameters
 
     p = default_init_parameters(args.embed_dim, args.heads, args.n, scale=args.scale)
     head = fa.attention_law(p.beta, p.gamma).squared()
@@ -626,7 +626,7 @@ def _add_mc_sizes(parser):
     """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1, 4, 6 and 7 only)."""
     import inspect
 
-    from .plotting import FIGURES, figure_convergence
+    from ..plotting import FIGURES, figure_convergence
 
     chain, conv = FIGURES["1"].defaults, FIGURES["4"].defaults
     causal, heads = FIGURES["6"].defaults, FIGURES["7"].defaults
@@ -648,7 +648,7 @@ def _add_mc_sizes(parser):
 
 def build_parser():
     """The ``freeattn`` argument parser (exposed for tests and documentation)."""
-    from . import __version__
+    from .. import __version__
 
     parser = argparse.ArgumentParser(
         prog=PROG, formatter_class=_HelpFormatter,
@@ -772,7 +772,7 @@ def build_parser():
                    help="random seed (default: fresh entropy, printed in the report)")
     p.add_argument("--jobs", type=_positive_int, default=1, metavar="J",
                    help="worker processes for the draws")
-    from ._models import CHAIN_MODELS, MODELS
+    from ..montecarlo._models import CHAIN_MODELS, MODELS
 
     p.add_argument("--models", type=lambda s: s.split(","), default=None,
                    metavar="M1,M2,...",
@@ -831,7 +831,7 @@ def build_parser():
     _add_format(p)
     p.set_defaults(handler=_cmd_models)
 
-    from .plotting import FIGURES
+    from ..plotting import FIGURES
 
     figure_list = ", ".join(f"{k} ({v.name})" for k, v in FIGURES.items())
     p = command("plot", "draw one documentation figure",
@@ -898,8 +898,8 @@ def main(argv=None, *, stdout=None):
         out.write(line + "\n")
         out.flush()
 
-    from ._draws import DrawError
-    from ._errors import ConvergenceError
+    from ..montecarlo._draws import DrawError
+    from ..core._errors import ConvergenceError
 
     try:
         output = args.handler(args, emit)

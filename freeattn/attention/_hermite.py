@@ -9,14 +9,14 @@ noise variance ``alpha2`` (theory eq. (2.6)); truncating at order ``K`` keeps
 
 Every function has three paths behind one switch, as in
 :func:`freeattn.linear_coefficients`: float64 (vectorized over ``beta``),
-``exact=True`` (sympy, from :mod:`freeattn._symbolic`) and ``dps=`` (mpmath).
+``exact=True`` (sympy, from :mod:`freeattn.attention._symbolic`) and ``dps=`` (mpmath).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_int
+from ..core._checks import check_int
 from ._coefficients import (
     _check_exact_or_dps,
     _check_float_beta,

@@ -17,8 +17,8 @@ import scipy.linalg
 from scipy.linalg import blas as _blas
 from scipy.linalg import lapack as _lapack
 
-from ._checks import MAX_FLOAT_BETA, check_int, check_positive
-from ._coefficients import linear_coefficients
+from ..core._checks import MAX_FLOAT_BETA, check_int, check_positive
+from ..attention._coefficients import linear_coefficients
 from ._sampling import check_rng, scores_product, softmax_rows, squared_singular_values
 
 __all__ = [
@@ -283,7 +283,7 @@ def multihead_factor(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None, model="at
         the head outputs (``n x p``) and ``C`` the Cholesky factor of
         ``W_O W_O^T`` (``p x p``), so ``r = p``; otherwise ``B = MHA_perp``
         itself (``r = d_o``).  Either way ``r >= min(n, p, d_o)`` (the rank),
-        and :func:`freeattn._sampling.row_spectrum` of ``B`` gives the ``n``
+        and :func:`freeattn.montecarlo._sampling.row_spectrum` of ``B`` gives the ``n``
         eigenvalues of ``MHA_perp MHA_perp^T`` with the ``n - r`` vanishing
         ones as exact zeros (the atom of theory eq. (9.14)).
 

@@ -39,7 +39,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._errors import ConvergenceError
+from ..core._errors import ConvergenceError
 
 __all__ = [
     "edge_power",

@@ -2,8 +2,8 @@
 
 The law of the squared singular values of ``C = diag(1..n)(A - M)/sqrt(n)``
 (theory/10_causal.md).  :class:`CausalLaw` implements the hooks of
-:class:`freeattn._law_base.SpectralLaw` from the solver of
-:mod:`freeattn._causal`:
+:class:`freeattn.laws._law_base.SpectralLaw` from the solver of
+:mod:`freeattn.attention._causal`:
 
 - ``_support_intervals``: the intervals of eq. (10.17) (one, or two for a
   split support);
@@ -13,7 +13,7 @@ The law of the squared singular values of ``C = diag(1..n)(A - M)/sqrt(n)``
 
 The end at 0 is not a power law: the density diverges like
 ``1/(x log(theta1/x)**2)`` (eq. (10.18)).  The law declares it as a
-:class:`freeattn._chebyshev.LogEnd` edge (scale ``theta1``) and gives the base
+:class:`freeattn.algebra._chebyshev.LogEnd` edge (scale ``theta1``) and gives the base
 ``x f(x)`` as a function of ``log x`` (``_log_end_density``), so that the
 base's log-end panel (theory eq. (8.18)) is sampled exactly down to
 ``x = exp(-40000) theta1``; the CDF and quantiles there are the exact
@@ -25,9 +25,9 @@ from functools import lru_cache
 import numpy as np
 
 from . import _causal
-from ._chebyshev import LogEnd
-from ._law_base import SOFT, Interval, SpectralLaw
-from ._options import DEFAULT_OPTIONS
+from ..algebra._chebyshev import LogEnd
+from ..laws._law_base import SOFT, Interval, SpectralLaw
+from ..core._options import DEFAULT_OPTIONS
 
 __all__ = ["CausalLaw", "causal_law"]
 
@@ -157,7 +157,7 @@ def causal_law(beta, gamma=1.0, *, options=None):
     >>> bool(q[0] < 1e-30), round(float(law.cdf(q[1])), 10)
     (True, 0.5)
     """
-    from ._options import check_options
+    from ..core._options import check_options
 
     b, g = _causal._check_args(beta, gamma)
     return _causal_law(b, g, None if options is None else check_options(options))

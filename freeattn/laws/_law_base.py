@@ -15,7 +15,7 @@ law of a random matrix.  :class:`SpectralLaw` implements ``pdf``, ``cdf``,
 ``_density(x)``
     the exact density at points strictly inside the support (the law's own
     solver); it feeds the piecewise-Chebyshev representation
-    (:mod:`freeattn._chebyshev`) that the generic methods evaluate;
+    (:mod:`freeattn.algebra._chebyshev`) that the generic methods evaluate;
 ``_stieltjes_exact(z)`` (optional)
     the Stieltjes transform from the law's own solver;
 ``_moments_exact(k)`` (optional)
@@ -35,10 +35,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._checks import as_real_array, check_int
-from ._chebyshev import LogEnd, build_representation, edge_power  # noqa: F401  (LogEnd re-exported)
-from ._errors import ConvergenceError
-from ._options import DEFAULT_OPTIONS
+from ..core._checks import as_real_array, check_int
+from ..algebra._chebyshev import LogEnd, build_representation, edge_power  # noqa: F401  (LogEnd re-exported)
+from ..core._errors import ConvergenceError
+from ..core._options import DEFAULT_OPTIONS
 
 __all__ = [
     "Interval",
@@ -245,15 +245,15 @@ class SpectralLaw:
         return None
 
     def _curve(self):
-        """The rational Stieltjes graph (:class:`freeattn._subordination.Curve`) or ``None``."""
+        """The rational Stieltjes graph (:class:`freeattn.compose._subordination.Curve`) or ``None``."""
         return None
 
     def _r_transform(self):
-        """The R-transform as a :class:`freeattn._rational.RationalTransform`, or ``None``."""
+        """The R-transform as a :class:`freeattn.algebra._rational.RationalTransform`, or ``None``."""
         return None
 
     def _s_transform(self):
-        """The S-transform as a :class:`freeattn._rational.RationalTransform`, or ``None``."""
+        """The S-transform as a :class:`freeattn.algebra._rational.RationalTransform`, or ``None``."""
         return None
 
     def _edge_coefficient(self):
@@ -878,7 +878,7 @@ class SpectralLaw:
         ndarray
             ``[kappa_1, ..., kappa_kmax]``.
         """
-        from ._cumulants import moments_to_free_cumulants
+        from ..algebra._cumulants import moments_to_free_cumulants
 
         kmax = check_int(kmax, "kmax", minimum=1)
         scale, m = self._scaled_moments(kmax)
@@ -1170,7 +1170,7 @@ class SpectralLaw:
 
         Returns
         -------
-        freeattn._scipy.ScipyLaw
+        freeattn.laws._scipy.ScipyLaw
             A ``scipy.stats.rv_continuous``; the law is its ``.law``.
 
         Notes

@@ -34,11 +34,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._chebyshev import LogEnd
-from ._cumulants import free_cumulants_to_moments, moments_to_free_cumulants, series_reversion
-from ._errors import ConvergenceError
-from ._law_base import SOFT, Interval, SpectralLaw
-from ._rational import (batched_roots, cancel_common_roots, compose, hval,
+from ..algebra._chebyshev import LogEnd
+from ..algebra._cumulants import free_cumulants_to_moments, moments_to_free_cumulants, series_reversion
+from ..core._errors import ConvergenceError
+from ..laws._law_base import SOFT, Interval, SpectralLaw
+from ..algebra._rational import (batched_roots, cancel_common_roots, compose, hval,
                         padd, pmul, pscale, trim)
 
 __all__ = [
@@ -463,7 +463,7 @@ def multiplicative_moments(a, b, kmax):
     (eq. (5.8)).  Otherwise ``chi_{a⊠b}(w) = chi_a(w) chi_b(w) (1 + w)/w`` by
     series reversion.
     """
-    from ._elementary import MarchenkoPastur
+    from ..laws._elementary import MarchenkoPastur
 
     sb, mb = b._scaled_moments(kmax)
     mb = np.asarray(mb, dtype=float)
@@ -1595,7 +1595,7 @@ class SubordinationLaw(SpectralLaw):
         against ``mp_tolerance`` of the working precision.
         """
         import mpmath
-        from ._tolerances import mp_tolerance
+        from ..core._tolerances import mp_tolerance
 
         phi = self.level.mp(mpmath)
         b = self.constituent
@@ -1700,8 +1700,8 @@ def sample_covariance(population, ratio, *, options=None):
     >>> round(law.mean(), 12)                     # the population mean
     5.5
     """
-    from ._elementary import marchenko_pastur
-    from ._options import check_options
+    from ..laws._elementary import marchenko_pastur
+    from ..core._options import check_options
 
     _check_law(population, "population")
     _check_nonnegative(population, "population")
@@ -1735,7 +1735,7 @@ def free_additive(a, b, *, options=None):
     >>> round(law.var(), 12), [round(v, 10) for v in law.support()]   # semicircle(3)
     (3.0, [-3.4641016151, 3.4641016151])
     """
-    from ._options import check_options
+    from ..core._options import check_options
 
     _check_law(a, "a")
     _check_law(b, "b")
@@ -1786,7 +1786,7 @@ def free_multiplicative(a, b, *, options=None):
     >>> [round(fc.moment(k), 10) for k in (1, 2, 3)], round(fc.support()[1], 12)
     ([1.0, 3.0, 12.0], 6.75)
     """
-    from ._options import check_options
+    from ..core._options import check_options
 
     _check_law(a, "a")
     _check_law(b, "b")

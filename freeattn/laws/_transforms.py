@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 
 from ._law_base import Interval, LogEnd, SpectralLaw
-from ._rational import RationalTransform, compose, pmul, padd
+from ..algebra._rational import RationalTransform, compose, pmul, padd
 
 __all__ = ["AffineLaw", "SingularValueLaw", "ZeroPaddedLaw", "affine"]
 
@@ -158,7 +158,7 @@ class AffineLaw(SpectralLaw):
         return np.conj(g) / self.scale, np.conj(dg) / self.scale ** 2
 
     def _moments_exact(self, kmax):
-        from ._subordination import affine_moments
+        from ..compose._subordination import affine_moments
 
         exact = self.base._moments_exact(kmax)
         if exact is None:
@@ -178,7 +178,7 @@ class AffineLaw(SpectralLaw):
         curve = self.base._curve()
         if curve is None:
             return None
-        from ._subordination import AffineLevel
+        from ..compose._subordination import AffineLevel
         return curve.extend(AffineLevel(self.shift, self.scale))
 
     def _r_transform(self):
@@ -389,7 +389,7 @@ class SingularValueLaw(SpectralLaw):
         -------
         float
         """
-        from ._checks import check_int
+        from ..core._checks import check_int
 
         k = check_int(k, "k", minimum=0)
         if k % 2 == 0:

@@ -1,7 +1,7 @@
 """Coefficients of the Gaussian-equivalent linear model, and the key-conditional moments.
 
 Float64 (vectorized), mpmath (``dps=``) and sympy (``exact=True``, derived in
-:mod:`freeattn._symbolic`) evaluation of ``theta1``, ``theta2``, ``alpha``
+:mod:`freeattn.attention._symbolic`) evaluation of ``theta1``, ``theta2``, ``alpha``
 (theory/02_coefficients.md), and the conditional mean and covariance of a
 feature row given the keys together with their Gaussian-equivalent
 replacement (theory/03_centering.md, theory/04_covariance.md).
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import MAX_FLOAT_BETA, as_real_array, check_beta, check_int
-from ._tolerances import MAX_FLOAT_EXP_ARG
+from ..core._checks import MAX_FLOAT_BETA, as_real_array, check_beta, check_int
+from ..core._tolerances import MAX_FLOAT_EXP_ARG
 
 __all__ = [
     "LinearCoefficients",

@@ -21,7 +21,7 @@ model, not by the randomness.  Their limiting law is
 
 import numpy as np
 
-from ._checks import MAX_FLOAT_BETA
+from ..core._checks import MAX_FLOAT_BETA
 from ._models import Draw, Model, _sample_linear, register_model
 from ._sampling import _check_sizes, squared_singular_values
 
@@ -178,7 +178,7 @@ def _sample_causal_linear(draw):
 
 def causal_squared_law(beta, gamma):
     """``causal_law(beta, gamma)``: the limit law of both causal models (theory note 10)."""
-    from ._causal_law import causal_law
+    from ..attention._causal_law import causal_law
 
     return causal_law(beta, gamma)
 

@@ -4,9 +4,9 @@
 section 3) from shared randomness, extracts the bulk of the squared singular
 values, and measures its distance to each model's limiting law and to the
 Marchenko-Pastur law it is contrasted with; :func:`convergence` repeats this
-over sizes and fits the rate.  The draws run in :mod:`freeattn._draws`, the
-statistics are in :mod:`freeattn._statistics` (theory/07_validation.md,
-eqs. (7.8)-(7.13)), and the reports render through :mod:`freeattn._render`.
+over sizes and fits the rate.  The draws run in :mod:`freeattn.montecarlo._draws`, the
+statistics are in :mod:`freeattn.montecarlo._statistics` (theory/07_validation.md,
+eqs. (7.8)-(7.13)), and the reports render through :mod:`freeattn.core._render`.
 """
 
 import dataclasses
@@ -16,12 +16,12 @@ import time
 import numpy as np
 
 from . import _statistics as stats
-from ._checks import check_int, check_positive
-from ._coefficients import linear_coefficients
+from ..core._checks import check_int, check_positive
+from ..attention._coefficients import linear_coefficients
 from ._draws import DrawError, check_progress, root_seed, run_draws, seed_dict
 from ._models import (CHAIN_MODELS, GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA, check_options,
                       resolve_models, same_variance_mp, single_head_law)
-from ._render import Column, Document, Table, jsonable, render, to_json
+from ..core._render import Column, Document, Table, jsonable, render, to_json
 
 __all__ = [
     "ConvergenceReport",
@@ -224,7 +224,7 @@ class ValidationReport:
         return line
 
     def document(self):
-        """The report as a :class:`freeattn._render.Document` (any format)."""
+        """The report as a :class:`freeattn.core._render.Document` (any format)."""
         results = list(self.results.values())
         return Document([self._header_line(), _results_table(results)],
                         data=self.to_dict(), csv=_results_csv(results))
@@ -544,7 +544,7 @@ class ConvergenceReport:
         })
 
     def document(self):
-        """The report as a :class:`freeattn._render.Document` (any format)."""
+        """The report as a :class:`freeattn.core._render.Document` (any format)."""
         columns = [Column("model", align="left")]
         for metric, label in (("ks", "KS"), ("w1", "W1")):
             columns += [Column(f"{metric}_n{n}", f"{label} n={n}", format="{:.4f}")

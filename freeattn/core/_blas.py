@@ -1,6 +1,6 @@
 """Scoped single-threaded BLAS for solvers made of many small dense products.
 
-The causal solver (:mod:`freeattn._causal`) works with batches of ``33 x 33`` to
+The causal solver (:mod:`freeattn.attention._causal`) works with batches of ``33 x 33`` to
 ``81 x 81`` complex matrices.  OpenBLAS threads products of that size, and on a
 shared two-core machine a threaded ``49 x 49`` product measured 11 ms against
 0.02 ms single-threaded (benchmarks/RESULTS.md, causal section): the helper

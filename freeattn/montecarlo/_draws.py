@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from ._checks import check_int
+from ..core._checks import check_int
 from ._models import iter_models, resolve_models
 from ._sampling import check_rng
 
@@ -32,7 +32,7 @@ class DrawError(RuntimeError):
     seed : dict
         ``{"entropy": ..., "spawn_key": ...}`` of that draw's
         :class:`numpy.random.SeedSequence`, enough to replay it with
-        ``freeattn._draws.run_draw``.
+        ``freeattn.montecarlo._draws.run_draw``.
     completed : dict
         Draw index -> spectra (``run_draw`` output) of every draw that finished.
     failures : list of tuple

@@ -26,15 +26,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._checks import as_real_array, check_int
+from ..core._checks import as_real_array, check_int
 from ._coefficients import linear_coefficients
-from ._elementary import MarchenkoPastur
-from ._errors import ConvergenceError
+from ..laws._elementary import MarchenkoPastur
+from ..core._errors import ConvergenceError
 from ._laws import GAMMA_RANGE, _check_beta, attention_law
-from ._options import DEFAULT_OPTIONS, check_options
-from ._rational import padd, pmul, pscale
-from ._subordination import SLevel, SubordinationLaw, edge_at_zero
-from ._transforms import ZERO_MASS_ATOL, AffineLaw, affine
+from ..core._options import DEFAULT_OPTIONS, check_options
+from ..algebra._rational import padd, pmul, pscale
+from ..compose._subordination import SLevel, SubordinationLaw, edge_at_zero
+from ..laws._transforms import ZERO_MASS_ATOL, AffineLaw, affine
 
 __all__ = [
     "HEADS_RANGE",
@@ -608,7 +608,7 @@ def mean_and_rank_matched_mp(beta, gamma_v, gamma_o):
     the law of an ``n x rn`` matrix of i.i.d. entries with the layer's
     variance.
     """
-    from ._elementary import marchenko_pastur
+    from ..laws._elementary import marchenko_pastur
 
     theta1 = float(linear_coefficients(beta).theta1)
     return marchenko_pastur(theta1 * gamma_o, 1.0 / rank_fraction(gamma_v, gamma_o))
@@ -690,7 +690,7 @@ def _draw_seed(draw):
 
 
 def _sample_multihead(draw, model):
-    from ._multihead_sampling import multihead_factor
+    from ..montecarlo._multihead_sampling import multihead_factor
 
     o = draw.options
     heads = o.get("heads", _MULTIHEAD_OPTIONS["heads"])
@@ -712,7 +712,7 @@ def _sample_multihead_linear(draw):
 
 
 def _sample_head_average(draw, model):
-    from ._multihead_sampling import sample_head_average_map
+    from ..montecarlo._multihead_sampling import sample_head_average_map
 
     o = draw.options
     heads = o.get("heads", _HEAD_AVERAGE_OPTIONS["heads"])
@@ -750,13 +750,13 @@ def head_average_model_law(beta, gamma, heads, kv_groups):
 
 def head_average_model_reference(beta, gamma, heads, kv_groups):
     """``marchenko_pastur(theta1, 1)``: i.i.d. entries of the map's variance (eq. (5.11))."""
-    from ._models import same_variance_mp
+    from ..montecarlo._models import same_variance_mp
 
     return same_variance_mp(beta, gamma)
 
 
 def _register_models():
-    from ._models import Intermediate, Model, register_intermediate, register_model
+    from ..montecarlo._models import Intermediate, Model, register_intermediate, register_model
 
     register_intermediate(Intermediate("multihead_seed", _build_multihead_seed,
                                        stream="multihead"))

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import as_real_array, check_int
-from ._laws import MAX_LAW_BETA, _check_gamma, attention_law
+from ..core._checks import as_real_array, check_int
+from ..attention._laws import MAX_LAW_BETA, _check_gamma, attention_law
 from ._statistics import ks_distance
 
 __all__ = ["FitResult", "fit"]
@@ -25,7 +25,7 @@ __all__ = ["FitResult", "fit"]
 #: Smallest and largest beta searched.  Below 1e-3 the law in units of theta1 is
 #: its beta -> 0 limit to O(beta**2) = 1e-6 (theory eq. (6.11)), so beta is not
 #: identifiable from a spectrum beyond its scale; above MAX_LAW_BETA the law is
-#: Marchenko-Pastur to 1.8e-6 (see ``freeattn._laws``).
+#: Marchenko-Pastur to 1.8e-6 (see ``freeattn.attention._laws``).
 FIT_BETA_RANGE = (1e-3, MAX_LAW_BETA)
 
 #: Range of gamma searched when it is fitted: two decades on each side of 1
@@ -146,7 +146,7 @@ class FitResult:
     @property
     def mp_law(self):
         """The closest Marchenko-Pastur law."""
-        from ._elementary import marchenko_pastur
+        from ..laws._elementary import marchenko_pastur
 
         return marchenko_pastur(self.mp_variance, self.mp_ratio)
 
@@ -232,7 +232,7 @@ def _fit_beta_gamma(x, start):
 
 def _fit_mp(x):
     """Closest Marchenko-Pastur law in KS: ``(variance, ratio, ks)``."""
-    from ._elementary import marchenko_pastur
+    from ..laws._elementary import marchenko_pastur
 
     mean = float(x.mean())
     vgrid = mean * np.exp(np.linspace(-math.log(MP_VARIANCE_FACTOR),
@@ -366,7 +366,7 @@ def fit(squared_singular_values, *, gamma=None, level=0.95, resamples=DEFAULT_RE
     >>> bool(abs(result.beta - 1.0) < 0.1), bool(result.ks < result.ks_mp)
     (True, True)
     """
-    from ._law_base import check_rng
+    from ..laws._law_base import check_rng
 
     x = _check_values(squared_singular_values)
     if gamma is not None:

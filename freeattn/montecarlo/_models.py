@@ -26,11 +26,11 @@ from typing import Callable, Mapping, Optional
 
 import numpy as np
 
-from ._checks import MAX_FLOAT_BETA
-from ._coefficients import (conditional_covariance, conditional_mean,
+from ..core._checks import MAX_FLOAT_BETA
+from ..attention._coefficients import (conditional_covariance, conditional_mean,
                             gaussian_equivalent_covariance, linear_coefficients)
 # The one place where the Monte Carlo layer reads the range of the limiting laws.
-from ._laws import (GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA,  # noqa: F401 (read by _validation)
+from ..attention._laws import (GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA,  # noqa: F401 (read by _validation)
                     attention_law, marchenko_pastur)
 from ._sampling import (_check_sizes, gaussian_rows, key_gram, row_spectrum, scores_product,
                         softmax_rows, spawn_seeds)
@@ -272,7 +272,7 @@ class Draw:
 
 
 def _checked_keys(keys, n, d_qk):
-    from ._checks import as_real_array
+    from ..core._checks import as_real_array
 
     k = as_real_array(keys, "keys", finite=True)
     if k.shape != (n, d_qk):

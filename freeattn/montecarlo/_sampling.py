@@ -1,7 +1,7 @@
 """Sampling primitives: softmax attention, Gaussian rows, spectra, seeds.
 
 The models of the proof chain (SPEC section 3; theory/07_validation.md, eqs.
-(7.1)-(7.6)) are entries of the model registry in :mod:`freeattn._models`;
+(7.1)-(7.6)) are entries of the model registry in :mod:`freeattn.montecarlo._models`;
 this module holds what they are built from: the row softmax, the score
 product, the key Gram matrix, Gaussian rows with a given covariance, the
 squared singular values of theory eq. (7.7), and the one check of an ``rng``
@@ -11,8 +11,8 @@ argument.  SciPy is imported inside the functions that use it, so that
 
 import numpy as np
 
-from ._checks import as_real_array, check_int, check_positive
-from ._tolerances import FLOAT_EPS
+from ..core._checks import as_real_array, check_int, check_positive
+from ..core._tolerances import FLOAT_EPS
 
 __all__ = [
     "sample_attention",

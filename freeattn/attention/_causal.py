@@ -37,9 +37,9 @@ import scipy.linalg
 import scipy.optimize
 import scipy.special
 
-from ._blas import single_threaded
-from ._checks import as_real_array, check_beta
-from ._errors import ConvergenceError
+from ..core._blas import single_threaded
+from ..core._checks import as_real_array, check_beta
+from ..core._errors import ConvergenceError
 
 __all__ = [
     "CAUSAL_BETA_RANGE",

@@ -3,16 +3,16 @@
 They are the leaves every composed law starts from (theory section 8.2): each
 knows its Stieltjes transform, density, moments and -- where they are rational
 -- its R- and S-transforms, which the subordination engine
-(:mod:`freeattn._subordination`) uses directly.
+(:mod:`freeattn.compose._subordination`) uses directly.
 """
 
 import math
 
 import numpy as np
 
-from ._checks import as_real_array
+from ..core._checks import as_real_array
 from ._law_base import HARD, SOFT, Interval, SpectralLaw
-from ._rational import RationalTransform
+from ..algebra._rational import RationalTransform
 
 __all__ = [
     "PointMasses",
@@ -121,7 +121,7 @@ class PointMasses(SpectralLaw):
     def _curve(self):
         if self.values.size > 8:
             return None
-        from ._subordination import Curve
+        from ..compose._subordination import Curve
         return Curve.leaf(self.values, self.weights)
 
 
@@ -155,7 +155,7 @@ def point_masses(values, weights=None, *, options=None):
     >>> law.cdf([-1.0, 0.0, 0.5, 1.0]).tolist()
     [0.0, 0.25, 0.25, 1.0]
     """
-    from ._options import check_options
+    from ..core._options import check_options
 
     v = as_real_array(values, "values", finite=True).ravel()
     if v.size == 0:
@@ -257,7 +257,7 @@ class Semicircle(SpectralLaw):
 
     def _curve(self):
         # The semicircle is delta_0 ⊞ semicircle: z = tau + v/tau, G = 1/tau (eq. (8.8)).
-        from ._subordination import Curve, RLevel
+        from ..compose._subordination import Curve, RLevel
         return Curve.leaf([0.0], [1.0]).extend(RLevel(self._r_transform(), self))
 
 
@@ -284,7 +284,7 @@ def semicircle(variance=1.0, *, options=None):
     >>> round(sc.pdf(0.0), 12), round(sc.moment(4), 12)     # 1/pi; Catalan C_2 = 2
     (0.318309886184, 2.0)
     """
-    from ._options import check_options
+    from ..core._options import check_options
 
     return Semicircle(_positive(variance, "variance"), options=check_options(options))
 
@@ -411,7 +411,7 @@ class MarchenkoPastur(SpectralLaw):
 
     def _curve(self):
         # MP(v, c) = MP(1, c) ⊠ delta_v, parametrized by t = 1/G (eq. (8.6)).
-        from ._subordination import Curve
+        from ..compose._subordination import Curve
         return Curve.marchenko_pastur(self.variance, self.ratio)
 
 
@@ -446,7 +446,7 @@ def marchenko_pastur(variance=1.0, ratio=1.0, *, options=None):
     >>> round(float(mp.pdf(2.0)), 12)      # sqrt((8 - x) x)/(2 pi v x) at x = 2
     0.137832223855
     """
-    from ._options import check_options
+    from ..core._options import check_options
 
     c = _real_scalar(ratio, "ratio")
     if not MP_RATIO_RANGE[0] <= c <= MP_RATIO_RANGE[1]:
