@@ -1,5 +1,6 @@
-"""Tests of the law engine (freeattn.compose._subordination, _elementary, _cumulants,
-_transforms) and of the algebra of theory/05_fixed_point.md, 06_edges.md and
+"""Tests of the law engine (freeattn.compose._subordination, freeattn.algebra._levels,
+freeattn.algebra._curve, freeattn.laws._elementary, freeattn.algebra._cumulants, the
+transforms in freeattn.laws._law_base) and of the algebra of theory/05_fixed_point.md, 06_edges.md and
 08_laws.md -- symbolically with sympy where the statement is an identity,
 numerically against closed forms or independent solves otherwise."""
 

@@ -298,7 +298,7 @@ def test_companion_level_density_is_t_times_its_constituent_eq_9_4():
     from freeattn.laws._elementary import MarchenkoPastur
     from freeattn.attention._multihead import CompanionLevel, _default_options, _sample_covariance_level
     from freeattn.compose._subordination import SubordinationLaw
-    from freeattn.laws._transforms import affine
+    from freeattn.laws._law_base import affine
 
     opts = _default_options(None)
     c = linear_coefficients(0.5)

@@ -22,7 +22,7 @@ from ..core._checks import as_real_array, check_int
 from ._coefficients import linear_coefficients
 from ..laws._elementary import MarchenkoPastur, marchenko_pastur
 from ..compose._subordination import sample_covariance
-from ..laws._transforms import AffineLaw, SingularValueLaw
+from ..laws._law_base import AffineLaw, SingularValueLaw
 
 __all__ = [
     "AttentionLaw",

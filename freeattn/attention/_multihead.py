@@ -33,8 +33,9 @@ from ..core._errors import ConvergenceError
 from ._laws import GAMMA_RANGE, _check_beta, attention_law
 from ..core._options import DEFAULT_OPTIONS, check_options
 from ..algebra._rational import padd, pmul, pscale
-from ..compose._subordination import SLevel, SubordinationLaw, edge_at_zero
-from ..laws._transforms import ZERO_MASS_ATOL, AffineLaw, affine
+from ..algebra._levels import SLevel, edge_at_zero
+from ..compose._subordination import SubordinationLaw
+from ..laws._law_base import ZERO_MASS_ATOL, AffineLaw, affine
 
 __all__ = [
     "HEADS_RANGE",

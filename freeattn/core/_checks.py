@@ -6,6 +6,7 @@ was received and the allowed range.  Wrong type -> ``TypeError``; right type,
 wrong value -> ``ValueError``.
 """
 
+import math
 import numbers
 import operator
 
@@ -15,6 +16,7 @@ from ._tolerances import MAX_FLOAT_EXP_ARG
 
 __all__ = [
     "as_real_array",
+    "real_scalar",
     "check_beta",
     "check_positive",
     "check_int",
@@ -69,6 +71,16 @@ def as_real_array(value, name, *, finite=False):
     if finite and not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite, got {value!r}")
     return arr
+
+
+def real_scalar(value, name):
+    """A finite real Python float; TypeError/ValueError naming ``name``."""
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    arr = as_real_array(value, name, finite=True)
+    if arr.ndim != 0:
+        raise TypeError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
+    return float(arr)
 
 
 def check_positive(value, name, *, upper=None, upper_name=None, inclusive_upper=True):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..core._checks import as_real_array
+from ..core._checks import as_real_array, real_scalar as _real_scalar
 from ._law_base import HARD, SOFT, Interval, SpectralLaw
 from ..algebra._rational import RationalTransform
 
@@ -41,16 +41,6 @@ WEIGHT_SUM_RTOL = 1e-12
 def _sqrt_upper(w):
     """Principal square root, reading a real negative ``w`` on the upper lip."""
     return np.sqrt(np.where(w.imag == 0, w.real + 0j, w))
-
-
-def _real_scalar(value, name):
-    """A finite real Python float; TypeError/ValueError naming ``name``."""
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    arr = as_real_array(value, name, finite=True)
-    if arr.ndim != 0:
-        raise TypeError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
-    return float(arr)
 
 
 def _positive(value, name, upper=MAX_SCALE):
@@ -121,7 +111,7 @@ class PointMasses(SpectralLaw):
     def _curve(self):
         if self.values.size > 8:
             return None
-        from ..compose._subordination import Curve
+        from ..algebra._curve import Curve
         return Curve.leaf(self.values, self.weights)
 
 
@@ -257,7 +247,8 @@ class Semicircle(SpectralLaw):
 
     def _curve(self):
         # The semicircle is delta_0 ⊞ semicircle: z = tau + v/tau, G = 1/tau (eq. (8.8)).
-        from ..compose._subordination import Curve, RLevel
+        from ..algebra._curve import Curve
+        from ..algebra._levels import RLevel
         return Curve.leaf([0.0], [1.0]).extend(RLevel(self._r_transform(), self))
 
 
@@ -411,7 +402,7 @@ class MarchenkoPastur(SpectralLaw):
 
     def _curve(self):
         # MP(v, c) = MP(1, c) ⊠ delta_v, parametrized by t = 1/G (eq. (8.6)).
-        from ..compose._subordination import Curve
+        from ..algebra._curve import Curve
         return Curve.marchenko_pastur(self.variance, self.ratio)
 
 
