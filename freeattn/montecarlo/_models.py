@@ -32,8 +32,8 @@ from ..attention._coefficients import (conditional_covariance, conditional_mean,
 # The one place where the Monte Carlo layer reads the range of the limiting laws.
 from ..attention._laws import (GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA,  # noqa: F401 (read by _validation)
                     attention_law, marchenko_pastur)
-from ._sampling import (_check_sizes, gaussian_rows, key_gram, row_spectrum, scores_product,
-                        softmax_rows, spawn_seeds)
+from ._sampling import (_STREAMS, _check_sizes, gaussian_rows, key_gram, row_spectrum,
+                        scores_product, softmax_rows, spawn_seeds, streams)  # noqa: F401
 
 __all__ = [
     "CHAIN_MODELS",
@@ -82,10 +82,6 @@ class Intermediate:
     stream: Optional[str] = None
 
 
-# Stream i of a draw is the i-th child of the draw's seed sequence; the first
-# four are those of the proof chain, in this order (so sample_attention and
-# every chain model see the same keys and queries).
-_STREAMS = ["keys", "queries", "linear_noise", "row_noise"]
 _INTERMEDIATES = {}
 
 
@@ -123,11 +119,6 @@ def register_intermediate(intermediate):
             _STREAMS.append(intermediate.stream)
     _INTERMEDIATES[intermediate.name] = intermediate
     return intermediate
-
-
-def streams():
-    """Names of the random streams of a draw, in spawn order."""
-    return tuple(_STREAMS)
 
 
 class Draw:

@@ -28,6 +28,18 @@ __all__ = [
 # the round-off of forming the covariance itself.
 _COVARIANCE_CLIP = 100.0
 
+# Stream i of a draw is the i-th child of the draw's seed sequence; the first
+# four are those of the proof chain, in this order (so sample_attention and
+# every chain model see the same keys and queries).  The model registry
+# (:mod:`freeattn.montecarlo._models`) appends the streams of new intermediates.
+_STREAMS = ["keys", "queries", "linear_noise", "row_noise"]
+
+
+def streams():
+    """Names of the random streams of a draw, in spawn order."""
+    return tuple(_STREAMS)
+
+
 _RNG_KINDS = "None, a non-negative integer, a numpy SeedSequence, BitGenerator or Generator"
 
 
@@ -168,8 +180,6 @@ def sample_attention(n, d_qk, beta, *, rng=None, dtype=np.float64):
     >>> A.shape, bool(np.allclose(A.sum(axis=1), 1.0)), bool((A >= 0).all())
     ((4, 4), True, True)
     """
-    from ._models import streams
-
     n, d_qk, b = _check_sizes(n, d_qk, beta)
     dtype = np.dtype(dtype)
     if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
