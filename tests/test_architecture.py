@@ -160,7 +160,39 @@ def test_light_paths_import_no_heavy_module(code):
     SciPy's linear algebra or optimizers, SymPy, mpmath, PyTorch or matplotlib
     (the package root serves its names lazily, PEP 562)."""
     probe = (f"import sys\n{code}\n"
-             f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+             f"print('heavy:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True, cwd=ROOT).stdout.strip().splitlines()
-    assert out and out[-1] == "", f"{code!r} imported {out[-1] if out else '?'}"
+                         check=True, cwd=ROOT).stdout.splitlines()
+    assert out[-1].startswith("heavy:"), out
+    assert out[-1] == "heavy:", f"{code!r} imported {out[-1][len('heavy:'):]}"
+
+
+def test_public_names_resolve_lazily():
+    """Every name of ``freeattn.__all__`` resolves (PEP 562 ``__getattr__``) to the
+    object of the module it is mapped to, and ``dir(freeattn)`` lists it."""
+    import importlib
+
+    import freeattn
+
+    assert set(freeattn._MODULE_OF) == set(freeattn.__all__) - {"__version__"}
+    for name in freeattn.__all__:
+        value = getattr(freeattn, name)
+        if name != "__version__":
+            module = importlib.import_module(f"freeattn.{freeattn._MODULE_OF[name]}")
+            assert value is getattr(module, name), name
+    assert set(freeattn.__all__) <= set(dir(freeattn))
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        freeattn.no_such_name  # noqa: B018
+
+
+def test_the_model_registry_is_complete_from_any_entry_point():
+    """Importing the registry module alone (a fresh process) registers the chain,
+    causal and multi-head models, in the order of freeattn.MODELS."""
+    probe = ("from freeattn.montecarlo._models import MODELS\n"
+             "print(','.join(MODELS))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.split()[-1].split(",")
+    assert out[:6] == ["attention", "normalized", "centered", "sigma_f", "sigma_g", "linear"]
+    assert {"causal", "causal_linear", "multihead", "multihead_linear", "head_average",
+            "head_average_linear"} <= set(out)
+    assert out.index("causal") < out.index("multihead")

@@ -772,13 +772,12 @@ def build_parser():
                    help="random seed (default: fresh entropy, printed in the report)")
     p.add_argument("--jobs", type=_positive_int, default=1, metavar="J",
                    help="worker processes for the draws")
-    from ..montecarlo._models import CHAIN_MODELS, MODELS
-
+    # The help names no model: listing the registry would import the laws
+    # (the parser is built for --help and --version too).
     p.add_argument("--models", type=lambda s: s.split(","), default=None,
                    metavar="M1,M2,...",
-                   help=f"registered models to sample (default: the proof chain, "
-                        f"{','.join(CHAIN_MODELS)}; all: {', '.join(MODELS)}; "
-                        f"see 'freeattn models')")
+                   help="registered models to sample (default: the proof chain of "
+                        "freeattn.CHAIN_MODELS; 'freeattn models' lists every registered model)")
     p.add_argument("--json", default=None, metavar="FILE",
                    help="also write the full report as JSON to FILE ('-': print only the "
                         "JSON, as --format json)")
