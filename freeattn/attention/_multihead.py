@@ -18,7 +18,7 @@ head-averaged map ``sqrt(n h)(mean_r A_r - 11^T/n)``: the single-head law at
 
 The Monte Carlo models of these laws (softmax and Gaussian-equivalent
 multi-head attention, MHA/GQA/MQA, and the head-averaged map) are registered
-here in :data:`freeattn.MODELS` (:data:`MULTIHEAD_MODEL_NAMES`).
+in :data:`freeattn.MODELS` by :mod:`freeattn.montecarlo._multihead_models`.
 """
 
 from fractions import Fraction

@@ -28,10 +28,10 @@ import numpy as np
 
 from ..core._checks import MAX_FLOAT_BETA
 from ..attention._coefficients import (conditional_covariance, conditional_mean,
-                            gaussian_equivalent_covariance, linear_coefficients)
+                                       gaussian_equivalent_covariance, linear_coefficients)
 # The one place where the Monte Carlo layer reads the range of the limiting laws.
 from ..attention._laws import (GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA,  # noqa: F401 (read by _validation)
-                    attention_law, marchenko_pastur)
+                               attention_law, marchenko_pastur)
 from ._sampling import (_STREAMS, _check_sizes, gaussian_rows, key_gram, row_spectrum,
                         scores_product, softmax_rows, spawn_seeds, streams)  # noqa: F401
 
