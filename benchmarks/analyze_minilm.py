@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from freeattn._analyze_torch import analyze
+from freeattn.interop._analyze_torch import analyze
 
 E = 384
 COLUMNS = ("ks_law", "ks_null_law", "ks_null", "ks_linear", "ks_mp", "beta_weights",

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from freeattn._analyze import NULL_DRAWS, null_distance
+from freeattn.interop._analyze import NULL_DRAWS, null_distance
 
 CASES = [(512, 32, 1.0, NULL_DRAWS, 20), (2048, 128, 1.0, 1, 5), (256, 512, 1.0, NULL_DRAWS, 20),
          (1024, 32, 1.0, NULL_DRAWS, 5), (2048, 32, 1.0, 1, 5)]

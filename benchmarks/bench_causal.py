@@ -10,7 +10,7 @@ no cache inside freeattn can answer and the time includes building the law):
   atlas, the piecewise-Chebyshev representation of theory eqs. (8.14)-(8.18)) and
   its ``pdf`` on 10^4 points spanning the support (target <= 1 s);
 - ``pdf (exact, 300 points)``: the density from the solver on 300 points of a
-  new law (``freeattn._causal.causal_density``);
+  new law (``freeattn.attention._causal.causal_density``);
 - ``edge``: ``causal_edge`` of a new law (target <= 0.2 s).
 
 Accuracy of the law (built once per case, not timed): the largest relative error
@@ -60,7 +60,7 @@ def _companion_batch(points):
 def accuracy(beta, gamma, probes):
     """Errors of ``causal_law`` against the solver (density) and eq. (10.13) (CDF)."""
     import freeattn
-    from freeattn import _causal
+    from freeattn.attention import _causal
 
     law = freeattn.causal_law(beta, gamma)
     theta1 = float(np.expm1(beta * beta))
@@ -79,7 +79,7 @@ def accuracy(beta, gamma, probes):
 
 def measure_case(beta, gamma, points, repeat, quick):
     import freeattn
-    from freeattn import _causal
+    from freeattn.attention import _causal
 
     rows = []
     support = _causal.causal_support(beta, gamma)

@@ -13,7 +13,7 @@ For each ``beta`` in (0.5, 1, 1.5), ``gamma = 1`` and ``n`` in (500, 1000, 2000)
 - ``ks_Yc_Yc``: the same between two independent pools of ``Y_c`` (the
   noise floor of the two-sample statistic at this ``n`` and ``R``);
 - ``ks_C`` and ``ks_Yc``: the floor-aware distance of each pool to the
-  limiting law (theory eq. (7.15), ``freeattn._statistics``), on
+  limiting law (theory eq. (7.15), ``freeattn.montecarlo._statistics``), on
   ``x >= floor = 10 n eps max`` with the mass below the floor counted: below it
   squared singular values of a triangular matrix are not resolved in float64
   (they are counted correctly, not placed); the CDF is ``causal_law``'s
@@ -44,7 +44,7 @@ def ks_two(a, b):
 
 def ks_law(ev, cdf, floor):
     """Floor-aware Kolmogorov distance, theory eq. (7.15)."""
-    from freeattn._statistics import ks_distance_above_floor
+    from freeattn.montecarlo._statistics import ks_distance_above_floor
 
     ev = np.sort(ev)
     return ks_distance_above_floor(ev, cdf(ev), floor, float(cdf(floor)))
@@ -58,9 +58,9 @@ def main(argv=None):
     parser.add_argument("--json", default=str(_common.RESULTS_DIR / "causal_finite_n.json"))
     args = parser.parse_args(argv)
     import freeattn
-    import freeattn._causal as causal
-    from freeattn._causal_sampling import causal_spectrum
-    from freeattn._statistics import resolution_floor
+    import freeattn.attention._causal as causal
+    from freeattn.montecarlo._causal_sampling import causal_spectrum
+    from freeattn.montecarlo._statistics import resolution_floor
 
     betas = (1.0,) if args.quick else (0.5, 1.0, 1.5)
     sizes = ((100, 2), (200, 2)) if args.quick else ((500, 8), (1000, 4), (2000, 2))

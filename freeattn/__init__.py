@@ -4,68 +4,86 @@ The singular values of the centred, rescaled attention matrix
 ``sqrt(n) * (A - 11^T/n)`` follow, as ``n -> oo``, the law of a linear Gaussian
 model ``(beta*S + alpha*W)/sqrt(n)`` (Hayase, Collins & Karakida, AISTATS 2026).
 freeattn computes that law exactly and checks it against simulation.
+
+The package is layered; a subpackage imports only from the layers below it
+(tests/test_architecture.py checks this and that no import cycle exists):
+
+==============  ==========================================================
+``core``        errors, argument checks, options, tolerances, BLAS, reports
+``algebra``     polynomials, cumulant series, Chebyshev representation,
+                the levels and the rational curve of composed laws
+``laws``        the law base and its transforms, elementary laws, SciPy adapter
+``compose``     sample covariance, free convolutions: solvers, numerical R/S
+``attention``   coefficients, the single-head, multi-head and causal laws
+``montecarlo``  sampling, the model registry, draws, statistics, validation, fit
+front ends      ``cli`` (the command line), ``plotting``, ``torch``
+==============  ==========================================================
+
+The public names below are loaded on first use (PEP 562), so ``import
+freeattn`` does not import SciPy's solvers, SymPy, mpmath, PyTorch or
+matplotlib.
 """
 
-from ._errors import ConvergenceError
-from ._options import DEFAULT_OPTIONS, SolverOptions
-from ._law_base import Interval, LawAccuracy, LogEnd, SpectralLaw
-from ._cumulants import free_cumulants_to_moments, moments_to_free_cumulants
-from ._elementary import point_masses, semicircle
-from ._subordination import free_additive, free_multiplicative, sample_covariance
-from ._coefficients import (
-    LinearCoefficients,
-    conditional_covariance,
-    conditional_mean,
-    gaussian_equivalent_covariance,
-    linear_coefficients,
-)
-from ._hermite import (
-    HermiteTable,
-    alpha2_fraction,
-    hermite_coefficients,
-    hermite_table,
-    order_variances,
-    truncated_alpha2,
-)
-from ._laws import (
-    AttentionLaw,
-    EigenvalueLaw,
-    LinearizationThreshold,
-    OperatorNorm,
-    SingularValueLaw,
-    attention_law,
-    linearization_threshold,
-    marchenko_pastur,
-    operator_norm,
-)
-from ._sampling import sample_attention, squared_singular_values
-from ._models import (
-    CHAIN_MODELS,
-    MODELS,
-    Draw,
-    Intermediate,
-    Model,
-    register_intermediate,
-    register_model,
-    sample_chain,
-    sample_model,
-    unregister_model,
-)
-from ._causal_law import CausalLaw, causal_law
-from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
-from ._multihead import MultiheadLaw, head_average_law, multihead_law
-from ._draws import DrawError, ValidationInterrupted
-from ._fit import FitResult, fit
-from ._validation import (
-    ConvergenceReport,
-    ModelResult,
-    RateFit,
-    ValidationReport,
-    convergence,
-    validate,
-)
+import importlib
 
 __version__ = "0.1.0"
+
+#: The module (under freeattn) of each public name.
+_EXPORTS = {
+    "core._errors": ("ConvergenceError",),
+    "core._options": ("DEFAULT_OPTIONS", "SolverOptions"),
+    "laws._law_base": ("Interval", "LawAccuracy", "LogEnd", "SpectralLaw"),
+    "algebra._cumulants": ("free_cumulants_to_moments", "moments_to_free_cumulants"),
+    "laws._elementary": ("point_masses", "semicircle"),
+    "compose._subordination": ("free_additive", "free_multiplicative", "sample_covariance"),
+    "attention._coefficients": (
+        "LinearCoefficients", "conditional_covariance", "conditional_mean",
+        "gaussian_equivalent_covariance", "linear_coefficients"
+    ),
+    "attention._hermite": (
+        "HermiteTable", "alpha2_fraction", "hermite_coefficients", "hermite_table",
+        "order_variances", "truncated_alpha2"
+    ),
+    "attention._laws": (
+        "AttentionLaw", "EigenvalueLaw", "LinearizationThreshold", "OperatorNorm",
+        "SingularValueLaw", "attention_law", "linearization_threshold", "marchenko_pastur",
+        "operator_norm"
+    ),
+    "montecarlo._sampling": ("sample_attention", "squared_singular_values"),
+    "montecarlo._models": (
+        "CHAIN_MODELS", "MODELS", "Draw", "Intermediate", "Model", "register_intermediate",
+        "register_model", "sample_chain", "sample_model", "unregister_model"
+    ),
+    "attention._causal_law": ("CausalLaw", "causal_law"),
+    "montecarlo._causal_sampling": (
+        "CAUSAL_MODELS", "causal_attention", "causal_matrix", "causal_spectrum"
+    ),
+    "attention._multihead": ("MultiheadLaw", "head_average_law", "multihead_law"),
+    "montecarlo._draws": ("DrawError", "ValidationInterrupted"),
+    "montecarlo._fit": ("FitResult", "fit"),
+    "montecarlo._validation": (
+        "ConvergenceReport", "ModelResult", "RateFit", "ValidationReport", "convergence",
+        "validate"
+    ),
+}
+
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name):
+    """Import the module of the public name ``name`` on first use (PEP 562)."""
+    try:
+        module = _MODULE_OF[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "MultiheadLaw",

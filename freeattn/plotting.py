@@ -53,7 +53,7 @@ __all__ = [
     "reproduce",
 ]
 
-from ._analyze_plot import plot_analysis  # noqa: E402  (freeattn analyze --plot)
+from .interop._analyze_plot import plot_analysis  # noqa: E402  (freeattn analyze --plot)
 
 #: Default output folder of :func:`reproduce` (relative to the working directory).
 DEFAULT_FIGURE_DIR = "docs/figures"
@@ -170,8 +170,8 @@ def chain_samples(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=Non
     """
     # The draws of freeattn.validate: same argument checks, seeds, executors and
     # DrawError (with the failing draw's seed) when a draw fails.
-    from ._draws import root_seed, run_draws
-    from ._validation import _check_validate_args
+    from .montecarlo._draws import root_seed, run_draws
+    from .montecarlo._validation import _check_validate_args
 
     fa = _library()
     beta, _, n, d_qk, draws, models, options = _check_validate_args(
@@ -224,7 +224,7 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
     >>> [ax.get_title() for ax in fig.axes][::3]
     ['1. attention', '4. sigma_f', 'quantiles']
     """
-    from ._models import resolve_models
+    from .montecarlo._models import resolve_models
 
     fa = _library()
     if samples is None:
@@ -630,7 +630,7 @@ def figure_causal(beta=1.0, n=1000, gamma=1.0, draws=4, *, rng=None, executor=No
     >>> [ax.get_xscale() for ax in fig.axes]
     ['linear', 'log']
     """
-    from ._statistics import resolution_floor
+    from .montecarlo._statistics import resolution_floor
 
     fa = _library()
     names = ("causal", "causal_linear")
@@ -690,7 +690,7 @@ def figure_causal(beta=1.0, n=1000, gamma=1.0, draws=4, *, rng=None, executor=No
 
 def _pooled_ks(law, values):
     """KS distance of pooled values (zeros counted as the law's atom, theory eq. (7.9))."""
-    from ._validation import _ks
+    from .montecarlo._validation import _ks
 
     return _ks(law, np.sort(values))
 
@@ -741,7 +741,7 @@ def figure_multihead(beta=1.0, n=600, draws=4, *, heads=4, gamma_k=0.5, gamma_v=
     >>> [ax.get_title().split(":")[0] for ax in fig.axes]
     ['MHA (kv_groups = 4)', 'GQA (kv_groups = 2)', 'MQA (kv_groups = 1)', 'head-averaged map']
     """
-    from ._multihead import mean_and_rank_matched_mp
+    from .attention._multihead import mean_and_rank_matched_mp
 
     fa = _library()
     law = fa.multihead_law(beta, heads=heads, gamma_k=gamma_k, gamma_v=gamma_v,
@@ -867,7 +867,7 @@ def _spec(figure):
 
 def _check_sizes(n=None, draws=None, seed=None, jobs=None):
     """All checks of the Monte Carlo sizes of the gallery figures (``None``: default)."""
-    from ._checks import check_int
+    from .core._checks import check_int
 
     for name, value, minimum in (("n", n, 2), ("draws", draws, 1), ("seed", seed, 0),
                                  ("jobs", jobs, 1)):

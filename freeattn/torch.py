@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._analyze import AnalysisReport, HeadProjections, HeadRow
-from ._analyze_torch import analyze, bert_module
-from ._errors import ConvergenceError
+from .interop._analyze import AnalysisReport, HeadProjections, HeadRow
+from .interop._analyze_torch import analyze, bert_module
+from .core._errors import ConvergenceError
 
 __all__ = [
     "BiasWarning",
@@ -123,7 +123,7 @@ class LayerParameters:
 
 
 def _check_sizes(embed_dim, heads, n):
-    from ._checks import check_int
+    from .core._checks import check_int
 
     embed_dim = check_int(embed_dim, "embed_dim", minimum=1)
     heads = check_int(heads, "heads", minimum=1)
@@ -165,7 +165,7 @@ def default_init_parameters(embed_dim, heads, n, *, scale=None):
     >>> p.beta, p.gamma, p.gamma_o, round(p.output_scale, 12)
     (0.5, 0.25, 2.0, 0.166666666667)
     """
-    from ._checks import check_positive
+    from .core._checks import check_positive
 
     embed_dim, heads, n = _check_sizes(embed_dim, heads, n)
     c = float(embed_dim) if scale is None else float(check_positive(scale, "scale"))
@@ -201,8 +201,8 @@ def orthonormal_tokens(n, embed_dim, *, scale=None, rng=None):
     >>> bool(np.allclose(x @ x.T, 2.0 * np.eye(4)))
     True
     """
-    from ._checks import check_int, check_positive
-    from ._law_base import check_rng
+    from .core._checks import check_int, check_positive
+    from .laws._law_base import check_rng
 
     n = check_int(n, "n", minimum=1)
     embed_dim = check_int(embed_dim, "embed_dim", minimum=1)
@@ -391,7 +391,7 @@ def _effective(module, x64, warn=True):
 
 def _as_module(module, heads):
     if heads is not None:
-        from ._checks import check_int
+        from .core._checks import check_int
 
         heads = check_int(heads, "heads", minimum=1)
     if isinstance(module, dict) or hasattr(module, "keys") and not _is_module(module):
@@ -582,22 +582,22 @@ class TorchReport:
 
 
 def _distances(law, sorted_values):
-    from . import _statistics as stats
-    from ._validation import _ks
+    from .montecarlo import _statistics as stats
+    from .montecarlo._validation import _ks
 
     return _ks(law, sorted_values), stats.w1_distance(sorted_values, law.cdf, law.support())
 
 
 def _outlier_threshold(edge, n):
-    from ._statistics import EDGE_MARGIN_WIDTHS
+    from .montecarlo._statistics import EDGE_MARGIN_WIDTHS
 
     return edge * (1.0 + EDGE_MARGIN_WIDTHS * n ** (-2.0 / 3.0))
 
 
 def _head_report(r, attention, beta, gamma):
     """Report of head ``r`` from its attention weights (``n x n`` float64 tensor)."""
-    from ._elementary import marchenko_pastur
-    from ._laws import attention_law
+    from .laws._elementary import marchenko_pastur
+    from .attention._laws import attention_law
 
     torch = _torch()
     n = attention.shape[0]
@@ -627,8 +627,8 @@ def _head_report(r, attention, beta, gamma):
 def _output_report(params, centred):
     import freeattn
 
-    from ._coefficients import linear_coefficients
-    from ._elementary import marchenko_pastur
+    from .attention._coefficients import linear_coefficients
+    from .laws._elementary import marchenko_pastur
 
     n = centred.shape[0]
     values = np.zeros(n)

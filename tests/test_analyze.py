@@ -19,9 +19,9 @@ import os
 import numpy as np
 import pytest
 
-from freeattn import _analyze as core
-from freeattn import _checkpoint as ckpt
-from freeattn._analyze_torch import analyze
+from freeattn.interop import _analyze as core
+from freeattn.interop import _checkpoint as ckpt
+from freeattn.interop._analyze_torch import analyze
 
 E = 384                  # all-MiniLM-L6-v2: hidden width, 12 heads of width 32, 6 layers
 
@@ -188,7 +188,7 @@ def test_linear_surrogate_of_gaussian_scores_follows_the_law():
 def test_bert_adapter_queries_keys_equal_the_module_own(minilm):
     """The checkpoint adapter's Q, K (HeadProjections, float64) equal the PyTorch module's
     own query/key layers (module_queries_keys runs module.query, module.key) to 1e-12."""
-    from freeattn._analyze_torch import bert_module, module_queries_keys
+    from freeattn.interop._analyze_torch import bert_module, module_queries_keys
 
     model = bert_module(minilm)
     layers = core.bert_layers(minilm.weights, 12)
@@ -207,7 +207,7 @@ def test_multihead_attention_adapter_reproduces_the_module_weights():
     adapter's Q, K equals the attention weights the module's forward returns, float64, 1e-12."""
     import torch
 
-    from freeattn._analyze_torch import module_projections, module_queries_keys
+    from freeattn.interop._analyze_torch import module_projections, module_queries_keys
 
     torch.manual_seed(0)
     mha = torch.nn.MultiheadAttention(48, 4, bias=True).double().eval()
@@ -232,7 +232,7 @@ def test_numpy_forward_pass_equals_the_pytorch_one(minilm):
     5e-15)."""
     import torch
 
-    from freeattn._analyze_torch import bert_module
+    from freeattn.interop._analyze_torch import bert_module
 
     ids = ckpt.token_windows(ckpt.tokenize(ckpt.default_corpus(), minilm.tokenizer_file), 128,
                              1, cls_id=101, sep_id=102)[0]
@@ -254,7 +254,7 @@ def test_numpy_forward_pass_equals_the_pytorch_one(minilm):
 def test_module_and_checkpoint_paths_give_the_same_rows(minilm):
     """analyze on the PyTorch module (forward pre-hooks capture each attention input) and on
     the checkpoint (numpy forward) give the same rows at the same seed (1e-9 relative)."""
-    from freeattn._analyze_torch import bert_module
+    from freeattn.interop._analyze_torch import bert_module
 
     a = analyze(minilm, n=96, layers=[2], heads=[0, 5], rng=4).rows
     b = analyze(bert_module(minilm), n=96, layers=[2], heads=[0, 5], rng=4).rows
@@ -390,7 +390,7 @@ def test_plot_analysis_draws_one_panel_per_layer(real_text_report):
 
 
 def test_cli_analyze_json_and_csv(minilm, tmp_path, capsys):
-    from freeattn._cli import main
+    from freeattn.cli._cli import main
 
     text = tmp_path / "text.txt"
     text.write_text(ckpt.default_corpus()[:20000], encoding="utf-8")
@@ -434,7 +434,7 @@ def test_module_holding_multihead_attention_layers_with_token_ids():
     attention weights' logits, i.e. from Q K^T/sqrt(d) of the captured input (1e-12)."""
     import torch
 
-    from freeattn._analyze_torch import module_queries_keys
+    from freeattn.interop._analyze_torch import module_queries_keys
 
     class Tiny(torch.nn.Module):
         def __init__(self):

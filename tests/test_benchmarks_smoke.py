@@ -202,3 +202,19 @@ def test_bench_multihead_quick(capsys):
     assert _positive_finite(row["single"]) and _positive_finite(row["multihead"])
     assert math.isfinite(row["ratio"]) and row["meets_target"] in ("yes", "no")
     assert "multi-head min (ms)" in out
+
+
+def test_bench_startup_quick(capsys):
+    """One round of the start-up benchmark: four timed rows, the baseline first with
+    ratio 1, and the heavy-module column filled for each command."""
+    bench = _load("bench_startup")
+    result = bench.main(["--quick", "--rounds", "1"])
+    out = capsys.readouterr().out
+    rows = result["rows"]
+    assert [r["task"] for r in rows] == [name for name, _, _ in bench.COMMANDS]
+    assert rows[0]["ratio"] == 1.0
+    for row in rows:
+        assert math.isfinite(row["median_s"]) and 0 < row["min_s"] <= row["median_s"]
+        assert row["heavy_modules"]
+    assert all(r["meets_target"] in ("yes", "no") for r in rows[1:])
+    assert "× import numpy" in out

@@ -17,10 +17,10 @@ import scipy.stats
 
 import freeattn
 from freeattn import ConvergenceError
-from freeattn import _causal as causal
-from freeattn._causal import (causal_cdf, causal_density, causal_edge, causal_moments,
+from freeattn.attention import _causal as causal
+from freeattn.attention._causal import (causal_cdf, causal_density, causal_edge, causal_moments,
                               causal_stieltjes, causal_support)
-from freeattn._causal_sampling import (CAUSAL_MODELS, causal_attention, causal_matrix,
+from freeattn.montecarlo._causal_sampling import (CAUSAL_MODELS, causal_attention, causal_matrix,
                                        causal_spectrum)
 
 REF = json.loads((Path(__file__).parent / "reference" / "causal_references.json").read_text())
@@ -611,10 +611,10 @@ def test_sampler_arguments():
 # --------------------------------------------------------------------------- Monte Carlo
 
 def _ks_above_floor(ev, cdf, n):
-    """Floor-aware Kolmogorov distance, theory eq. (7.15) (freeattn._statistics): the
+    """Floor-aware Kolmogorov distance, theory eq. (7.15) (freeattn.montecarlo._statistics): the
     values of a triangular matrix below the float64 floor 10 n eps max are counted,
     not placed (theory 10.9)."""
-    from freeattn import _statistics as stats
+    from freeattn.montecarlo import _statistics as stats
 
     ev = np.sort(ev)
     floor = stats.resolution_floor(n, ev[-1])
@@ -738,7 +738,7 @@ def test_cli_causal_command(capsys):
     """`freeattn causal` reports the support (eq. (10.17)), the gap mass
     (eq. (10.19)) and the exact moments (eq. (10.16)) of the library, and
     exits 2 naming gamma outside [0.1, 10]."""
-    from freeattn._cli import main
+    from freeattn.cli._cli import main
 
     assert main(["causal", "--beta", "1e-4", "--gamma", "0.1", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -760,7 +760,7 @@ def test_validate_uses_the_floor_aware_distance_for_causal_models():
     (the unresolved values)."""
     import scipy.linalg
 
-    from freeattn import _statistics as stats
+    from freeattn.montecarlo import _statistics as stats
 
     assert freeattn.MODELS["causal_linear"].floor and freeattn.MODELS["causal"].floor
     n, draws, seed = 150, 2, 5
@@ -786,7 +786,7 @@ def test_validate_uses_the_floor_aware_distance_for_causal_models():
 def test_cli_causal_command_every_format(fmt, capsys):
     """`freeattn causal --format F` prints the upper edge of eq. (10.17) and the exact
     m1 = theta1/2 of eq. (10.16) in each of the four formats of the renderer."""
-    from freeattn._cli import main
+    from freeattn.cli._cli import main
 
     assert main(["causal", "--beta", "1", "--gamma", "1", "--format", fmt]) == 0
     out = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Tests of the piecewise-Chebyshev representation (freeattn._chebyshev),
+"""Tests of the piecewise-Chebyshev representation (freeattn.algebra._chebyshev),
 theory eqs. (8.14)-(8.16), against closed forms."""
 
 import math
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from freeattn import DEFAULT_OPTIONS, ConvergenceError, marchenko_pastur, semicircle
-from freeattn._chebyshev import (build_representation, cauchy_integral, clenshaw, edge_power,
+from freeattn.algebra._chebyshev import (build_representation, cauchy_integral, clenshaw, edge_power,
                                  first_kind_nodes, nodes_coefficients)
-from freeattn._law_base import Interval
+from freeattn.laws._law_base import Interval
 
 _cheb = np.polynomial.chebyshev
 
@@ -134,14 +134,14 @@ class _DTLaw:
     @staticmethod
     def log_end_density(t):
         # x f(x) = -Im G(x + i0) x/pi = -Im(1/T)/pi with T e^T = -1/x; T from log x
-        from freeattn._causal import _dt_kappa
+        from freeattn.attention._causal import _dt_kappa
         kap = _dt_kappa(np.asarray(t) - 1j * np.pi)          # kappa = 1/T at log(-z)
         kap = np.where(kap.imag > 0, kap.conj(), kap)
         return np.abs(kap.imag) / np.pi
 
     @staticmethod
     def density(x):
-        from freeattn._causal import _dt_density
+        from freeattn.attention._causal import _dt_density
         return _dt_density(x)
 
 
@@ -149,7 +149,7 @@ def test_log_end_map_eq_8_18():
     """The map x = e + c u exp(-1/u) of eq. (8.18): sigma_of inverts x_of (1e-13 in
     sigma; x of the first node far below the float range comes out e), its Jacobian
     matches central differences (rtol 1e-7), and log_distance is log(x - e)."""
-    from freeattn._chebyshev import LogEndMap
+    from freeattn.algebra._chebyshev import LogEndMap
     m = LogEndMap.between(1.0, 20.0, 1.0, 1.5)
     assert m.u_lo == 0.0 and m.x_of(1.0) == 1.5 and m.x_of(-1.0) == 1.0
     sig = np.linspace(-0.6, 0.95, 9)
@@ -173,8 +173,8 @@ def test_log_end_panel_is_exact_for_dykema_haagerup_eq_8_18():
     relative, quantiles invert the closed-form CDF to 1e-12 relative in x (1e-9 at
     1e-300, where x is ill-conditioned in q), and the
     CDF follows the log-end asymptotics F ~ 1/log(1/x) (10% at x = 1e-300)."""
-    from freeattn._causal import _dt_cdf
-    from freeattn._chebyshev import LogEnd
+    from freeattn.attention._causal import _dt_cdf
+    from freeattn.algebra._chebyshev import LogEnd
     ivs = [Interval(0.0, math.e, LogEnd(1.0, 1e-12), Fraction(1, 2))]
     rep = build_representation(_DTLaw.density, ivs, DEFAULT_OPTIONS, expected_mass=1.0,
                                log_density=_DTLaw.log_end_density)
@@ -194,7 +194,7 @@ def test_log_end_panel_is_exact_for_dykema_haagerup_eq_8_18():
 def test_log_end_needs_its_density_hook():
     """eq. (8.18): an interval with a LogEnd needs log_density (its nodes are below
     the float range), and only a lower end may be logarithmic."""
-    from freeattn._chebyshev import LogEnd
+    from freeattn.algebra._chebyshev import LogEnd
     with pytest.raises(ValueError, match="log_density"):
         build_representation(_DTLaw.density, [Interval(0.0, math.e, LogEnd(1.0), Fraction(1, 2))],
                              DEFAULT_OPTIONS)
@@ -209,7 +209,7 @@ def test_a_density_that_never_converges_stops_at_the_panel_budget():
     """eq. (8.14): samples with relative noise 1e-8 (far above cheb_noise_rtol) never
     converge; instead of splitting every panel to panel_max_depth the fit raises a
     ConvergenceError once more than PANEL_BUDGET panels are open."""
-    from freeattn._chebyshev import PANEL_BUDGET
+    from freeattn.algebra._chebyshev import PANEL_BUDGET
 
     rng = np.random.default_rng(0)
 

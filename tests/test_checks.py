@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from freeattn._checks import MAX_FLOAT_BETA, as_real_array, check_beta, check_int, check_positive
+from freeattn.core._checks import MAX_FLOAT_BETA, as_real_array, check_beta, check_int, check_positive
 
 
 @pytest.mark.parametrize("value", [None, "1.0", b"1", True, 1 + 2j, np.array([1j]), object()])

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn._cli import DEFAULT_LAW_POINTS, main
+from freeattn.cli._cli import DEFAULT_LAW_POINTS, main
 
 # Relative tolerance of the 8-significant-digit tables.
 TABLE_RTOL = 1e-7
@@ -332,7 +332,7 @@ def test_validate_checks_the_json_path_before_running(capsys, tmp_path, monkeypa
 
 def test_law_points_has_an_upper_bound(capsys):
     """--points is capped (MAX_LAW_POINTS): a huge table is a usage error, not an OOM kill."""
-    from freeattn._cli import MAX_LAW_POINTS
+    from freeattn.cli._cli import MAX_LAW_POINTS
 
     assert main(["law", "--beta", "1", "--points", str(MAX_LAW_POINTS + 1)]) == 2
     assert "expected an integer in [1, " in capsys.readouterr().err
@@ -347,7 +347,7 @@ def test_validate_gamma_out_of_range_is_a_usage_error(capsys):
     a usage error naming gamma and the law's range."""
     code, out, err = run(capsys, "validate", "--beta", "1", "--gamma", "1e308", "--n", "10")
     assert code == 2 and out == ""
-    from freeattn._models import GAMMA_RANGE
+    from freeattn.montecarlo._models import GAMMA_RANGE
 
     assert f"gamma must be in [{GAMMA_RANGE[0]}, {GAMMA_RANGE[1]}]" in err
     assert "Traceback" not in err
@@ -355,7 +355,7 @@ def test_validate_gamma_out_of_range_is_a_usage_error(capsys):
 
 def test_coeffs_order_is_bounded(capsys):
     """--order is capped (MAX_ORDER, MAX_EXACT_ORDER) instead of running for hours."""
-    from freeattn._cli import MAX_EXACT_ORDER, MAX_ORDER
+    from freeattn.cli._cli import MAX_EXACT_ORDER, MAX_ORDER
 
     code, _, err = run(capsys, "coeffs", "--beta", "1", "--order", "100000000")
     assert code == 2 and f"expected an integer in [0, {MAX_ORDER}]" in err
@@ -373,8 +373,8 @@ def test_the_order_bound_loses_no_nonzero_term():
     """Why MAX_ORDER = 3000: at the largest beta of the float path (exp(beta^2) finite)
     the order variances beta^(2k)/k! (theory eq. (2.7)) underflow to 0 before k = 3000,
     so a longer table would only add zero rows."""
-    from freeattn._checks import MAX_FLOAT_BETA
-    from freeattn._cli import MAX_ORDER
+    from freeattn.core._checks import MAX_FLOAT_BETA
+    from freeattn.cli._cli import MAX_ORDER
 
     table = freeattn.hermite_table(MAX_FLOAT_BETA, MAX_ORDER)
     nonzero = np.flatnonzero(table.variances)
@@ -464,7 +464,7 @@ def test_startup_does_not_import_the_heavy_libraries():
     """--help and --version answer without importing scipy.stats, matplotlib, sympy,
     tqdm or dask (imported lazily where used); before, scipy.stats alone made
     `freeattn --version` take seconds.  Timings are in the report, not asserted."""
-    code = ("import sys, io, contextlib; from freeattn._cli import main\n"
+    code = ("import sys, io, contextlib; from freeattn.cli._cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    codes = [main(['--version']), main(['--help']), main(['validate', '--help'])]\n"
             "heavy = ('scipy.stats', 'matplotlib', 'sympy', 'tqdm', 'dask')\n"

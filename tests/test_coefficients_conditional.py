@@ -7,7 +7,7 @@ Covers ``conditional_mean`` (theory eq. (3.5)), ``conditional_covariance``
 import numpy as np
 import pytest
 
-from freeattn._coefficients import (
+from freeattn.attention._coefficients import (
     conditional_covariance,
     conditional_mean,
     gaussian_equivalent_covariance,

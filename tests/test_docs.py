@@ -10,7 +10,7 @@
   (``FREEATTN_CI``), a page runs up to its first block that imports torch and the
   test is then skipped; under CI a missing torch fails.
 - ```console blocks hold ``$ freeattn ...`` commands followed by their
-  output; each command runs through ``freeattn._cli.main`` and its output
+  output; each command runs through ``freeattn.cli._cli.main`` and its output
   must match the page (whitespace-normalized).
 - ```bash blocks are shown, not run (installs, long Monte Carlo runs).
 - The Sphinx site (docs/conf.py) builds with warnings as errors, and its API
@@ -33,7 +33,7 @@ import sys
 
 import pytest
 
-from freeattn._cli import build_parser, main
+from freeattn.cli._cli import build_parser, main
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -1,5 +1,6 @@
-"""Tests of the law engine (freeattn._subordination, _elementary, _cumulants,
-_transforms) and of the algebra of theory/05_fixed_point.md, 06_edges.md and
+"""Tests of the law engine (freeattn.compose._subordination, freeattn.algebra._levels,
+freeattn.algebra._curve, freeattn.laws._elementary, freeattn.algebra._cumulants, the
+transforms in freeattn.laws._law_base) and of the algebra of theory/05_fixed_point.md, 06_edges.md and
 08_laws.md -- symbolically with sympy where the statement is an identity,
 numerically against closed forms or independent solves otherwise."""
 
@@ -12,8 +13,8 @@ import sympy as sp
 import freeattn
 from freeattn import (ConvergenceError, attention_law, free_additive, free_multiplicative,
                       marchenko_pastur, point_masses, sample_covariance, semicircle)
-from freeattn._cumulants import series_reversion
-from freeattn._subordination import GenericSolver, RationalSolver, SubordinationLaw
+from freeattn.algebra._cumulants import series_reversion
+from freeattn.compose._subordination import GenericSolver, RationalSolver, SubordinationLaw
 
 a, b, lam, z, u, c, t, M = sp.symbols("a b lambda z u c t M")
 
@@ -108,7 +109,7 @@ def test_branch_selection_eq_5_7_eq_8_10():
     zz = np.array([0.5 + 0.0j, 2.0 + 0.3j, 5.0 + 1e-3j])
     t_best, _ = solver.solve(zz)
     coeffs = solver.num[:, None] - zz[None, :] * solver.den[:, None]
-    from freeattn._rational import batched_roots
+    from freeattn.algebra._rational import batched_roots
     roots = batched_roots(coeffs)
     for k in range(zz.size):
         others = roots[:, k][np.abs(roots[:, k] - t_best[k]) > 1e-6 * abs(t_best[k])]
@@ -216,7 +217,7 @@ def test_edges_are_critical_values_of_the_cubic_eq_6_3_eq_8_12():
     """eqs. (6.3) and (8.12): the engine's edges (critical points of the tower map in
     the leaf variable) are the critical values x(t) of the cubic (6.3), computed
     here independently with numpy.roots (rtol 1e-12), for a split support."""
-    from freeattn._coefficients import linear_coefficients
+    from freeattn.attention._coefficients import linear_coefficients
 
     co = linear_coefficients(0.5)
     aa, bb, ll = co.alpha2 / co.theta1, co.theta2 / co.theta1, 10.0
@@ -516,7 +517,7 @@ def test_cdf_next_to_an_edge_eq_8_19():
 def _multihead_tower(beta):
     """The innermost rational tower of the multi-head law (theory eq. (9.13)) at the
     geometry of theory section 9.10 (heads 4, gamma_k = gamma_v = 0.5, gamma_o = 1)."""
-    from freeattn._multihead import _default_options, engine_form
+    from freeattn.attention._multihead import _default_options, engine_form
 
     law = engine_form(beta, 4, 0.5, 0.5, 1.0, _default_options(None))
     while not isinstance(law, SubordinationLaw):
@@ -549,8 +550,8 @@ def test_factored_polish_and_rescue_eq_8_10_eq_8_20():
     branch root than that root (measured: 310 times closer)."""
     import mpmath
 
-    from freeattn._rational import batched_roots
-    from freeattn._subordination import CRITICAL_DIFF_STEP
+    from freeattn.algebra._rational import batched_roots
+    from freeattn.compose._subordination import CRITICAL_DIFF_STEP
 
     law = _multihead_tower(0.1)
     solver = law._solver
@@ -590,7 +591,7 @@ def test_critical_points_are_polished_on_the_factored_tower_eq_8_12():
     more than 1e-6 relative away (measured 9.4e-5)."""
     import mpmath
 
-    from freeattn._subordination import _P, _real_roots, padd, pmul, trim
+    from freeattn.compose._subordination import _P, _real_roots, padd, pmul, trim
 
     law = _multihead_tower(0.05)
     solver = law._solver

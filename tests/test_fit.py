@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn._cli import main
+from freeattn.cli._cli import main
 
 #: (n, beta) -> (bias, sd) of the relative error, from the table above.
 CALIBRATION = {(500, 0.5): (-0.0078, 0.0032), (500, 1.0): (-0.0196, 0.0046),
@@ -146,7 +146,7 @@ def test_spectra_of_no_law_are_rejected():
     MEAN_SCALE_FACTOR), are a ValueError naming the argument, not a fit: x * 1e-300
     used to return beta = 0.0011 with an interval excluding it, constant values
     beta = 1.067 with an interval excluding it."""
-    from freeattn._fit import FIT_BETA_RANGE, MEAN_SCALE_FACTOR, _mean_range
+    from freeattn.montecarlo._fit import FIT_BETA_RANGE, MEAN_SCALE_FACTOR, _mean_range
 
     x = _spectrum(50, 1.0, 0)
     lo, hi = _mean_range()
@@ -168,7 +168,7 @@ def test_spectra_of_no_law_are_rejected():
 def test_resamples_is_bounded():
     """resamples above MAX_RESAMPLES (10**4) is a ValueError naming the range (10**9
     used to ask for a 2 TiB array and raise MemoryError)."""
-    from freeattn._fit import MAX_RESAMPLES
+    from freeattn.montecarlo._fit import MAX_RESAMPLES
 
     x = _spectrum(50, 1.0, 0)
     for bad in (MAX_RESAMPLES + 1, 10**9):
@@ -181,7 +181,7 @@ def test_bootstrap_draws_its_counts_in_bounded_batches(monkeypatch):
     """The resample counts come in batches of at most BOOTSTRAP_BATCH_ENTRIES entries,
     and batching does not change the interval (the batches are the same stream as one
     draw of every resample).  The batch is cut to 3 resamples of 50 values here."""
-    import freeattn._fit as fit_module
+    import freeattn.montecarlo._fit as fit_module
 
     x = _spectrum(50, 1.0, 3)
     whole = freeattn.fit(x, gamma=1.0, resamples=20, rng=5)

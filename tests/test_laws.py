@@ -1,4 +1,4 @@
-"""Tests of the public spectral laws (freeattn._laws) against closed forms.
+"""Tests of the public spectral laws (freeattn.attention._laws) against closed forms.
 
 Tolerances are quoted beside each check with the source of the expected value.
 """
@@ -186,7 +186,7 @@ def test_singular_value_law_quarter_circle_and_hard_edge_eq_6_6():
     p0 = law.pdf(0.0)
     assert p0 == pytest.approx(law.pdf(1e-7 * scale), rel=1e-6)
     assert np.isfinite(p0) and p0 > 0
-    quarter = freeattn._laws.SingularValueLaw(marchenko_pastur(1.0))
+    quarter = freeattn.attention._laws.SingularValueLaw(marchenko_pastur(1.0))
     s = np.array([0.0, 0.5, 1.0, 1.9])
     np.testing.assert_allclose(quarter.pdf(s), np.sqrt(4 - s * s) / np.pi, rtol=1e-12)
     assert quarter.mean() == pytest.approx(8 / (3 * np.pi), rel=1e-12)   # eq. (6.9)
@@ -480,7 +480,7 @@ def test_stieltjes_far_from_the_support_uses_the_moment_series():
     """Beyond FAR_RADIUS * edge, G(z) = sum_k m_k / z**(k+1) (eq. (5.8)
     moments): it matches the polynomial-form solution where both are valid
     (rtol 1e-13) and stays finite up to |z| = 1e300 with z G(z) -> 1 (m_0 = 1)."""
-    from freeattn._law_base import FAR_RADIUS
+    from freeattn.laws._law_base import FAR_RADIUS
     for beta, gamma in [(1.0, 1.0), (0.5, 0.1)]:
         sq = attention_law(beta, gamma).squared()
         edge = sq.support()[1]

@@ -1,4 +1,4 @@
-"""The model registry (freeattn._models): models, draws, intermediates.
+"""The model registry (freeattn.montecarlo._models): models, draws, intermediates.
 
 Models registered here are removed again at the end of each test.  The toy
 models have laws known in closed form: an i.i.d. Gaussian ``n x n`` matrix
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn import _models
-from freeattn._models import Draw, Intermediate, Model
+from freeattn.montecarlo import _models
+from freeattn.montecarlo._models import Draw, Intermediate, Model
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ IID = Model("iid_test", _iid, uses=("linear_noise",), law=_iid_law, reference=_i
 
 def _uncentred(draw):
     """sqrt(n) A, whose top singular value sqrt(n) is the common mode."""
-    return freeattn._sampling.softmax_rows(draw.take("scores"), draw.beta) * np.sqrt(draw.n)
+    return freeattn.montecarlo._sampling.softmax_rows(draw.take("scores"), draw.beta) * np.sqrt(draw.n)
 
 
 UNCENTRED = Model("uncentred_test", _uncentred, uses=("scores",),

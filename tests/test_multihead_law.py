@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn._multihead import FORMS, has_hard_edge
+from freeattn.attention._multihead import FORMS, has_hard_edge
 
 REFERENCE = json.loads((Path(__file__).parent / "reference"
                         / "multihead_references.json").read_text())
@@ -125,7 +125,7 @@ def test_swapping_value_and_output_ratios_rescales_the_law():
 
 def test_the_two_formulations_agree():
     """Eq. (9.13) (engine form) and the companion tower of eq. (9.11) give one law."""
-    from freeattn._options import DEFAULT_OPTIONS
+    from freeattn.core._options import DEFAULT_OPTIONS
 
     (_, engine), (_, companion) = FORMS[:2]
     args = (1.0, 4, 0.5, 0.5, 1.0, DEFAULT_OPTIONS)
@@ -226,7 +226,7 @@ def test_output_form_agrees_with_the_engine_form_eq_9_21():
     """The atom-free output tower of eq. (9.21) and eq. (9.13) give one law away from a tie
     (density rtol 1e-12, measured 1.2e-13; edges rtol 1e-13, measured 5e-15), and the
     output form is symmetric in (gamma_v, gamma_o) in units of gamma_o theta1 (eq. (9.11))."""
-    from freeattn._options import DEFAULT_OPTIONS
+    from freeattn.core._options import DEFAULT_OPTIONS
 
     engine, output = FORMS[0][1], FORMS[2][1]
     assert FORMS[2][0].startswith("output form")
@@ -294,11 +294,11 @@ def test_companion_level_density_is_t_times_its_constituent_eq_9_4():
     (1e-10). On the real axis the point under an outermost companion level is z itself:
     counted as a subordination point it tied every candidate's score, and a real root
     on the wrong sheet gave a density of 0 on the lower band (mass 0.81)."""
-    from freeattn._coefficients import linear_coefficients
-    from freeattn._elementary import MarchenkoPastur
-    from freeattn._multihead import CompanionLevel, _default_options, _sample_covariance_level
-    from freeattn._subordination import SubordinationLaw
-    from freeattn._transforms import affine
+    from freeattn.attention._coefficients import linear_coefficients
+    from freeattn.laws._elementary import MarchenkoPastur
+    from freeattn.attention._multihead import CompanionLevel, _default_options, _sample_covariance_level
+    from freeattn.compose._subordination import SubordinationLaw
+    from freeattn.laws._law_base import affine
 
     opts = _default_options(None)
     c = linear_coefficients(0.5)

@@ -1,6 +1,6 @@
 """The multi-head models of the registry under freeattn.validate / convergence.
 
-The models (freeattn/_multihead.py) sample softmax multi-head attention
+The models (freeattn/attention/_multihead.py) sample softmax multi-head attention
 (MHA, GQA, MQA through ``kv_groups``), its Gaussian-equivalent model
 (theory eq. (9.2)) and the head-averaged map (eq. (9.19)); validate compares
 each with its own law (multihead_law / head_average_law), the zeros of
@@ -32,8 +32,8 @@ def test_multihead_models_are_registered():
 def test_multihead_draws_share_randomness_and_have_exact_zeros():
     """One draw of 'multihead' and 'multihead_linear' uses the same keys, queries, values
     and W_O; the factor's Gram has the n - rank eigenvalues exactly 0 (eq. (9.14))."""
-    from freeattn._draws import run_draw
-    from freeattn._models import resolve_models
+    from freeattn.montecarlo._draws import run_draw
+    from freeattn.montecarlo._models import resolve_models
 
     models = resolve_models(["multihead", "multihead_linear"])
     seed = np.random.SeedSequence(5)

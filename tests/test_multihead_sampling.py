@@ -1,4 +1,4 @@
-"""Tests of the multi-head samplers (freeattn._multihead_sampling) and Monte Carlo
+"""Tests of the multi-head samplers (freeattn.montecarlo._multihead_sampling) and Monte Carlo
 checks of theory/09_multihead.md.
 
 Definitions are rebuilt here from the same random streams; the statistical tests
@@ -16,7 +16,7 @@ import scipy.interpolate
 import scipy.stats
 
 import freeattn
-from freeattn._multihead_sampling import (
+from freeattn.montecarlo._multihead_sampling import (
     MULTIHEAD_MODELS,
     sample_head_average,
     sample_head_average_map,

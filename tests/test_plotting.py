@@ -33,7 +33,7 @@ def _line(ax, label):
 
 
 def test_importing_freeattn_does_not_import_matplotlib():
-    code = ("import sys, freeattn, freeattn.plotting, freeattn._cli; "
+    code = ("import sys, freeattn, freeattn.plotting, freeattn.cli._cli; "
             "print('matplotlib' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, check=True)
@@ -122,7 +122,7 @@ def test_chain_samples_are_reproducible_from_the_seed():
     np.testing.assert_array_equal(a["attention"], b["attention"])
     np.testing.assert_array_equal(a["linear"], b["linear"])
     # ... and they are validate's draws: draw i from the i-th child of the seed.
-    from freeattn._draws import run_draw
+    from freeattn.montecarlo._draws import run_draw
 
     children = np.random.SeedSequence(5).spawn(2)
     np.testing.assert_array_equal(a["linear"], np.concatenate(
@@ -176,7 +176,7 @@ def test_chain_samples_do_not_depend_on_the_executor():
 def test_chain_figure_grid_adapts_to_the_number_of_models():
     """Rows of three histograms, as many rows as the models need; the quantile panel
     spans every row.  Two models: one row; seven (the chain and one more): three rows."""
-    from freeattn._models import Model, same_variance_mp, single_head_law
+    from freeattn.montecarlo._models import Model, same_variance_mp, single_head_law
 
     small = plotting.chain_samples(1.0, 20, draws=1, models=("attention", "linear"), rng=0)
     fig = plotting.figure_chain(1.0, 20, draws=1, samples=small)
@@ -205,7 +205,7 @@ def test_chain_figure_grid_adapts_to_the_number_of_models():
 
 def test_chain_figure_draws_each_models_own_law():
     """A model with another law gets that law's density in its panel."""
-    from freeattn._models import Model
+    from freeattn.montecarlo._models import Model
 
     def iid(draw):
         return draw.take("linear_noise") / np.sqrt(draw.n)
@@ -298,7 +298,7 @@ def test_causal_figure_histograms_laws_and_log_end():
     eq. (10.3)) of the samples given, the causal law's density and CDF, the
     non-causal law and MP with mean theta1/2 drawn from the library to round-off,
     the CDF panel on a log axis with the resolution floor of eq. (7.15)."""
-    from freeattn._statistics import resolution_floor
+    from freeattn.montecarlo._statistics import resolution_floor
 
     n = 40
     samples = plotting.chain_samples(1.0, n, draws=1, models=("causal", "causal_linear"), rng=3)
@@ -329,7 +329,7 @@ def test_multihead_figure_draws_the_law_mp_and_head_averages():
     """Figure 7 at a tiny size: three multi-head panels with the law of eq. (9.9) and the
     mean- and rank-matched Marchenko-Pastur law, and a head-average panel with the two
     laws of eq. (9.19); the curves equal the library's."""
-    from freeattn._multihead import mean_and_rank_matched_mp
+    from freeattn.attention._multihead import mean_and_rank_matched_mp
 
     fig = plotting.figure_multihead(n=64, draws=1, rng=0, points=50)
     assert len(fig.axes) == 4

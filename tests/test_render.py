@@ -1,4 +1,4 @@
-"""The presentation layer (freeattn._render): one description, four formats, one JSON policy.
+"""The presentation layer (freeattn.core._render): one description, four formats, one JSON policy.
 
 Expected outputs are written out by hand for tiny inputs.
 """
@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from freeattn._render import (Column, Document, Record, Table, format_number, jsonable, render,
+from freeattn.core._render import (Column, Document, Record, Table, format_number, jsonable, render,
                               to_json)
 
 

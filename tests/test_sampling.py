@@ -1,4 +1,4 @@
-"""Tests of the attention sampler and the proof-chain samplers (freeattn._sampling).
+"""Tests of the attention sampler and the proof-chain samplers (freeattn.montecarlo._sampling).
 
 Expected values come from the definitions in theory sections 1.1-1.3 and
 theory/07_validation.md; tolerances are stated next to each check.
@@ -11,7 +11,7 @@ import scipy.linalg
 import freeattn
 from freeattn import CHAIN_MODELS, sample_attention, sample_chain, sample_model
 from freeattn import squared_singular_values
-from freeattn._sampling import gaussian_rows, scores_product, softmax_rows
+from freeattn.montecarlo._sampling import gaussian_rows, scores_product, softmax_rows
 
 
 # ---------------------------------------------------------------- attention

@@ -1,4 +1,4 @@
-"""The statistics of the Monte Carlo validation (freeattn._statistics), one function at a time.
+"""The statistics of the Monte Carlo validation (freeattn.montecarlo._statistics), one function at a time.
 
 Every expected value is independent of the implementation: a closed form worked
 out by hand on a tiny input, or SciPy (kstest, ks_2samp, wasserstein_distance,
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from freeattn import _statistics as stats
+from freeattn.montecarlo import _statistics as stats
 
 
 def _uniform_cdf(x):
@@ -252,7 +252,7 @@ def test_floor_aware_ks_passes_the_causal_law_and_fails_a_wrong_one():
     is 0.013, all of it the unresolved values.  Bounds: right < 0.008, wrong (1.05) >
     0.025, plain > 0.010."""
     import freeattn
-    from freeattn._causal_sampling import causal_spectrum
+    from freeattn.montecarlo._causal_sampling import causal_spectrum
 
     n, beta = 500, 1.0
     ev = np.sort(np.concatenate([causal_spectrum("causal_linear", n, n, beta, rng=s)

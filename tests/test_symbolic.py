@@ -1,7 +1,7 @@
 """Sympy identity checks of the theory notes, equation by equation.
 
 Each test states the equation it checks.  The derivations in
-``freeattn._symbolic`` compute the closed forms from definitions (Gaussian
+``freeattn.attention._symbolic`` compute the closed forms from definitions (Gaussian
 expectations); here they are compared, as exact sympy identities, with the
 formulas written in theory/02_coefficients.md, 03_centering.md and
 04_covariance.md.  The Gaussian-expectation engine itself is checked against
@@ -10,8 +10,8 @@ formulas written in theory/02_coefficients.md, 03_centering.md and
 
 import sympy as sp
 
-from freeattn import _symbolic as sym
-from freeattn._symbolic import BETA as b
+from freeattn.attention import _symbolic as sym
+from freeattn.attention._symbolic import BETA as b
 
 x, t, r = sp.symbols("x t r", real=True)
 z1, z2 = sp.symbols("z1 z2", real=True)

@@ -21,7 +21,7 @@ import torch  # the [torch] extra: installed by .ci/run, the tests run in CI
 
 import freeattn  # noqa: E402
 import freeattn.torch as ft  # noqa: E402
-from freeattn._cli import main  # noqa: E402
+from freeattn.cli._cli import main  # noqa: E402
 
 E, HEADS, N = 512, 4, 256
 D = E // HEADS
@@ -370,7 +370,7 @@ def test_the_core_and_torch_init_do_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, io, freeattn; from freeattn._cli import main; "
+    code = ("import sys, io, freeattn; from freeattn.cli._cli import main; "
             "assert 'torch' not in sys.modules; "
             "assert main(['torch-init', '--embed-dim', '64', '--heads', '2', '--n', '32'], "
             "stdout=io.StringIO()) == 0; "

@@ -1,4 +1,4 @@
-"""Tests of the Monte Carlo validation (freeattn._validation, freeattn._draws).
+"""Tests of the Monte Carlo validation (freeattn.montecarlo._validation, freeattn.montecarlo._draws).
 
 The report fields are recomputed independently of the implementation: the
 spectra from the documented seeds with LAPACK's SVD (not the Gram-eigenvalue
@@ -20,7 +20,7 @@ import scipy.stats
 
 import freeattn
 from freeattn import CHAIN_MODELS, DrawError, ValidationReport, convergence, validate
-from freeattn._draws import run_draw
+from freeattn.montecarlo._draws import run_draw
 
 
 def _without_time(report):
@@ -583,8 +583,8 @@ def test_validate_checks_the_range_of_the_law():
     GAMMA_RANGE, the range where the law is computed (read from the laws, so these
     checks follow it): both ends are accepted, just outside is rejected -- before
     anything is sampled (the sizes below would take hours)."""
-    from freeattn._models import GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA
-    from freeattn._validation import _check_validate_args
+    from freeattn.montecarlo._models import GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA
+    from freeattn.montecarlo._validation import _check_validate_args
 
     lo, hi = GAMMA_RANGE
     n_lo = int(round(4 / lo))                   # d_qk = 4 keys: ratio exactly lo

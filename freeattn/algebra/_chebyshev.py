@@ -1,0 +1,1155 @@
+"""Piecewise-Chebyshev representation of a density on its support.
+
+Every law in freeattn evaluates its density, CDF, quantiles, quadrature and
+(where it has no exact solver) its Stieltjes transform from this
+representation, built once per law from the law's own exact density
+(theory section 8.6).  Nothing here knows about random matrices: a
+:class:`Representation` is made from a density function, the support
+intervals and the behaviour of the density at each edge.
+
+* **Edge behaviour is factored out by the panel map.**  Near an edge ``e``
+  where the density behaves like ``|x - e|**eta`` with ``eta = j/p``, the
+  variable ``s = (|x - e|/w)**(1/p)`` makes ``g(s) = f(x(s)) dx/ds`` analytic
+  (theory eq. (8.14)): square-root edges and the ``x**(-1/2)`` hard edge take
+  ``p = 2``, the ``x**(-2/3)`` edge of a product of square Wishart matrices
+  ``p = 3``, a finite non-zero endpoint value ``p = 1``.
+* **Logarithmic ends.**  A density ``~ A/((x - e) log(c/(x - e))**2)`` at an
+  end ``e`` (declared by a :class:`LogEnd` edge descriptor) is not a power
+  law; its panel uses ``x - e = c u exp(-1/u)`` with ``u`` linear in the panel
+  variable (theory eq. (8.18), :class:`LogEndMap`), in which ``g = f dx/dsigma``
+  is analytic at ``u = 0``.  Its nodes, which lie far below the float range
+  next to ``e``, are sampled through ``log(x - e)`` (the ``log_density``
+  argument of :func:`build_representation`), so the CDF and quantiles there
+  are the exact series too.
+* **Nested nodes.**  ``g`` is sampled at first-kind Chebyshev nodes; their
+  number is tripled until the coefficient tail converges, and the nodes of
+  ``n`` are nodes of ``3 n``, so no solve is discarded.
+* **Everything exact on the series.**  The CDF is the exact integral of the
+  series of ``g`` (theory eq. (8.15)); quantiles invert it through an inverse
+  interpolant plus one Newton step; the Cauchy integral of a panel is a
+  Chebyshev synthetic division plus a logarithm (theory eq. (8.16)), accurate
+  arbitrarily close to the support.
+
+Nothing in this module prints or does I/O.
+"""
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from ..core._errors import ConvergenceError
+
+__all__ = [
+    "edge_power",
+    "LogEnd",
+    "LogEndMap",
+    "PanelMap",
+    "Panel",
+    "Representation",
+    "build_representation",
+    "cauchy_integral",
+    "clenshaw",
+]
+
+_cheb = np.polynomial.chebyshev
+_TINY = float(np.finfo(np.float64).tiny)
+
+#: Largest denominator of an edge exponent (``|x - e|**(j/p)``) the panel maps
+#: take; exponents are rounded to the nearest fraction with ``p <= 6``.
+MAX_EDGE_POWER = 6
+
+#: Bernstein-ellipse parameter below which a Cauchy integral of a panel is
+#: computed by singularity subtraction (eq. (8.16)); beyond it Gauss-Legendre
+#: with ``FAR_EXTRA_NODES`` nodes beyond half the degree converges like
+#: ``rho**(-2 m)`` < 4**-32.
+NEAR_RHO = 2.0
+FAR_EXTRA_NODES = 32
+
+#: Coefficient tail at which a panel's inverse-CDF interpolant has converged
+#: (theory eq. (8.15)); the quantile takes one Newton step from it.
+INVERSE_TAIL_RTOL = 1e-9
+
+#: Relative imaginary offset (to the support width) at which a real point is
+#: evaluated by :meth:`Representation.cauchy` (the boundary value from above):
+#: the transform moves by O(offset * log(offset)) ~ 4e-15 relative.
+JUNCTION_OFFSET = 1e-16
+
+#: Gauss-Legendre nodes beyond half a log-end panel's degree for its Cauchy
+#: integral (see :meth:`Panel.cauchy`).
+LOG_END_CAUCHY_EXTRA = 64
+
+
+#: Fraction of an interval covered by the first panel at a logarithmic end
+#: (eq. (8.18)); the rest of the interval starts as one panel towards the other
+#: end.  Measured on the causal law (beta = gamma = 1): the log-end panel to a
+#: quarter of the interval needs 43-48 coefficients above 1e-12, the square-root
+#: panel above it 46 above 2e-15 (81 nodes each); to the midpoint, 48-56 and 29.
+LOG_END_FRACTION = 0.25
+
+#: ``c = LOG_END_SCALE_FACTOR * scale`` in the log-end map ``x - e = c u exp(-1/u)``
+#: (eq. (8.18)); any ``c`` gives an analytic ``g``, this one was the fastest of
+#: 1, 3, 6, 20 on the causal law (fewest coefficients).
+LOG_END_SCALE_FACTOR = 20.0
+
+
+@dataclass(frozen=True)
+class LogEnd:
+    """Edge descriptor of a logarithmic end (theory eq. (8.18)).
+
+    At the end ``e`` the density behaves like ``A/((x - e) log(scale/(x - e))**2)``
+    (the mass below ``e + d`` is ``~ A/log(scale/d)``): no power map resolves it.
+
+    Attributes
+    ----------
+    scale : float
+        ``scale`` in the logarithm (the law's natural unit), > 0.
+    sample_rtol : float
+        Relative accuracy of the density samples next to this end (the law's
+        solver noise there): a log-end panel has converged when its Chebyshev
+        tail is below it.
+    """
+
+    scale: float
+    sample_rtol: float = 1e-12
+
+    def __post_init__(self):
+        if not (np.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"LogEnd.scale must be a positive finite float, got {self.scale!r}")
+        if not 0 < self.sample_rtol < 1:
+            raise ValueError(f"LogEnd.sample_rtol must be in (0, 1), got {self.sample_rtol!r}")
+
+    # Orders like the exponent -1 (``x**-1`` times a logarithm), so that a test
+    # ``exponent < 0`` (a diverging end) reads it correctly.
+    def __float__(self):
+        return -1.0
+
+    def __lt__(self, other):
+        return -1.0 < float(other)
+
+    def __le__(self, other):
+        return -1.0 <= float(other)
+
+    def __gt__(self, other):
+        return -1.0 > float(other)
+
+    def __ge__(self, other):
+        return -1.0 >= float(other)
+
+
+def _solve_v_log_v(R):
+    """``v > 0`` with ``v + log v = R`` (any real ``R``), by Newton in ``w = log v``.
+
+    ``e**w + w - R`` is increasing and convex, and the start (``w = R`` for
+    ``R < 1``, ``log R`` otherwise) has a non-negative value, so Newton's
+    iterates decrease monotonically to the root: 6 steps from ``log R`` reach
+    ``eps`` for ``R >= 1`` (the error squares from ``O(log R/R)``).
+    """
+    R = np.asarray(R, dtype=float)
+    w = np.where(R < 1.0, R, np.log(np.maximum(R, 1.0)))
+    for _ in range(60):
+        ew = np.exp(w)
+        step = (ew + w - R) / (ew + 1.0)
+        w = w - step
+        if np.all(np.abs(step) <= 4e-16 * np.maximum(1.0, np.abs(w))):
+            break
+    return np.exp(w)
+
+
+@dataclass(frozen=True)
+class LogEndMap:
+    """Panel map at a logarithmic end ``e`` (theory eq. (8.18)).
+
+    ``x = e + c u exp(-1/u)``, ``u = u_lo + (u_hi - u_lo) (1 + sigma)/2``; the
+    panel next to the end has ``u_lo = 0`` (``x = e``), the panels cut from it
+    have ``u_lo > 0``.  ``lo`` and ``hi`` are the panel's ends in ``x`` (``hi``
+    exactly the point the neighbouring panel starts at).
+    """
+
+    lo: float
+    hi: float
+    end: float
+    c: float
+    u_lo: float
+    u_hi: float
+    kind = "logend"
+    power = 1
+
+    @classmethod
+    def between(cls, end, c, lo, hi):
+        """The map on ``[lo, hi]`` (``lo == end`` for the panel at the end)."""
+        u_lo = 0.0 if lo <= end else float(1.0 / _solve_v_log_v(np.log(c) - np.log(lo - end)))
+        u_hi = float(1.0 / _solve_v_log_v(np.log(c) - np.log(hi - end)))
+        return cls(float(lo), float(hi), float(end), float(c), u_lo, u_hi)
+
+    @property
+    def width(self):
+        return self.hi - self.lo
+
+    def u_of(self, sigma):
+        return self.u_lo + (self.u_hi - self.u_lo) * (1.0 + np.asarray(sigma, dtype=float)) / 2.0
+
+    def log_distance(self, sigma):
+        """``log(x - e)`` at ``sigma`` (finite for every ``u > 0``, far below the float range)."""
+        u = self.u_of(sigma)
+        with np.errstate(divide="ignore"):
+            return np.log(self.c) + np.log(u) - 1.0 / u
+
+    def x_of(self, sigma):
+        with np.errstate(under="ignore"):
+            x = self.end + np.exp(self.log_distance(sigma))
+        return np.clip(x, self.lo, self.hi)
+
+    def u_at(self, x):
+        """``u`` of points ``x`` of the panel (0 at the end), from ``log(x - e)``."""
+        d = np.asarray(x, dtype=float) - self.end
+        out = np.full(d.shape, self.u_lo)
+        pos = d > 0
+        if pos.any():
+            out[pos] = 1.0 / _solve_v_log_v(np.log(self.c) - np.log(d[pos]))
+        return np.clip(out, self.u_lo, self.u_hi)
+
+    def sigma_of(self, x):
+        """Inverse of :meth:`x_of` (``x`` clipped to the panel)."""
+        x = np.clip(np.asarray(x, dtype=float), self.lo, self.hi)
+        return 2.0 * (self.u_at(x) - self.u_lo) / (self.u_hi - self.u_lo) - 1.0
+
+    def dx_dsigma(self, sigma):
+        return self._jacobian(self.x_of(sigma) - self.end, self.u_of(sigma))
+
+    def _jacobian(self, d, u):
+        """``dx/dsigma = (x - e) (1/u + 1/u**2) (u_hi - u_lo)/2`` (0 at the end)."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = d * (1.0 / u + 1.0 / (u * u)) * ((self.u_hi - self.u_lo) / 2.0)
+        return np.where(u > 0, out, 0.0)
+
+    def jacobian_factor(self, sigma):
+        """``(dx/dsigma)/(x - e) = (1/u + 1/u**2)(u_hi - u_lo)/2`` (to scale ``(x - e) f``)."""
+        u = self.u_of(sigma)
+        with np.errstate(divide="ignore", over="ignore"):
+            return (1.0 / u + 1.0 / (u * u)) * ((self.u_hi - self.u_lo) / 2.0)
+
+
+def edge_power(exponent):
+    """Panel-map power ``p`` and the order ``k`` of ``g ~ s**k`` at an edge.
+
+    Parameters
+    ----------
+    exponent : float, Fraction or LogEnd
+        ``eta`` in ``f(x) ~ |x - e|**eta`` (``1/2`` soft, ``-1/2`` hard,
+        ``-2/3`` Fuss-Catalan, ``0`` finite); a :class:`LogEnd` has its own map
+        (eq. (8.18)), in whose variable ``g`` is finite: ``(1, 0)``.
+
+    Returns
+    -------
+    p : int
+        Denominator of ``eta`` (``<= MAX_EDGE_POWER``).
+    k : int
+        ``p * eta + p - 1``: ``g = f dx/ds`` behaves like ``s**k`` (eq. (8.14)).
+    """
+    if isinstance(exponent, LogEnd):
+        return 1, 0
+    frac = Fraction(exponent).limit_denominator(MAX_EDGE_POWER)
+    if frac <= -1:
+        raise ValueError(f"edge exponent must be > -1 (integrable), got {exponent!r}")
+    p = frac.denominator
+    return p, int(p * frac + p - 1)
+
+
+# --------------------------------------------------------------------------- #
+# Chebyshev primitives
+# --------------------------------------------------------------------------- #
+
+def first_kind_nodes(n):
+    """First-kind Chebyshev nodes ``cos(pi (j + 1/2)/n)``, decreasing."""
+    return np.cos(np.pi * (np.arange(n) + 0.5) / n)
+
+
+def nodes_coefficients(values):
+    """Chebyshev coefficients of the interpolant through first-kind nodes (DCT-II)."""
+    from scipy.fft import dct
+
+    n = values.shape[-1]
+    c = dct(values, type=2, axis=-1) / n
+    c[..., 0] /= 2
+    return c
+
+
+def clenshaw(coef, x):
+    """``sum_k coef[k] T_k(x)`` for a Python scalar ``x`` (no numpy overhead)."""
+    b1 = b2 = 0.0
+    x2 = 2.0 * x
+    for c in reversed(coef[1:]):
+        b1, b2 = c + x2 * b1 - b2, b1
+    return coef[0] + x * b1 - b2
+
+
+def _tail(coef):
+    """Largest coefficient of the last third, relative to the largest."""
+    a = np.abs(coef)
+    top = max(a.max(), _TINY)
+    return float(a[-max(len(a) // 3, 2):].max() / top)
+
+
+def _chop(coef, rtol):
+    """Drop trailing coefficients below ``rtol`` of the largest."""
+    a = np.abs(coef)
+    keep = np.nonzero(a > rtol * max(a.max(), _TINY))[0]
+    last = int(keep[-1]) + 1 if keep.size else 1
+    return coef[:max(last, 1)].copy()
+
+
+@lru_cache(maxsize=64)
+def gauss_legendre(n):
+    """Gauss-Legendre nodes and weights on ``[-1, 1]`` (cached)."""
+    if n <= 300:
+        return np.polynomial.legendre.leggauss(n)
+    from scipy.special import roots_legendre
+    return roots_legendre(n)
+
+
+def _integral_weights(n):
+    """``int_{-1}^{1} T_k = 2/(1 - k**2)`` for even ``k``, 0 for odd."""
+    k = np.arange(n)
+    w = np.zeros(n)
+    even = k % 2 == 0
+    w[even] = 2.0 / (1.0 - k[even] ** 2)
+    return w
+
+
+def _divide(coef, zeta):
+    """Synthetic division ``(g(s) - g(zeta))/(s - zeta)`` in the Chebyshev basis.
+
+    Parameters
+    ----------
+    coef : ndarray, shape (n,)
+        Real coefficients of ``g``.
+    zeta : ndarray, shape (m,)
+        Complex points.
+
+    Returns
+    -------
+    d : ndarray, shape (max(n - 1, 1), m)
+        Coefficients of the quotient at each point.
+    value : ndarray, shape (m,)
+        ``g(zeta)``.
+
+    Notes
+    -----
+    From ``(s - zeta) q = g - g(zeta)`` with ``s T_0 = T_1`` and
+    ``s T_k = (T_{k+1} + T_{k-1})/2``: ``d_{n-2} = 2 c_{n-1}``,
+    ``d_{m-1} = 2 (c_m + zeta d_m) - d_{m+1}`` (``m >= 2``),
+    ``d_0 = c_1 + zeta d_1 - d_2/2`` and ``g(zeta) = c_0 - d_1/2 + zeta d_0``:
+    Clenshaw's recurrence, whose intermediates are the quotient (stable for
+    ``zeta`` near ``[-1, 1]``, where it is used).
+    """
+    n = coef.size
+    m = zeta.size
+    if n == 1:
+        return np.zeros((1, m), dtype=complex), np.full(m, coef[0] + 0j)
+    d = np.zeros((n + 1, m), dtype=complex)        # d[n-1] = d[n] = 0
+    d[n - 2] = 2.0 * coef[n - 1]
+    for mm in range(n - 2, 1, -1):
+        d[mm - 1] = 2.0 * (coef[mm] + zeta * d[mm]) - d[mm + 1]
+    if n >= 3:
+        d[0] = coef[1] + zeta * d[1] - d[2] / 2.0
+    else:
+        d[0] = coef[1]
+    value = coef[0] - d[1] / 2.0 + zeta * d[0]
+    return d[:n - 1], value
+
+
+def _log_segment(zeta, ends=None):
+    """``int_{-1}^{1} ds/(s - zeta) = log(1 - zeta) - log(-1 - zeta)`` (principal).
+
+    A real ``zeta`` inside ``(-1, 1)`` is read from above (``zeta + i0``):
+    the principal value plus ``i pi``.  (IEEE signed zeros cannot carry that
+    side through ``1 - zeta``: ``0.0 - 0.0`` is ``+0.0``.)  ``ends`` may give
+    ``(1 - zeta, -1 - zeta)`` computed without cancellation next to an end of
+    the segment (see :meth:`PanelMap.roots`).
+    """
+    one_minus, minus_one_minus = (1.0 - zeta, -1.0 - zeta) if ends is None else ends
+    out = np.log(one_minus) - np.log(minus_one_minus)
+    on_cut = (zeta.imag == 0) & (np.abs(zeta.real) < 1)
+    if on_cut.any():
+        x = zeta.real[on_cut]
+        out[on_cut] = np.log((1.0 - x) / (1.0 + x)) + 1j * np.pi
+    return out
+
+
+def _bernstein_rho(zeta):
+    """Bernstein-ellipse parameter ``|zeta + sqrt(zeta**2 - 1)|`` (>= 1)."""
+    r = zeta + np.sqrt(zeta - 1.0) * np.sqrt(zeta + 1.0)
+    return np.maximum(np.abs(r), 1.0 / np.maximum(np.abs(r), _TINY))
+
+
+def cauchy_integral(coef, zeta, derivative=False, ends=None):
+    """``int_{-1}^{1} g(s)/(s - zeta) ds`` (and its ``zeta``-derivative).
+
+    Parameters
+    ----------
+    coef : ndarray
+        Chebyshev coefficients of ``g`` (real).
+    zeta : ndarray
+        Complex points, 1-d.  A real ``zeta`` inside ``(-1, 1)`` is read from
+        above (``zeta + i0``).
+    derivative : bool
+        Also return ``int g(s)/(s - zeta)**2 ds``.
+    ends : tuple of ndarray, optional
+        ``(1 - zeta, -1 - zeta)`` computed without cancellation (for ``zeta``
+        next to an end of the segment, where the subtraction loses
+        ``eps/|1 -+ zeta|`` relative accuracy).
+
+    Returns
+    -------
+    value : ndarray
+    deriv : ndarray, only if ``derivative``
+
+    Notes
+    -----
+    Near the segment (Bernstein parameter below ``NEAR_RHO``) the singularity is
+    subtracted (theory eq. (8.16)): ``int g/(s - zeta) = int q + g(zeta) L`` with
+    ``q = (g - g(zeta))/(s - zeta)`` a polynomial and ``L`` the logarithm of
+    :func:`_log_segment`; the derivative subtracts twice.  Elsewhere
+    Gauss-Legendre is exact to rounding.
+    """
+    zeta = np.asarray(zeta, dtype=complex)
+    out = np.empty(zeta.shape, dtype=complex)
+    dout = np.empty(zeta.shape, dtype=complex) if derivative else None
+    near = _bernstein_rho(zeta) < NEAR_RHO
+    if near.any():
+        zn = zeta[near]
+        d, gz = _divide(coef, zn)
+        w = _integral_weights(d.shape[0])
+        en = None if ends is None else (ends[0][near], ends[1][near])
+        L = _log_segment(zn, en)
+        out[near] = w @ d + gz * L
+        if derivative:
+            d2, dgz = _divide_complex(d, zn)
+            w2 = _integral_weights(d2.shape[0])
+            L1 = (-2.0 / (1.0 - zn * zn) if en is None else 2.0 / (en[0] * en[1]))
+            dout[near] = gz * L1 + dgz * L + np.einsum("k,km->m", w2, d2)
+    far = ~near
+    if far.any():
+        zf = zeta[far]
+        t, wt = gauss_legendre((coef.size + 1) // 2 + FAR_EXTRA_NODES)
+        gv = _cheb.chebval(t, coef) * wt
+        den = t[:, None] - zf[None, :]
+        out[far] = (gv[:, None] / den).sum(axis=0)
+        if derivative:
+            dout[far] = (gv[:, None] / den ** 2).sum(axis=0)
+    return (out, dout) if derivative else out
+
+
+def _divide_complex(d, zeta):
+    """Second synthetic division: quotient coefficients of per-point complex series.
+
+    ``d`` has shape (n, m) (a series per point); returns the quotient of
+    ``(q(s) - q(zeta))/(s - zeta)`` per point and ``q(zeta)``.
+    """
+    n, m = d.shape
+    if n == 1:
+        return np.zeros((1, m), dtype=complex), d[0].copy()
+    e = np.zeros((n + 1, m), dtype=complex)
+    e[n - 2] = 2.0 * d[n - 1]
+    for mm in range(n - 2, 1, -1):
+        e[mm - 1] = 2.0 * (d[mm] + zeta * e[mm]) - e[mm + 1]
+    if n >= 3:
+        e[0] = d[1] + zeta * e[1] - e[2] / 2.0
+    else:
+        e[0] = d[1]
+    value = d[0] - e[1] / 2.0 + zeta * e[0]
+    return e[:n - 1], value
+
+
+# --------------------------------------------------------------------------- #
+# Panels
+# --------------------------------------------------------------------------- #
+
+@dataclass(frozen=True)
+class PanelMap:
+    """Map from the panel variable ``sigma`` in ``[-1, 1]`` to ``x`` in ``[lo, hi]``.
+
+    ``kind`` is ``"left"`` (edge at ``lo``: ``x = lo + w s**p``,
+    ``s = (1 + sigma)/2``), ``"right"`` (edge at ``hi``: ``x = hi - w s**p``,
+    ``s = (1 - sigma)/2``) or ``"smooth"`` (``x`` linear in ``sigma``);
+    ``x`` increases with ``sigma`` in every kind (theory eq. (8.14)).
+    """
+
+    lo: float
+    hi: float
+    kind: str
+    power: int = 1
+
+    @property
+    def width(self):
+        return self.hi - self.lo
+
+    def x_of(self, sigma):
+        w, p = self.width, self.power
+        if self.kind == "left":
+            return self.lo + w * ((1.0 + sigma) / 2.0) ** p
+        if self.kind == "right":
+            return self.hi - w * ((1.0 - sigma) / 2.0) ** p
+        return self.lo + w * (1.0 + sigma) / 2.0
+
+    def sigma_of(self, x):
+        """Inverse of :meth:`x_of` (``x`` clipped to the panel)."""
+        w, p = self.width, self.power
+        x = np.clip(x, self.lo, self.hi)
+        if self.kind == "left":
+            s = (x - self.lo) / w
+            return 2.0 * (s if p == 1 else s ** (1.0 / p)) - 1.0
+        if self.kind == "right":
+            s = (self.hi - x) / w
+            return 1.0 - 2.0 * (s if p == 1 else s ** (1.0 / p))
+        return 2.0 * (x - self.lo) / w - 1.0
+
+    def s_of(self, x):
+        """Distance variable ``s`` in ``[0, 1]`` of an edge map (``x - lo = w s**p`` for a
+        left map), computed from ``x`` directly so that it keeps its relative
+        precision next to the edge (``sigma = 2 s - 1`` rounds to ``-1`` there)."""
+        w, p = self.width, self.power
+        x = np.clip(x, self.lo, self.hi)
+        d = (x - self.lo) / w if self.kind == "left" else (self.hi - x) / w
+        return d if p == 1 else d ** (1.0 / p)
+
+    def dx_ds_half(self, s):
+        """``dx/dsigma = (w p / 2) s**(p - 1)`` as a function of ``s`` (edge maps)."""
+        return self.width * self.power / 2.0 * s ** (self.power - 1)
+
+    def dx_dsigma(self, sigma):
+        w, p = self.width, self.power
+        if self.kind == "left":
+            return w * p / 2.0 * ((1.0 + sigma) / 2.0) ** (p - 1)
+        if self.kind == "right":
+            return w * p / 2.0 * ((1.0 - sigma) / 2.0) ** (p - 1)
+        return np.full(np.shape(sigma), w / 2.0)
+
+    def roots(self, z):
+        """Panel-variable points ``sigma_k`` with ``x(sigma_k) = z`` and their weights.
+
+        Returns ``(sigma, weight)`` of shape (p, m) such that
+        ``1/(z - x(sigma)) = sum_k weight_k / (sigma - sigma_k)`` (partial
+        fractions of ``1/(zeta**p - s**p)``; theory eq. (8.16)), and the
+        ends ``(1 - sigma_k, -1 - sigma_k)`` computed from ``z`` without
+        cancellation: with ``s**p = (z - lo)/w`` (left map),
+        ``1 - s = ((hi - z)/w) / (1 + s + ... + s**(p-1))``.
+        """
+        w, p = self.width, self.power
+        z = np.asarray(z, dtype=complex)
+        from_lo = (z - self.lo) / w
+        from_hi = (self.hi - z) / w
+        if self.kind == "smooth":
+            sig = 2.0 * from_lo - 1.0
+            ends = ((2.0 * from_hi)[None, :], (-2.0 * from_lo)[None, :])
+            return sig[None, :], np.full((1, z.size), -2.0 / w, dtype=complex), ends
+        base, other = (from_lo, from_hi) if self.kind == "left" else (from_hi, from_lo)
+        zeta = _principal_root(base, p)
+        omega = np.exp(2j * np.pi * np.arange(p) / p)
+        s = zeta[None, :] * omega[:, None]
+        one_minus_s = 1.0 - s
+        # For the principal root (the one on the panel) 1 - s cancels next to the
+        # panel's far end; there 1 - s = (1 - s**p)/(1 + s + ... + s**(p-1)).
+        geometric = sum(s[0] ** j for j in range(p))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            one_minus_s[0] = np.where(np.abs(geometric) > 0.5, other / geometric, 1.0 - s[0])
+        weight = -2.0 / (w * p) * s ** (1 - p)
+        if self.kind == "left":
+            sig = 2.0 * s - 1.0
+            ends = (2.0 * one_minus_s, -2.0 * s)
+        else:
+            sig = 1.0 - 2.0 * s
+            ends = (2.0 * s, -2.0 * one_minus_s)
+        # A real z inside the panel is z + i0: the root on [-1, 1] moves up with z.
+        real = (z.imag == 0)[None, :] & (sig.imag == 0)
+        sig = np.where(real, sig.real + 0j, sig)
+        return sig, weight, ends
+
+
+def _principal_root(base, p):
+    """``base**(1/p)`` with the principal branch, ``+0`` imaginary part kept."""
+    if p == 1:
+        return base
+    if p == 2:
+        return np.sqrt(base)
+    return base ** (1.0 / p)
+
+
+class Panel:
+    """The Chebyshev series of ``g(sigma) = f(x(sigma)) dx/dsigma`` on one panel.
+
+    Attributes
+    ----------
+    map : PanelMap
+    coef : ndarray
+        Chebyshev coefficients of ``g`` (chopped).
+    cum : ndarray
+        Coefficients of ``int_{-1}^{sigma} g`` (the CDF within the panel).
+    mass : float
+        ``int_{-1}^{1} g``.
+    error : float
+        Estimated absolute error of ``mass`` (coefficient tail times 2).
+    lead : int
+        ``g ~ s**lead`` at the panel's edge (0 for smooth panels).
+    lo_exponent, hi_exponent : Fraction or None
+        Density exponent at each end that is an edge of the support.
+    """
+
+    def __init__(self, pmap, coef, tail, lead, lo_exponent=None, hi_exponent=None):
+        self.map = pmap
+        self.coef = coef
+        self.cum = _cheb.chebint(coef, lbnd=-1.0)
+        self.mass = float(_cheb.chebval(1.0, self.cum))
+        self.error = 2.0 * tail * float(np.abs(coef).max(initial=0.0))
+        self.lead = lead
+        self.lo_exponent = lo_exponent
+        self.hi_exponent = hi_exponent
+        self.coef_list = [float(c) for c in coef]
+        self.cum_list = [float(c) for c in self.cum]
+        self._inverse = None
+
+    @property
+    def lo(self):
+        return self.map.lo
+
+    @property
+    def hi(self):
+        return self.map.hi
+
+    # -- evaluation ---------------------------------------------------------------
+    def density(self, x):
+        """``f(x) = g(sigma)/(dx/dsigma)`` at points of the panel.
+
+        On an edge panel the Jacobian is taken from ``s`` computed from ``x``
+        (:meth:`PanelMap.s_of`), so the density keeps its relative accuracy at
+        ``x - lo`` far below ``eps * width`` (``sigma`` itself rounds to ``-1``).
+        """
+        if self.map.kind == "logend":
+            return self._log_end_density(x)
+        if self.map.kind not in ("left", "right"):
+            sig = self.map.sigma_of(x)
+            g = _cheb.chebval(sig, self.coef)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f = g / self.map.dx_dsigma(sig)
+            return np.maximum(np.where(np.isfinite(f), f, 0.0), 0.0)
+        sv = self.map.s_of(x)
+        sig = 2.0 * sv - 1.0 if self.map.kind == "left" else 1.0 - 2.0 * sv
+        g = _cheb.chebval(sig, self.coef)
+        dx = self.map.dx_ds_half(sv)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = g / dx
+        edge = dx == 0
+        if edge.any():
+            f = np.where(edge, self._edge_value(sig), f)
+        return np.maximum(f, 0.0)
+
+    def _log_end_density(self, x):
+        """Density on a log-end panel (eq. (8.18)), the Jacobian from ``x - e`` itself
+        (no underflow of ``x(sigma)``); ``inf`` at the end."""
+        m = self.map
+        x = np.asarray(x, dtype=float)
+        u = m.u_at(x)
+        sig = 2.0 * (u - m.u_lo) / (m.u_hi - m.u_lo) - 1.0
+        g = _cheb.chebval(sig, self.coef)
+        d = x - m.end
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = g / m._jacobian(d, u)
+        return np.maximum(np.where(d > 0, f, np.inf), 0.0)
+
+    def _edge_value(self, sig):
+        """Density exactly at an edge end of the panel: 0, inf or the finite limit."""
+        exponent = self.lo_exponent if self.map.kind == "left" else self.hi_exponent
+        if exponent is None or exponent > 0:
+            return np.zeros_like(sig)
+        if exponent < 0:
+            return np.full_like(sig, np.inf)
+        return np.zeros_like(sig)
+
+    def cdf(self, x):
+        """Mass of ``[lo, x]`` within the panel."""
+        sig = self.map.sigma_of(x)
+        return np.clip(_cheb.chebval(sig, self.cum), 0.0, self.mass)
+
+    # -- quantiles ------------------------------------------------------------------
+    def _rho_of(self, t):
+        """Inverse-interpolant variable for a mass ``t`` within the panel."""
+        r = np.clip(t / self.mass, 0.0, 1.0)
+        k = self.lead
+        if self.map.kind == "left" and k > 0:
+            return r ** (1.0 / (k + 1))
+        if self.map.kind == "right" and k > 0:
+            return 1.0 - np.clip((self.mass - t) / self.mass, 0.0, 1.0) ** (1.0 / (k + 1))
+        return r
+
+    def _solve_cdf(self, t, lo=None, hi=None, max_iter=80):
+        """Safeguarded Newton for ``cdf(sigma) = t`` on ``[-1, 1]`` (vectorized)."""
+        t = np.asarray(t, dtype=float)
+        lo = np.full(t.shape, -1.0) if lo is None else lo.copy()
+        hi = np.full(t.shape, 1.0) if hi is None else hi.copy()
+        s = 0.5 * (lo + hi)
+        active = np.arange(t.size)
+        for _ in range(max_iter):
+            sa = s[active]
+            f = _cheb.chebval(sa, self.cum) - t[active]
+            lo[active] = np.where(f < 0, sa, lo[active])
+            hi[active] = np.where(f >= 0, sa, hi[active])
+            g = _cheb.chebval(sa, self.coef)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                newton = sa - f / g
+            ok = np.isfinite(newton) & (newton > lo[active]) & (newton < hi[active])
+            new = np.where(ok, newton, 0.5 * (lo[active] + hi[active]))
+            s[active] = new
+            active = active[np.abs(new - sa) > 4 * np.finfo(float).eps]
+            if active.size == 0:
+                return s
+        k = int(active[0])
+        raise ConvergenceError(
+            f"CDF inversion on the panel [{self.lo!r}, {self.hi!r}] did not converge in "
+            f"{max_iter} steps (target mass {t[k]!r})", point=float(t[k]), iterations=max_iter)
+
+    def _build_inverse(self, options):
+        """Chebyshev series of ``sigma`` as a function of ``rho`` (eq. (8.15))."""
+        if self.mass <= 0:
+            self._inverse = np.array([-1.0])
+            return
+        n = options.cheb_start_nodes
+        values = None
+        while True:
+            tau = first_kind_nodes(n)
+            rho = (1.0 + tau) / 2.0
+            new = np.ones(n, dtype=bool) if values is None else (np.arange(n) % 3 != 1)
+            vals = np.empty(n)
+            if values is not None:
+                vals[~new] = values
+            k = self.lead
+            if self.map.kind == "left" and k > 0:
+                target = self.mass * rho[new] ** (k + 1)
+            elif self.map.kind == "right" and k > 0:
+                target = self.mass - self.mass * (1.0 - rho[new]) ** (k + 1)
+            else:
+                target = self.mass * rho[new]
+            vals[new] = self._solve_cdf(target, max_iter=options.ppf_max_iter)
+            values = vals
+            coef = nodes_coefficients(values)
+            tail = _tail(coef)
+            # One Newton step follows the interpolant (quadratic: 1e-9 -> 1e-18), so
+            # the inverse needs INVERSE_TAIL_RTOL only; its samples carry the CDF
+            # series' ulp noise amplified near an edge, a floor around 1e-10.
+            if tail <= INVERSE_TAIL_RTOL or n >= options.cheb_max_nodes:
+                self._inverse = _chop(coef, INVERSE_TAIL_RTOL / 10)
+                return
+            n *= 3
+
+    def quantile(self, t, options):
+        """``x`` with panel mass ``t`` below it: inverse interpolant, one Newton step."""
+        if self._inverse is None:
+            self._build_inverse(options)
+        rho = self._rho_of(t)
+        sig = _cheb.chebval(2.0 * rho - 1.0, self._inverse)
+        sig = np.clip(sig, -1.0, 1.0)
+        f = _cheb.chebval(sig, self.cum) - t
+        g = _cheb.chebval(sig, self.coef)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = f / g
+        ok = np.isfinite(step) & (np.abs(step) < 1e-3)
+        sig = np.clip(np.where(ok, sig - step, sig), -1.0, 1.0)
+        return self.map.x_of(sig)
+
+    # -- quadrature and Cauchy integrals ----------------------------------------------
+    def quadrature(self, extra=0):
+        """Gauss-Legendre nodes ``x`` and weights ``f(x) dx`` on the panel.
+
+        Exact for ``phi(x) f(x)`` when ``phi(x(sigma))`` is a polynomial of
+        degree ``<= extra`` in ``sigma`` (plus rounding).
+        """
+        n = (self.coef.size + extra) // 2 + 2
+        t, wt = gauss_legendre(n)
+        return self.map.x_of(t), wt * _cheb.chebval(t, self.coef)
+
+    def cauchy(self, z, derivative=False):
+        """``int f(x)/(z - x) dx`` over the panel (and its ``z``-derivative).
+
+        A log-end panel (eq. (8.18)) is integrated by Gauss-Legendre quadrature
+        in its variable with ``LOG_END_CAUCHY_EXTRA`` nodes beyond half its
+        degree: exact to rounding for ``z`` away from the panel (its map has an
+        essential singularity at the end, so there is no singularity
+        subtraction); laws with a log end supply their own transform near it.
+        """
+        if self.map.kind == "logend":
+            x, w = self.quadrature(LOG_END_CAUCHY_EXTRA)
+            d = np.asarray(z, dtype=complex)[:, None] - x[None, :]
+            total = (w[None, :] / d).sum(axis=1)
+            return (total, -(w[None, :] / d ** 2).sum(axis=1)) if derivative else total
+        sig, weight, ends = self.map.roots(z)
+        total = np.zeros(z.shape, dtype=complex)
+        dtotal = np.zeros(z.shape, dtype=complex) if derivative else None
+        for k in range(sig.shape[0]):
+            e = (ends[0][k], ends[1][k])
+            if derivative:
+                c, dc = cauchy_integral(self.coef, sig[k], derivative=True, ends=e)
+                total += weight[k] * c
+                dtotal += self._dweight(z, sig[k], weight[k], c, dc)
+            else:
+                total += weight[k] * cauchy_integral(self.coef, sig[k], ends=e)
+        return (total, dtotal) if derivative else total
+
+    def _dweight(self, z, sig, weight, c, dc):
+        """``d/dz [weight(z) C(sigma_k(z))]`` for one partial-fraction term."""
+        m = self.map
+        p, w = m.power, m.width
+        if m.kind == "smooth":
+            return weight * dc * (2.0 / w)
+        s = (1.0 + sig) / 2.0 if m.kind == "left" else (1.0 - sig) / 2.0
+        ds = 1.0 / (w * p * s ** (p - 1))
+        if m.kind == "right":
+            ds = -ds
+        dsig = 2.0 * ds if m.kind == "left" else -2.0 * ds
+        dweight = weight * (1 - p) / s * ds
+        return dweight * c + weight * dc * dsig
+
+
+# --------------------------------------------------------------------------- #
+# Building
+# --------------------------------------------------------------------------- #
+
+class _Task:
+    """A panel being fitted: its map, the node count so far and the samples."""
+
+    def __init__(self, pmap, lead, exponents, depth, floor, options):
+        self.map, self.lead, self.exponents = pmap, lead, exponents
+        self.depth, self.floor = depth, floor
+        self.n = options.cheb_start_nodes
+        self.values = None
+        self.prev_tail = np.inf
+        # a log-end panel converges at the stated accuracy of its samples (eq. (8.18))
+        self.tail_rtol = options.cheb_tail_rtol
+        if pmap.kind == "logend":
+            self.tail_rtol = max(self.tail_rtol, exponents[0].sample_rtol)
+
+    def new_nodes(self):
+        sig = first_kind_nodes(self.n)
+        new = np.ones(self.n, dtype=bool) if self.values is None else (np.arange(self.n) % 3 != 1)
+        return sig, new
+
+    def panel(self, coef, tail):
+        m = self.map
+        lo_exp = self.exponents[0] if m.kind == "left" else None
+        hi_exp = self.exponents[1] if m.kind == "right" else None
+        return Panel(m, coef, tail, self.lead, lo_exp, hi_exp)
+
+    def children(self, options):
+        if self.depth + 1 > options.panel_max_depth:
+            raise ConvergenceError(
+                f"Chebyshev panels did not converge on [{self.map.lo!r}, {self.map.hi!r}] after "
+                f"{self.depth} splits (tail above {options.cheb_tail_rtol:.1e} with "
+                f"{options.cheb_max_nodes} nodes)", point=(self.map.lo, self.map.hi),
+                iterations=self.depth)
+        m, d = self.map, self.depth + 1
+        args = (self.exponents, d, self.floor, options)
+        lo, hi = m.lo, m.hi
+        if m.kind == "logend":
+            # halve the u range: both halves stay in the variable of eq. (8.18)
+            cut = float(m.x_of(0.0))
+            return [_Task(LogEndMap.between(m.end, m.c, lo, cut), 0, *args),
+                    _Task(LogEndMap.between(m.end, m.c, cut, hi), 0, *args)]
+        if m.kind == "left":
+            cut = lo + (hi - lo) / 4
+            return [_Task(PanelMap(lo, cut, "left", m.power), self.lead, *args),
+                    _Task(PanelMap(cut, hi, "smooth", 1), 0, *args)]
+        if m.kind == "right":
+            cut = hi - (hi - lo) / 4
+            return [_Task(PanelMap(lo, cut, "smooth", 1), 0, *args),
+                    _Task(PanelMap(cut, hi, "right", m.power), self.lead, *args)]
+        mid = 0.5 * (lo + hi)
+        return [_Task(PanelMap(lo, mid, "smooth", 1), 0, *args),
+                _Task(PanelMap(mid, hi, "smooth", 1), 0, *args)]
+
+
+#: Most panels a representation may use (:func:`_fit_all`).  Laws of the
+#: library need 2-31, and 208 next to a cusp (the attention law at ``gamma =
+#: 0.3`` within 1e-6 of the ``beta`` where its support splits, tests/test_laws.py);
+#: a density whose samples never converge would otherwise split every panel to
+#: ``panel_max_depth`` (the multi-head law at ``beta = 0.02`` ran for 8 minutes
+#: before failing).
+PANEL_BUDGET = 1024
+
+
+def _fit_all(density, tasks, options, log_density=None):
+    """Fit every panel, all panels' new nodes in one density call per round.
+
+    Each round samples the new nodes of every unfinished panel at once (the
+    tripled first-kind nodes: those of ``n`` are nodes of ``3 n``), then each
+    panel has converged (tail below ``cheb_tail_rtol``, or a rounding floor
+    below ``cheb_noise_rtol`` that no longer shrinks), is tripled, or -- at
+    ``cheb_max_nodes`` -- is split (theory eq. (8.14)).
+    """
+    done = []
+    while tasks:
+        pieces, xs, logs = [], [], []
+        for task in tasks:
+            sig, new = task.new_nodes()
+            pieces.append((sig, new))
+            if task.map.kind == "logend":
+                logs.append(task.map.log_distance(sig[new]))
+            else:
+                xs.append(task.map.x_of(sig[new]))
+        x = np.concatenate(xs) if xs else np.empty(0)
+        dens = np.asarray(density(x), dtype=float) if x.size else np.empty(0)
+        _check_finite(dens, x, "x")
+        t = np.concatenate(logs) if logs else np.empty(0)
+        # log-end nodes: (x - e) f(x) as a function of log(x - e) (eq. (8.18))
+        end_dens = np.asarray(log_density(t), dtype=float) if t.size else np.empty(0)
+        _check_finite(end_dens, t, "log(x - end)")
+        pos = pos_end = 0
+        following = []
+        for task, (sig, new) in zip(tasks, pieces):
+            cnt = int(new.sum())
+            vals = np.empty(task.n)
+            if task.values is not None:
+                vals[~new] = task.values
+            if task.map.kind == "logend":
+                vals[new] = end_dens[pos_end:pos_end + cnt] * task.map.jacobian_factor(sig[new])
+                pos_end += cnt
+            else:
+                vals[new] = dens[pos:pos + cnt] * task.map.dx_dsigma(sig[new])
+                pos += cnt
+            task.values = vals
+            coef = nodes_coefficients(vals)
+            tail = _tail(coef)
+            if tail <= task.tail_rtol:
+                done.append(task.panel(_chop(coef, options.cheb_tail_rtol / 4), tail))
+            elif tail <= options.cheb_noise_rtol and tail > task.prev_tail / 8:
+                # Rounding floor of the samples: no longer shrinking on tripling.
+                done.append(task.panel(_chop(coef, tail / 4), tail))
+            elif 3 * task.n <= options.cheb_max_nodes:
+                task.prev_tail = tail
+                task.n *= 3
+                following.append(task)
+            else:
+                m = task.map
+                at_singular_edge = (m.kind == "left" and task.exponents[0] is not None
+                                    and task.exponents[0] < 0) or (
+                    m.kind == "right" and task.exponents[1] is not None
+                    and task.exponents[1] < 0)
+                if not at_singular_edge and m.hi - m.lo <= task.floor:
+                    # A sliver next to a cusp: kept with its error estimate (eq. (8.14)).
+                    done.append(task.panel(coef, tail))
+                else:
+                    following.extend(task.children(options))
+        tasks = following
+        if len(done) + len(tasks) > PANEL_BUDGET:
+            worst = max(tasks, key=lambda task: task.prev_tail)
+            raise ConvergenceError(
+                f"the density representation needs more than {PANEL_BUDGET} panels "
+                f"({len(done)} converged, {len(tasks)} still splitting, e.g. "
+                f"[{worst.map.lo!r}, {worst.map.hi!r}]): the density samples do not "
+                f"converge to cheb_tail_rtol {options.cheb_tail_rtol:.1e} (eq. (8.14))",
+                point=(worst.map.lo, worst.map.hi))
+    done.sort(key=lambda p: p.lo)
+    return done
+
+
+def _check_finite(values, points, name):
+    """Raise ``ConvergenceError`` at the first non-finite density sample."""
+    if values.shape != points.shape or not np.all(np.isfinite(values)):
+        bad = ~np.isfinite(values) if values.shape == points.shape else np.ones(points.shape, bool)
+        k = int(np.argmax(bad))
+        raise ConvergenceError(f"density is not finite at {name}={points[k]!r} inside the support",
+                               point=float(points[k]))
+
+
+def build_representation(density, intervals, options, expected_mass=None, log_density=None):
+    """Panels for every support interval of a density.
+
+    Parameters
+    ----------
+    density : callable
+        ``density(x)`` for a 1-d float array of points strictly inside the
+        support; returns the exact density there.
+    intervals : sequence of Interval
+        ``(lo, hi, lo_exponent, hi_exponent)``, increasing and disjoint.
+    options : SolverOptions
+    expected_mass : float, optional
+        Mass of the continuous part; when given, a total mass that differs by
+        more than ``options.mass_atol`` raises ``ConvergenceError``.
+    log_density : callable, optional
+        ``log_density(t)`` returns ``(x - e) f(x)`` at ``x = e + exp(t)`` for
+        the lower end ``e`` of an interval whose ``lo_exponent`` is a
+        :class:`LogEnd` (required for such intervals): the nodes of a log-end
+        panel lie far below the float range next to ``e`` (eq. (8.18)).
+
+    Returns
+    -------
+    Representation
+    """
+    tasks = []
+    for iv in intervals:
+        lo, hi = float(iv.lo), float(iv.hi)
+        floor = options.panel_min_width_rtol * (hi - lo)
+        exps = (iv.lo_exponent, iv.hi_exponent)
+        if isinstance(exps[1], LogEnd):
+            raise ValueError("a logarithmic end is supported at the lower end of an interval only")
+        mid = 0.5 * (lo + hi)
+        if isinstance(exps[0], LogEnd):
+            if log_density is None:
+                raise ValueError("an interval with a logarithmic end needs log_density")
+            mid = lo + LOG_END_FRACTION * (hi - lo)
+            tasks.append(_Task(LogEndMap.between(lo, LOG_END_SCALE_FACTOR * exps[0].scale, lo, mid),
+                               0, exps, 0, floor, options))
+            p_hi, k_hi = edge_power(exps[1])
+            right = p_hi > 1 or k_hi != 0
+            tasks.append(_Task(PanelMap(mid, hi, "right" if right else "smooth",
+                                        p_hi if right else 1),
+                               k_hi if right else 0, exps, 0, floor, options))
+            continue
+        p_lo, k_lo = edge_power(exps[0])
+        p_hi, k_hi = edge_power(exps[1])
+        left = p_lo > 1 or k_lo != 0
+        right = p_hi > 1 or k_hi != 0
+        tasks.append(_Task(PanelMap(lo, mid, "left" if left else "smooth", p_lo if left else 1),
+                           k_lo if left else 0, exps, 0, floor, options))
+        tasks.append(_Task(PanelMap(mid, hi, "right" if right else "smooth", p_hi if right else 1),
+                           k_hi if right else 0, exps, 0, floor, options))
+    rep = Representation(_fit_all(density, tasks, options, log_density))
+    if expected_mass is not None and abs(rep.total - expected_mass) > options.mass_atol:
+        raise ConvergenceError(
+            f"the density integrates to {rep.total!r} on its support where {expected_mass!r} "
+            f"is expected (difference {rep.total - expected_mass:.3e} > mass_atol "
+            f"{options.mass_atol:.1e}); the density solver or the support is off",
+            residual=abs(rep.total - expected_mass), tolerance=options.mass_atol)
+    return rep
+
+
+class Representation:
+    """The panels of a density, in increasing order, with cumulative masses.
+
+    Attributes
+    ----------
+    panels : list of Panel
+    total : float
+        Sum of the panel masses.
+    error : float
+        Sum of the panels' error estimates (absolute, in mass).
+    """
+
+    def __init__(self, panels):
+        self.panels = panels
+        self.starts = np.array([p.lo for p in panels])
+        self.ends = np.array([p.hi for p in panels])
+        masses = np.array([p.mass for p in panels])
+        self.below = np.concatenate([[0.0], np.cumsum(masses)])
+        self.total = float(self.below[-1])
+        self.error = float(sum(p.error for p in panels))
+        self._quad = {}
+
+    @property
+    def degree(self):
+        """Largest number of coefficients of a panel."""
+        return max((p.coef.size for p in self.panels), default=0)
+
+    def locate(self, x):
+        """Panel index of each point, -1 outside every panel."""
+        idx = np.searchsorted(self.starts, x, side="right") - 1
+        inside = (idx >= 0) & (x <= self.ends[np.clip(idx, 0, None)])
+        return np.where(inside, idx, -1)
+
+    def pdf(self, x):
+        """Density at a 1-d float array of points (0 outside the panels)."""
+        out = np.zeros(x.shape)
+        idx = self.locate(x)
+        for j in np.unique(idx[idx >= 0]):
+            sel = idx == j
+            out[sel] = self.panels[j].density(x[sel])
+        return out
+
+    def pdf_scalar(self, x):
+        """Density at one Python float (no numpy array overhead)."""
+        j = int(np.searchsorted(self.starts, x, side="right")) - 1
+        if j < 0 or x > self.ends[j]:
+            return 0.0
+        p = self.panels[j]
+        m = p.map
+        if m.kind not in ("left", "right"):
+            return float(p.density(np.array([x]))[0])
+        d = (x - m.lo) / m.width if m.kind == "left" else (m.hi - x) / m.width
+        sv = d if m.power == 1 else d ** (1.0 / m.power)
+        sig = 2.0 * sv - 1.0 if m.kind == "left" else 1.0 - 2.0 * sv
+        dx = m.width * m.power / 2.0 * sv ** (m.power - 1)
+        if dx == 0.0:
+            return float(p._edge_value(np.array(sig)))
+        return max(clenshaw(p.coef_list, sig) / dx, 0.0)
+
+    def cdf_scalar(self, x):
+        """Continuous mass below one Python float (no numpy array overhead)."""
+        k = int(np.searchsorted(self.ends, x, side="right"))
+        if k >= len(self.panels):
+            return self.total
+        if x < self.starts[k]:
+            return float(self.below[k])
+        p = self.panels[k]
+        m = p.map
+        if m.kind not in ("left", "right"):
+            sig = float(m.sigma_of(np.array([x]))[0])
+        else:
+            d = (x - m.lo) / m.width if m.kind == "left" else (m.hi - x) / m.width
+            sv = d if m.power == 1 else d ** (1.0 / m.power)
+            sig = 2.0 * sv - 1.0 if m.kind == "left" else 1.0 - 2.0 * sv
+        return float(self.below[k]) + min(max(clenshaw(p.cum_list, sig), 0.0), p.mass)
+
+    def cdf(self, x):
+        """Mass of the continuous part below each point of a 1-d float array."""
+        k = np.searchsorted(self.ends, x, side="right")
+        out = self.below[k].copy()
+        idx = self.locate(x)
+        for j in np.unique(idx[idx >= 0]):
+            sel = (idx == j) & (x < self.ends[j])
+            out[sel] = self.below[j] + self.panels[j].cdf(x[sel])
+        return out
+
+    def quantile(self, t, options):
+        """``x`` with continuous mass ``t`` (in ``[0, total]``) below it."""
+        j = np.clip(np.searchsorted(self.below, t, side="right") - 1, 0, len(self.panels) - 1)
+        out = np.empty(t.shape)
+        for jj in np.unique(j):
+            sel = j == jj
+            p = self.panels[jj]
+            out[sel] = p.quantile(np.clip(t[sel] - self.below[jj], 0.0, p.mass), options)
+        return out
+
+    def quadrature(self, extra=0):
+        """Concatenated nodes ``x`` and weights ``f(x) dx`` of every panel."""
+        if extra not in self._quad:
+            pairs = [p.quadrature(extra) for p in self.panels]
+            self._quad[extra] = (np.concatenate([x for x, _ in pairs]),
+                                 np.concatenate([w for _, w in pairs]))
+        return self._quad[extra]
+
+    def cauchy(self, z, derivative=False):
+        """``int f(x)/(z - x) dx`` (and the derivative) for a 1-d complex array.
+
+        A real ``z`` is read at ``z + i * JUNCTION_OFFSET * width`` (the boundary
+        value from above): next to the junction of two panels each panel's
+        logarithm nearly diverges and the two cancel, which needs the side of
+        the cut that a real float cannot carry.
+        """
+        z = np.asarray(z, dtype=complex)
+        if self.panels:
+            # Only real points on a panel need the side; outside every panel G is
+            # real and the point stays real.
+            width = self.ends[-1] - self.starts[0]
+            starts, ends = np.asarray(self.starts), np.asarray(self.ends)
+            k = np.searchsorted(starts, z.real, side="right") - 1
+            on = (k >= 0) & (z.real <= ends[np.clip(k, 0, None)])
+            z = np.where((z.imag == 0) & on, z + 1j * JUNCTION_OFFSET * width, z)
+        total = np.zeros(z.shape, dtype=complex)
+        dtotal = np.zeros(z.shape, dtype=complex)
+        for p in self.panels:
+            if derivative:
+                c, dc = p.cauchy(z, derivative=True)
+                total += c
+                dtotal += dc
+            else:
+                total += p.cauchy(z)
+        return (total, dtotal) if derivative else total
