@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._checks import as_real_array
+from ._checks import as_real_array, real_scalar
 from ._law_base import HARD, SOFT, Interval, SpectralLaw
 from ._rational import RationalTransform
 
@@ -43,14 +43,7 @@ def _sqrt_upper(w):
     return np.sqrt(np.where(w.imag == 0, w.real + 0j, w))
 
 
-def _real_scalar(value, name):
-    """A finite real Python float; TypeError/ValueError naming ``name``."""
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    arr = as_real_array(value, name, finite=True)
-    if arr.ndim != 0:
-        raise TypeError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
-    return float(arr)
+_real_scalar = real_scalar
 
 
 def _positive(value, name, upper=MAX_SCALE):

@@ -35,7 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._checks import as_real_array, check_int
+from ._checks import as_real_array, check_int, rng_generator
 from ._chebyshev import LogEnd, build_representation, edge_power  # noqa: F401  (LogEnd re-exported)
 from ._errors import ConvergenceError
 from ._options import DEFAULT_OPTIONS
@@ -159,18 +159,8 @@ def check_z(z):
 
 
 def check_rng(rng):
-    """A ``numpy.random.Generator`` from ``rng``, with errors naming ``rng``."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or (isinstance(rng, numbers.Integral) and not isinstance(rng, bool)
-                       and int(rng) >= 0) or isinstance(rng, (np.random.SeedSequence,
-                                                              np.random.BitGenerator)):
-        return np.random.default_rng(rng)
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-        raise ValueError(f"rng must be a non-negative integer seed, a numpy Generator, "
-                         f"a SeedSequence or None, got {rng!r}")
-    raise TypeError(f"rng must be a non-negative integer seed, a numpy Generator, a "
-                    f"SeedSequence or None, got {type(rng).__name__} {rng!r}")
+    """A ``numpy.random.Generator`` from ``rng`` (:func:`freeattn._checks.rng_generator`)."""
+    return rng_generator(rng)
 
 
 def _out(values, shape):

@@ -26,8 +26,8 @@ MP_AXIS_DIGITS = 5
 
 
 def _finite_scalar(value, name):
-    from ._elementary import _real_scalar
-    return _real_scalar(value, name)
+    from ._checks import real_scalar
+    return real_scalar(value, name)
 
 
 def affine(law, shift=0.0, scale=1.0):

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._checks import key_width
+
 __all__ = [
     "FIGURES",
     "chain_samples",
@@ -230,7 +232,7 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
     names = list(samples)
     registered = {m.name: m for m in resolve_models(names)}
     # the laws at the sampled width ratio d_qk/n, as freeattn.validate compares
-    d_qk = int(round(gamma * n))
+    d_qk = key_width(gamma, n)
     laws = {name: (registered[name].limit_law(beta, d_qk / n),
                    registered[name].reference_law(beta, d_qk / n)) for name in names}
     edges = [law.support()[1] for pair in laws.values() for law in pair if law is not None]
@@ -633,7 +635,7 @@ def figure_causal(beta=1.0, n=1000, gamma=1.0, draws=4, *, rng=None, executor=No
     names = ("causal", "causal_linear")
     if samples is None:
         samples = chain_samples(beta, n, gamma, draws, models=names, rng=rng, executor=executor)
-    d_qk = max(int(round(gamma * n)), 1)
+    d_qk = key_width(gamma, n)
     law = fa.causal_law(beta, d_qk / n)
     noncausal = fa.attention_law(beta, d_qk / n).squared()
     mp = fa.marchenko_pastur(float(law.mean()), 1.0)
