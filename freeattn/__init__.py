@@ -54,6 +54,7 @@ from ._models import (
 from ._causal_law import CausalLaw, causal_law
 from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
 from ._multihead import MultiheadLaw, head_average_law, multihead_law
+from ._families import FAMILIES, Family, Parameter, register_family
 from ._draws import DrawError
 from ._fit import FitResult, fit
 from ._validation import (
@@ -68,6 +69,10 @@ from ._validation import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "FAMILIES",
+    "Family",
+    "Parameter",
+    "register_family",
     "MultiheadLaw",
     "multihead_law",
     "head_average_law",
