@@ -38,7 +38,7 @@ import scipy.optimize
 import scipy.special
 
 from ._blas import single_threaded
-from ._checks import CAUSAL_BETA, CAUSAL_GAMMA, as_real_array, check_beta
+from ._checks import CAUSAL_BETA, CAUSAL_GAMMA, as_real_array
 from ._errors import ConvergenceError
 
 __all__ = [
@@ -1323,22 +1323,7 @@ def _unit_moments(a2, b2, gamma, kmax):
 # --------------------------------------------------------------------------- #
 
 def _check_args(beta, gamma):
-    b = check_beta(beta, upper=CAUSAL_BETA_RANGE[1])
-    if b.ndim != 0:
-        raise TypeError(f"beta must be a real scalar, got an array of shape {b.shape}")
-    b = float(b)
-    if b < CAUSAL_BETA_RANGE[0]:
-        raise ValueError(f"beta must be in [{CAUSAL_BETA_RANGE[0]}, {CAUSAL_BETA_RANGE[1]}] "
-                         f"(below it the law in units of theta1 is its beta -> 0 limit to "
-                         f"1e-16), got {beta!r}")
-    g = as_real_array(gamma, "gamma", finite=True)
-    if g.ndim != 0:
-        raise TypeError(f"gamma must be a real scalar, got an array of shape {g.shape}")
-    g = float(g)
-    if not CAUSAL_GAMMA_RANGE[0] <= g <= CAUSAL_GAMMA_RANGE[1]:
-        raise ValueError(f"gamma must be in [{CAUSAL_GAMMA_RANGE[0]}, {CAUSAL_GAMMA_RANGE[1]}], "
-                         f"got {gamma!r}")
-    return b, g
+    return CAUSAL_BETA.check(beta, "beta"), CAUSAL_GAMMA.check(gamma, "gamma")
 
 
 def _coefficients(beta):

@@ -288,7 +288,8 @@ ATTENTION_BETA = Real(1e-8, 4.0)
 ATTENTION_GAMMA = Real(1e-4, 1e4)
 
 #: Inverse temperatures of the causal law (theory note 10).
-CAUSAL_BETA = Real(1e-8, 4.0)
+CAUSAL_BETA = Real(1e-8, 4.0, why="below 1e-8 the law in units of theta1 is its "
+                                  "beta -> 0 limit to 1e-16")
 
 #: Width ratios of the causal law (theory note 10).
 CAUSAL_GAMMA = Real(0.1, 10.0)

@@ -831,13 +831,13 @@ def _add_mc_sizes(parser):
         f"{k} {v}" for k, v in s.defaults.items() if k != "seed") for s in mc)
     parser.add_argument("--n", type=_positive_int, default=None, metavar="N",
                         help=f"Monte Carlo matrix size n (tokens; the convergence figure uses "
-                             f"n/4, n/2, n; the multi-head figure a multiple of 8) "
-                             f"[registry defaults: {listing}]")
+                             f"n/4, n/2, n; the multi-head figure a multiple of 8); unset, "
+                             f"each figure takes its own from the registry ({listing})")
     parser.add_argument("--draws", type=_positive_int, default=None, metavar="D",
-                        help="independent draws per model and size [registry defaults above]")
+                        help="independent draws per model and size; unset, each figure's own")
     _add_seed(parser)
-    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="J",
-                        help="worker processes for the draws [1]")
+    parser.add_argument("--jobs", type=_positive_int, default=1, metavar="J",
+                        help="worker processes for the draws")
 
 
 def _options_plot(p):
