@@ -359,3 +359,24 @@ def test_reproduce_defaults_to_the_working_directory_with_one_blas_thread(
     assert out.strip() == "wrote fig5_gamma.png"
     assert "figures" in err                       # the progress bar, on stderr
     assert seen and all(threads == [1] * len(threads) for threads in seen)
+
+
+def test_the_contributing_page_family_example_is_one_entry(capsys):
+    """The worked example of docs/contributing.md runs, and the family it registers gets
+    a command with the common options (squared law of 2*s: mean 4*theta1, exactly)."""
+    page = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    example = page.split("```python\n", 1)[1].split("```", 1)[0]
+    try:
+        namespace = {}
+        exec(example, namespace)
+        law = namespace["law"]
+        assert law.moment(2) == pytest.approx(4 * math.expm1(1.0), rel=ROUNDOFF_RTOL)
+        code, out, _ = run(capsys, "scaled-law", "--beta", "1", "--scale", "2",
+                           "--at", "1", "--format", "json")
+        assert code == 0 and json.loads(out)["mean"] == pytest.approx(
+            4 * math.expm1(1.0), rel=ROUNDOFF_RTOL)
+        code, _, err = run(capsys, "scaled-law", "--beta", "1", "--scale", "0")
+        assert code == 2 and "scale must be in (0.0, 1000.0]" in err
+    finally:
+        FAMILIES.pop("scaled-law", None)
+    assert "scaled-law" not in subcommands()
