@@ -1,8 +1,10 @@
 """The ``freeattn`` command line.
 
-One subcommand per task a researcher has: the linear model's coefficients
-(``coeffs``), the limiting law (``law``), the multi-head law
-(``multihead``), its upper edge (``edge``), the
+One subcommand per task a researcher has, each an entry of :func:`commands`:
+the linear model's coefficients (``coeffs``), one command per law family of
+:data:`freeattn.FAMILIES` (``law``, ``multihead``, ``head-average``,
+``causal``: the same ``--view``, ``--points``/``--at`` options on each), the
+upper edge (``edge``), the
 linearization threshold (``threshold``), the registered Monte Carlo models
 (``models``), a Monte Carlo check (``validate``), the fit of ``beta`` to a
 measured spectrum (``fit``), the predicted spectra of a default PyTorch
@@ -13,6 +15,12 @@ the public API and describes what it returns as a
 as a table, markdown, csv or json (one JSON policy: non-finite numbers are
 ``null``).  It holds no mathematics of its own, and imports the library
 lazily, so ``--help`` and ``--version`` answer without loading SciPy.
+
+Conventions, the same on every command: ``--format text|markdown|csv|json``
+and ``--output FILE``; ``--seed`` (default 0) where a command draws at random;
+defaults shown as ``(default: X)`` in the help.  The older switches
+(``validate --json``/``--markdown``, ``plot``/``reproduce --out``,
+``--format table``) still work and print a deprecation warning on stderr.
 
 Exit codes: 0 on success, 2 on bad usage (argparse errors, and the
 ``ValueError``/``TypeError`` the library raises on bad input), 1 when a

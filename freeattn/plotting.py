@@ -7,7 +7,8 @@ the sizes of what it computes as arguments -- tests draw the same figures with
 tiny matrices -- and returns a :class:`matplotlib.figure.Figure` built without
 ``pyplot`` (no global state, no window).
 
-The gallery (:data:`FIGURES`, numbers and names accepted by ``freeattn plot``):
+The gallery (:data:`FIGURES`, filled by the :func:`gallery_figure` decorator
+of each figure function; numbers and names accepted by ``freeattn plot``):
 
 1. ``chain`` -- histograms of the squared singular values of every model of
    the proof chain with the predicted density over them, and a quantile
@@ -967,8 +968,7 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     Parameters
     ----------
     figure : int or str
-        Number (1-6) or name (``chain``, ``law-vs-mp``, ``edge``,
-        ``convergence``, ``gamma``, ``causal``, ``multihead``).
+        Number or name of a figure of :data:`FIGURES` (see :func:`figure_list`).
     n, draws, seed, jobs : int, optional
         Monte Carlo sizes (``n >= 2``, ``draws >= 1``), seed (``>= 0``) and
         worker processes (``jobs >= 1``) for figures 1, 4, 6 and 7 (``n`` is the
