@@ -342,14 +342,26 @@ def rng_generator(rng):
 
 
 def key_width(gamma, n):
-    """The key width ``d_qk = round(gamma * n)`` of a sampled model, at least 1.
+    """The key width ``d_qk = round(gamma * n)`` of a sampled model.
 
-    The one place where a width ratio becomes a width (the samplers, the
-    figures and the command line call it).
+    The one place where a width ratio becomes a width (:func:`freeattn.validate`
+    and the figures call it).
+
+    Raises
+    ------
+    ValueError
+        If ``gamma * n`` rounds to 0.
 
     Examples
     --------
-    >>> key_width(0.5, 1000), key_width(1e-4, 100)
-    (500, 1)
+    >>> key_width(0.5, 1000)
+    500
+    >>> key_width(1e-4, 100)
+    Traceback (most recent call last):
+    ...
+    ValueError: gamma * n must round to d_qk >= 1, got gamma=0.0001, n=100
     """
-    return max(int(round(gamma * n)), 1)
+    d_qk = int(round(gamma * n))
+    if d_qk < 1:
+        raise ValueError(f"gamma * n must round to d_qk >= 1, got gamma={gamma!r}, n={n}")
+    return d_qk

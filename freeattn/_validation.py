@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from . import _statistics as stats
-from ._checks import check_int, check_positive
+from ._checks import check_int, check_positive, key_width
 from ._coefficients import linear_coefficients
 from ._draws import DrawError, check_progress, root_seed, run_draws, seed_dict
 from ._models import (CHAIN_MODELS, GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA, check_options,
@@ -282,9 +282,7 @@ def _check_validate_args(beta, gamma, n, draws, models, progress, options=None):
     # overflow a float before rounding).
     if float(g) > GAMMA_RANGE[1] + 0.5 / n:
         raise _law_range_error("gamma", gamma, GAMMA_RANGE[0], GAMMA_RANGE[1])
-    d_qk = int(round(float(g) * n))
-    if d_qk < 1:
-        raise ValueError(f"gamma * n must round to d_qk >= 1, got gamma={float(g)!r}, n={n}")
+    d_qk = key_width(float(g), n)
     # The samples have width ratio d_qk/n; the law they are compared with must
     # be the law at that ratio, which is gamma itself when gamma*n is an integer.
     ratio = d_qk / n
