@@ -29,7 +29,6 @@ infinity, ``Im G < 0`` for ``Im z > 0``; density ``-Im G(x + i0)/pi``.
 """
 
 import math
-import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._checks import as_real_array, check_int, real_scalar
+from ._checks import check_int, real_scalar
 from ._coefficients import linear_coefficients
 from ._elementary import MarchenkoPastur
 from ._errors import ConvergenceError
