@@ -166,7 +166,23 @@ FAMILIES = {}
 
 
 def register_family(family_):
-    """Add ``family_`` to :data:`FAMILIES` (its name must be new); return it."""
+    """Add a law family to :data:`FAMILIES`; it gets a command of its own.
+
+    Parameters
+    ----------
+    family_ : Family
+        The entry; its name must be new.
+
+    Returns
+    -------
+    Family
+        ``family_``.
+
+    Raises
+    ------
+    ValueError
+        If a family of that name is already registered.
+    """
     if family_.name in FAMILIES:
         raise ValueError(f"family {family_.name!r} is already registered")
     FAMILIES[family_.name] = family_

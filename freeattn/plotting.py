@@ -171,8 +171,30 @@ def gallery_figure(number, name, caption, *, defaults=None, size_argument=None):
     """Register the decorated function as gallery figure ``number`` (one entry per figure).
 
     ``make_figure``, ``reproduce``, the command line's figure lists and the
-    gallery page's list are all read from :data:`FIGURES`.  ``defaults``
-    (``n``, ``draws``, ``seed``) makes it a Monte Carlo figure.
+    gallery page's list are all read from :data:`FIGURES`.
+
+    Parameters
+    ----------
+    number : int
+        The figure's number (the next free one).
+    name : str
+        Its name, accepted beside the number.
+    caption : str
+        Its title in the gallery and the help.
+    defaults : dict, optional
+        Default ``n``, ``draws``, ``seed``: makes it a Monte Carlo figure.
+    size_argument : {"n", "ns"}, optional
+        How ``n`` reaches the function (see :class:`FigureSpec`).
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the function unchanged.
+
+    Raises
+    ------
+    ValueError
+        If the number or the name is already registered.
     """
     def register(function):
         key = str(number)
@@ -936,9 +958,15 @@ def _spec(figure):
 def figure_list(style="short"):
     """The gallery's figures as text, read from :data:`FIGURES`.
 
-    ``"short"``: ``1 (chain), 2 (law-vs-mp), ...`` for the command line's
-    help; ``"markdown"``: one bullet per figure with its file and caption, as
-    in the gallery page (docs/gallery.md).
+    Parameters
+    ----------
+    style : {"short", "markdown"}, optional
+        ``"short"``: ``1 (chain), 2 (law-vs-mp), ...`` for the command line's
+        help; ``"markdown"``: one bullet per figure with its file and caption.
+
+    Returns
+    -------
+    str
 
     Examples
     --------
