@@ -59,6 +59,7 @@ _EXPORTS = {
         "CAUSAL_MODELS", "causal_attention", "causal_matrix", "causal_spectrum"
     ),
     "attention._multihead": ("MultiheadLaw", "head_average_law", "multihead_law"),
+    "attention._families": ("FAMILIES", "Family", "Parameter", "register_family"),
     "montecarlo._draws": ("DrawError", "ValidationInterrupted"),
     "montecarlo._fit": ("FitResult", "fit"),
     "montecarlo._validation": (
@@ -86,6 +87,10 @@ def __dir__():
 
 
 __all__ = [
+    "FAMILIES",
+    "Family",
+    "Parameter",
+    "register_family",
     "MultiheadLaw",
     "multihead_law",
     "head_average_law",

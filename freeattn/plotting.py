@@ -7,7 +7,8 @@ the sizes of what it computes as arguments -- tests draw the same figures with
 tiny matrices -- and returns a :class:`matplotlib.figure.Figure` built without
 ``pyplot`` (no global state, no window).
 
-The gallery (:data:`FIGURES`, numbers and names accepted by ``freeattn plot``):
+The gallery (:data:`FIGURES`, filled by the :func:`gallery_figure` decorator
+of each figure function; numbers and names accepted by ``freeattn plot``):
 
 1. ``chain`` -- histograms of the squared singular values of every model of
    the proof chain with the predicted density over them, and a quantile
@@ -36,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .core._checks import key_width
+
 __all__ = [
     "FIGURES",
     "chain_samples",
@@ -51,12 +54,25 @@ __all__ = [
     "save_figure",
     "output_path",
     "reproduce",
+    "check_output_folder",
+    "gallery_figure",
+    "figure_list",
 ]
 
 from .interop._analyze_plot import plot_analysis  # noqa: E402  (freeattn analyze --plot)
 
-#: Default output folder of :func:`reproduce` (relative to the working directory).
-DEFAULT_FIGURE_DIR = "docs/figures"
+#: Default output folder of :func:`reproduce`: the working directory (never the
+#: committed docs/figures implicitly).
+DEFAULT_FIGURE_DIR = "."
+
+#: Default Monte Carlo sizes of the gallery figures 1, 4, 6 and 7, chosen so
+#: that ``freeattn reproduce`` stays within about 90 s of CPU on a loaded
+#: two-core machine (benchmarks/RESULTS.md); the ``--n``/``--draws`` options
+#: of ``plot`` and ``reproduce`` raise them.
+CHAIN_N, CHAIN_DRAWS = 600, 6
+CONVERGENCE_N, CONVERGENCE_DRAWS = 1000, 3
+CAUSAL_N, CAUSAL_DRAWS = 600, 3
+MULTIHEAD_N, MULTIHEAD_DRAWS = 800, 3
 
 #: Resolution of the PNGs in docs/figures: legible on a laptop screen and in
 #: a GitHub README without being heavy (about 100-200 kB each).
@@ -84,6 +100,114 @@ _MODEL_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"
                   "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 _THEORY_STYLE = {"color": "black", "linewidth": 2.0, "zorder": 5}
 _MP_STYLE = {"color": "tab:gray", "linewidth": 1.6, "linestyle": "--", "zorder": 4}
+
+
+
+# ---------------------------------------------------------------------------
+# registry
+
+
+#: The gallery, in order; keys are the figure numbers as strings.  Filled by
+#: :func:`gallery_figure`: a new figure is one decorated function.
+FIGURES = {}
+
+#: Seed of the gallery's Monte Carlo figures (the command line's ``--seed``
+#: default is 0 for every command; the gallery keeps its own seed so that the
+#: committed PNGs are reproducible with ``freeattn reproduce --seed 2026``).
+GALLERY_SEED = 2026
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One gallery figure: its number, name, file, default sizes and how to draw it.
+
+    Attributes
+    ----------
+    number : int
+    name : str
+        Accepted by ``freeattn plot`` and :func:`make_figure` beside the number.
+    function : callable
+        The figure function.
+    caption : str
+        Its title in the gallery (``docs/gallery.md``) and the command line's help.
+    monte_carlo : bool
+        Whether it samples matrices (then ``n``, ``draws``, ``seed``, ``jobs``
+        apply).
+    defaults : dict
+        Default ``n``, ``draws``, ``seed`` of a Monte Carlo figure.
+    size_argument : {"n", "ns", None}
+        How ``n`` reaches the function: as ``n``, as the sizes
+        ``ns = (n/4, n/2, n)``, or not at all.
+    """
+
+    number: int
+    name: str
+    function: object
+    caption: str
+    monte_carlo: bool = False
+    defaults: dict = field(default_factory=dict)
+    size_argument: str = None
+
+    def draw(self, *, n=None, draws=None, seed=None, jobs=None):
+        """Call the figure function with the default sizes, overridden by the given ones."""
+        if not self.monte_carlo:
+            return self.function()
+        options = dict(self.defaults)
+        options.update({k: v for k, v in {"n": n, "draws": draws, "seed": seed}.items()
+                        if v is not None})
+        kwargs = {"draws": options["draws"], "rng": options.get("seed"),
+                  # An int executor is a local process pool with that many workers.
+                  "executor": jobs if jobs is not None and jobs > 1 else None}
+        if self.size_argument == "n":
+            kwargs["n"] = options["n"]
+        elif self.size_argument == "ns" and "n" in options:
+            kwargs["ns"] = tuple(sorted({max(options["n"] // 4, 2),
+                                         max(options["n"] // 2, 2), options["n"]}))
+        return self.function(**kwargs)
+
+    @property
+    def filename(self):
+        return f"fig{self.number}_{self.name.replace('-', '_')}.png"
+
+
+def gallery_figure(number, name, caption, *, defaults=None, size_argument=None):
+    """Register the decorated function as gallery figure ``number`` (one entry per figure).
+
+    ``make_figure``, ``reproduce``, the command line's figure lists and the
+    gallery page's list are all read from :data:`FIGURES`.
+
+    Parameters
+    ----------
+    number : int
+        The figure's number (the next free one).
+    name : str
+        Its name, accepted beside the number.
+    caption : str
+        Its title in the gallery and the help.
+    defaults : dict, optional
+        Default ``n``, ``draws``, ``seed``: makes it a Monte Carlo figure.
+    size_argument : {"n", "ns"}, optional
+        How ``n`` reaches the function (see :class:`FigureSpec`).
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the function unchanged.
+
+    Raises
+    ------
+    ValueError
+        If the number or the name is already registered.
+    """
+    def register(function):
+        key = str(number)
+        if key in FIGURES or any(s.name == name for s in FIGURES.values()):
+            raise ValueError(f"figure {number} ({name}) is already registered")
+        FIGURES[key] = FigureSpec(number, name, function, caption,
+                                  monte_carlo=defaults is not None,
+                                  defaults=dict(defaults or {}), size_argument=size_argument)
+        return function
+    return register
 
 
 def _figure(figsize):
@@ -193,6 +317,8 @@ def _cached(cache, law, method, x):
 CHAIN_COLUMNS = 3
 
 
+@gallery_figure(1, "chain", "Squared singular values of the six models of the proof chain against the predicted law",
+                defaults={"n": CHAIN_N, "draws": CHAIN_DRAWS, "seed": GALLERY_SEED}, size_argument="n")
 def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None,
                  executor=None, samples=None):
     """Figure 1: the spectrum of every model (the proof chain by default) against its law.
@@ -233,7 +359,7 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
     names = list(samples)
     registered = {m.name: m for m in resolve_models(names)}
     # the laws at the sampled width ratio d_qk/n, as freeattn.validate compares
-    d_qk = int(round(gamma * n))
+    d_qk = key_width(gamma, n)
     laws = {name: (registered[name].limit_law(beta, d_qk / n),
                    registered[name].reference_law(beta, d_qk / n)) for name in names}
     edges = [law.support()[1] for pair in laws.values() for law in pair if law is not None]
@@ -320,6 +446,7 @@ def figure_chain(beta=1.0, n=1000, gamma=1.0, draws=10, *, models=None, rng=None
 # Figure 2
 
 
+@gallery_figure(2, "law-vs-mp", "The predicted law against Marchenko-Pastur of the same variance")
 def figure_law_vs_mp(betas=(0.5, 1.0, 1.5, 2.0), gamma=1.0, *, points=CURVE_POINTS):
     """Figure 2: the predicted law against Marchenko-Pastur of the same variance.
 
@@ -391,6 +518,7 @@ def _power_of_ten(n):
     return rf"$10^{{{exponent}}}$" if 10 ** exponent == n else f"{n}"
 
 
+@gallery_figure(3, "edge", "Operator norm against beta; common mode sqrt(n) and the linearization threshold")
 def figure_edge(betas=None, ns=(10**3, 10**4, 10**5, 10**6), gamma=1.0):
     """Figure 3: the operator norm against ``beta`` and the linearization threshold.
 
@@ -451,6 +579,9 @@ def figure_edge(betas=None, ns=(10**3, 10**4, 10**5, 10**6), gamma=1.0):
 # Figure 4
 
 
+@gallery_figure(4, "convergence", "Finite-size convergence of the Kolmogorov distance",
+                defaults={"n": CONVERGENCE_N, "draws": CONVERGENCE_DRAWS,
+                          "seed": GALLERY_SEED}, size_argument="ns")
 def figure_convergence(betas=(0.5, 1.0, 1.5), ns=(250, 500, 1000, 2000), draws=4, gamma=1.0,
                        *, models=("attention", "linear"), rng=None, executor=None,
                        reports=None):
@@ -540,6 +671,7 @@ def _convergence_series(report, model):
 # Figure 5
 
 
+@gallery_figure(5, "gamma", "The law across gamma = d_qk/n at beta = 1")
 def figure_gamma(beta=1.0, gammas=(0.25, 0.5, 1.0, 2.0, 4.0), *, points=CURVE_POINTS):
     """Figure 5: the law of the squared singular values across ``gamma = d_qk/n``.
 
@@ -596,6 +728,8 @@ def figure_gamma(beta=1.0, gammas=(0.25, 0.5, 1.0, 2.0, 4.0), *, points=CURVE_PO
     return fig
 
 
+@gallery_figure(6, "causal", "Causal attention against the causal, non-causal and Marchenko-Pastur laws",
+                defaults={"n": CAUSAL_N, "draws": CAUSAL_DRAWS, "seed": GALLERY_SEED}, size_argument="n")
 def figure_causal(beta=1.0, n=1000, gamma=1.0, draws=4, *, rng=None, executor=None,
                   samples=None, points=CURVE_POINTS):
     """Figure 6: causal attention against the causal, non-causal and MP laws.
@@ -636,7 +770,7 @@ def figure_causal(beta=1.0, n=1000, gamma=1.0, draws=4, *, rng=None, executor=No
     names = ("causal", "causal_linear")
     if samples is None:
         samples = chain_samples(beta, n, gamma, draws, models=names, rng=rng, executor=executor)
-    d_qk = max(int(round(gamma * n)), 1)
+    d_qk = key_width(gamma, n)
     law = fa.causal_law(beta, d_qk / n)
     noncausal = fa.attention_law(beta, d_qk / n).squared()
     mp = fa.marchenko_pastur(float(law.mean()), 1.0)
@@ -695,6 +829,8 @@ def _pooled_ks(law, values):
     return _ks(law, np.sort(values))
 
 
+@gallery_figure(7, "multihead", "Multi-head attention (MHA, GQA, MQA) against its law and Marchenko-Pastur; the head-averaged map with independent and shared keys",
+                defaults={"n": MULTIHEAD_N, "draws": MULTIHEAD_DRAWS, "seed": GALLERY_SEED}, size_argument="n")
 def figure_multihead(beta=1.0, n=600, draws=4, *, heads=4, gamma_k=0.5, gamma_v=0.5,
                      gamma_o=1.0, rng=None, executor=None, points=CURVE_POINTS):
     """Figure 7: multi-head attention (MHA, GQA, MQA) and the head-averaged map.
@@ -811,49 +947,6 @@ def figure_multihead(beta=1.0, n=600, draws=4, *, heads=4, gamma_k=0.5, gamma_v=
 # registry, saving
 
 
-@dataclass(frozen=True)
-class FigureSpec:
-    """One gallery figure: its number, name, file and how to draw it."""
-
-    number: int
-    name: str
-    function: object
-    caption: str
-    monte_carlo: bool = False
-    defaults: dict = field(default_factory=dict)
-
-    @property
-    def filename(self):
-        return f"fig{self.number}_{self.name.replace('-', '_')}.png"
-
-
-#: The gallery, in order; keys are the figure numbers as strings.
-FIGURES = {
-    "1": FigureSpec(1, "chain", figure_chain,
-                    "Squared singular values of the six models of the proof chain "
-                    "(n = d_qk = 1000, beta = 1, 10 draws) against the predicted law",
-                    monte_carlo=True, defaults={"n": 1000, "draws": 10, "seed": 2026}),
-    "2": FigureSpec(2, "law-vs-mp", figure_law_vs_mp,
-                    "The predicted law against Marchenko-Pastur of the same variance"),
-    "3": FigureSpec(3, "edge", figure_edge,
-                    "Operator norm against beta; common mode sqrt(n) and the "
-                    "linearization threshold"),
-    "4": FigureSpec(4, "convergence", figure_convergence,
-                    "Finite-size convergence of the Kolmogorov distance",
-                    monte_carlo=True, defaults={"draws": 4, "seed": 2026}),
-    "5": FigureSpec(5, "gamma", figure_gamma, "The law across gamma = d_qk/n at beta = 1"),
-    "6": FigureSpec(6, "causal", figure_causal,
-                    "Causal attention (n = d_qk = 1000, beta = 1, 4 draws) against the causal, "
-                    "non-causal and Marchenko-Pastur laws",
-                    monte_carlo=True, defaults={"n": 1000, "draws": 4, "seed": 2026}),
-    "7": FigureSpec(7, "multihead", figure_multihead,
-                    "Multi-head attention (MHA, GQA, MQA; n = 1200, h = 4, beta = 1) against "
-                    "its law and Marchenko-Pastur; the head-averaged map with independent "
-                    "and shared keys",
-                    monte_carlo=True, defaults={"n": 1200, "draws": 4, "seed": 2026}),
-}
-
-
 def _spec(figure):
     key = str(figure).strip().lower()
     if key in FIGURES:
@@ -863,6 +956,31 @@ def _spec(figure):
             return spec
     known = ", ".join(f"{k} ({v.name})" for k, v in FIGURES.items())
     raise ValueError(f"figure must be one of {known}; got {figure!r}")
+
+
+def figure_list(style="short"):
+    """The gallery's figures as text, read from :data:`FIGURES`.
+
+    Parameters
+    ----------
+    style : {"short", "markdown"}, optional
+        ``"short"``: ``1 (chain), 2 (law-vs-mp), ...`` for the command line's
+        help; ``"markdown"``: one bullet per figure with its file and caption.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> figure_list().split(", ")[:2]
+    ['1 (chain)', '2 (law-vs-mp)']
+    """
+    if style == "short":
+        return ", ".join(f"{k} ({v.name})" for k, v in FIGURES.items())
+    if style == "markdown":
+        return "\n".join(f"- `{v.filename}` ({v.name}): {v.caption}" for v in FIGURES.values())
+    raise ValueError(f"style must be 'short' or 'markdown', got {style!r}")
 
 
 def _check_sizes(n=None, draws=None, seed=None, jobs=None):
@@ -881,8 +999,7 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     Parameters
     ----------
     figure : int or str
-        Number (1-6) or name (``chain``, ``law-vs-mp``, ``edge``,
-        ``convergence``, ``gamma``, ``causal``, ``multihead``).
+        Number or name of a figure of :data:`FIGURES` (see :func:`figure_list`).
     n, draws, seed, jobs : int, optional
         Monte Carlo sizes (``n >= 2``, ``draws >= 1``), seed (``>= 0``) and
         worker processes (``jobs >= 1``) for figures 1, 4, 6 and 7 (``n`` is the
@@ -905,22 +1022,7 @@ def make_figure(figure, *, n=None, draws=None, seed=None, jobs=None):
     """
     spec = _spec(figure)
     _check_sizes(n, draws, seed, jobs)
-    if not spec.monte_carlo:
-        return spec.function()
-    options = dict(spec.defaults)
-    options.update({k: v for k, v in {"n": n, "draws": draws, "seed": seed}.items()
-                    if v is not None})
-    rng = options.pop("seed", None)
-    # An int executor is a local process pool with that many workers.
-    executor = jobs if jobs is not None and jobs > 1 else None
-    if spec.name in ("chain", "causal", "multihead"):
-        return spec.function(n=options["n"], draws=options["draws"], rng=rng,
-                             executor=executor)
-    kwargs = {"draws": options["draws"], "rng": rng}
-    if "n" in options:
-        kwargs["ns"] = tuple(sorted({max(options["n"] // 4, 2), max(options["n"] // 2, 2),
-                                     options["n"]}))
-    return spec.function(executor=executor, **kwargs)
+    return spec.draw(n=n, draws=draws, seed=seed, jobs=jobs)
 
 
 def _supported_formats():
@@ -1072,19 +1174,65 @@ def _check_only(only):
     return [_spec(f) for f in only]
 
 
-def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, written=None, **sizes):
+def check_output_folder(out):
+    """The folder :func:`reproduce` writes into, checked before anything is drawn.
+
+    Parameters
+    ----------
+    out : str or os.PathLike
+        An existing writable folder, or a path whose parent folder exists and
+        is writable (the folder is then created by :func:`reproduce`).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ValueError
+        If ``out`` is a file, or neither it nor its parent is a writable folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.NamedTemporaryFile() as handle:
+    ...     check_output_folder(handle.name)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: out: ... is a file, not a folder
+    """
+    import os
+
+    folder = pathlib.Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"out: {folder} is a file, not a folder")
+    existing = folder if folder.is_dir() else folder.parent
+    if not existing.is_dir():
+        raise ValueError(f"out: neither {folder} nor its parent folder exists")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"out: cannot write into {existing}")
+    return folder
+
+
+def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, written=None, progress=False, **sizes):
     """Write every gallery figure (or those in ``only``) as PNG into ``out``.
+
+    BLAS runs on one thread meanwhile (``threadpoolctl``): the draws are many
+    mid-sized products, and on a loaded machine threaded BLAS spins against
+    the other work (benchmarks/RESULTS.md, reproduce section).
 
     Parameters
     ----------
     out : str or path-like, optional
-        Output folder (created if needed).
+        Output folder (created if its parent exists), default the working
+        directory.
     only : int, str or sequence of int or str, optional
         Figures to draw, by number or name: one figure (a string is one name,
         ``"gamma"``) or a non-empty sequence; ``None`` draws all of them.
     written : callable, optional
-        Called with each path as soon as its file is written (progress on
-        long runs: figures 1, 4 and 6 take minutes at the gallery's sizes).
+        Called with each path as soon as its file is written.
+    progress : bool, optional
+        Show a ``tqdm`` progress bar (one step per figure) on stderr.
     **sizes
         ``n``, ``draws``, ``seed``, ``jobs`` as in :func:`make_figure`.
 
@@ -1096,8 +1244,8 @@ def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, written=None, **sizes):
     Raises
     ------
     TypeError, ValueError
-        On an unknown figure, an empty ``only`` or a bad size -- before any
-        figure is drawn.
+        On an unknown figure, an empty ``only``, a bad size or an output path
+        that is a file or cannot be written -- before any figure is drawn.
 
     Examples
     --------
@@ -1111,11 +1259,18 @@ def reproduce(out=DEFAULT_FIGURE_DIR, *, only=None, written=None, **sizes):
     if unknown:
         raise TypeError(f"reproduce got unexpected size arguments {unknown}")
     _check_sizes(**sizes)
-    folder = pathlib.Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = check_output_folder(out)
+    folder.mkdir(exist_ok=True)
+    from threadpoolctl import threadpool_limits
+    from tqdm import tqdm
+
     paths = []
-    for spec in specs:
-        paths.append(save_figure(spec.number, folder / spec.filename, **sizes))
-        if written is not None:
-            written(paths[-1])
+    with threadpool_limits(limits=1, user_api="blas"), \
+            tqdm(specs, desc="figures", unit="figure", disable=not progress,
+                 file=None) as bar:
+        for spec in bar:
+            bar.set_postfix_str(f"fig{spec.number} {spec.name}")
+            paths.append(save_figure(spec.number, folder / spec.filename, **sizes))
+            if written is not None:
+                written(paths[-1])
     return paths

@@ -38,7 +38,7 @@ import scipy.optimize
 import scipy.special
 
 from ..core._blas import single_threaded
-from ..core._checks import as_real_array, check_beta
+from ..core._checks import CAUSAL_BETA, CAUSAL_GAMMA, as_real_array
 from ..core._errors import ConvergenceError
 
 __all__ = [
@@ -61,12 +61,12 @@ __all__ = [
 #: beta -> 0 limit (the masked score matrix alone) to O(beta**2) = 1e-16; at
 #: beta = 4, b2 = beta**2/theta1 = 1.8e-6 and the law is the Dykema-Haagerup law
 #: to that relative order (theory section 10.6).
-CAUSAL_BETA_RANGE = (1e-8, 4.0)
+CAUSAL_BETA_RANGE = CAUSAL_BETA.range
 
 #: Ratios gamma = d_qk/n served.  Measured: the solver reaches 1e-12 on this
 #: range (tests/test_causal.py); below ~0.05 the score part develops layers of
 #: width O(gamma) in the position variable that need finer grids.
-CAUSAL_GAMMA_RANGE = (0.1, 10.0)
+CAUSAL_GAMMA_RANGE = CAUSAL_GAMMA.range
 
 #: Newton iterations allowed for one solve from a warm start (quadratic
 #: convergence from a continuation predictor takes 2-5).
@@ -1323,22 +1323,7 @@ def _unit_moments(a2, b2, gamma, kmax):
 # --------------------------------------------------------------------------- #
 
 def _check_args(beta, gamma):
-    b = check_beta(beta, upper=CAUSAL_BETA_RANGE[1])
-    if b.ndim != 0:
-        raise TypeError(f"beta must be a real scalar, got an array of shape {b.shape}")
-    b = float(b)
-    if b < CAUSAL_BETA_RANGE[0]:
-        raise ValueError(f"beta must be in [{CAUSAL_BETA_RANGE[0]}, {CAUSAL_BETA_RANGE[1]}] "
-                         f"(below it the law in units of theta1 is its beta -> 0 limit to "
-                         f"1e-16), got {beta!r}")
-    g = as_real_array(gamma, "gamma", finite=True)
-    if g.ndim != 0:
-        raise TypeError(f"gamma must be a real scalar, got an array of shape {g.shape}")
-    g = float(g)
-    if not CAUSAL_GAMMA_RANGE[0] <= g <= CAUSAL_GAMMA_RANGE[1]:
-        raise ValueError(f"gamma must be in [{CAUSAL_GAMMA_RANGE[0]}, {CAUSAL_GAMMA_RANGE[1]}], "
-                         f"got {gamma!r}")
-    return b, g
+    return CAUSAL_BETA.check(beta, "beta"), CAUSAL_GAMMA.check(gamma, "gamma")
 
 
 def _coefficients(beta):

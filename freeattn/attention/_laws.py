@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..core._checks import as_real_array, check_int
+from ..core._checks import ATTENTION_BETA, ATTENTION_GAMMA, as_real_array, check_int
 from ._coefficients import linear_coefficients
 from ..laws._elementary import MarchenkoPastur, marchenko_pastur
 from ..compose._subordination import sample_covariance
@@ -42,15 +42,15 @@ __all__ = [
 #: Accuracy range of the laws in beta.  Beyond it ``exp(beta**2)`` still fits in
 #: float64 up to beta ~ 26.6, but ``theta2/theta1 = beta**2/(exp(beta**2) - 1)``
 #: < 1.8e-6 and the law is Marchenko-Pastur of variance theta1 to that order.
-MAX_LAW_BETA = 4.0
+MAX_LAW_BETA = ATTENTION_BETA.high
 #: Smallest beta served by the laws.  In units of theta1 the noise weight is
 #: ``alpha**2/theta1 ~ beta**2/2``; at beta = 1e-8 the law equals its
 #: beta -> 0 limit (theory eq. (6.11)) to O(beta**2) = 1e-16.
-MIN_LAW_BETA = 1e-8
+MIN_LAW_BETA = ATTENTION_BETA.low
 
 #: Range of gamma = d_qk/n served by the laws: down to 1e-4 (long contexts:
 #: d_head = 64 at n = 128k is 5e-4) and up to 1e4.
-GAMMA_RANGE = (1e-4, 1e4)
+GAMMA_RANGE = ATTENTION_GAMMA.range
 
 #: The spectral laws are instances of the base class; the historical name of
 #: the eigenvalue law's class is kept for ``isinstance`` checks.
@@ -65,10 +65,7 @@ def _scalar(arr, name):
 
 
 def _check_gamma(gamma):
-    g = _scalar(as_real_array(gamma, "gamma"), "gamma")
-    if not (GAMMA_RANGE[0] <= g <= GAMMA_RANGE[1]):
-        raise ValueError(f"gamma must be in [{GAMMA_RANGE[0]}, {GAMMA_RANGE[1]}], got {gamma!r}")
-    return g
+    return ATTENTION_GAMMA.check(gamma, "gamma")
 
 
 def _check_beta(beta):

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..core._checks import as_real_array, check_int
+from ..core._checks import as_real_array, check_int, real_scalar
 from ._coefficients import linear_coefficients
 from ..laws._elementary import MarchenkoPastur
 from ..core._errors import ConvergenceError
@@ -82,11 +82,7 @@ MULTIHEAD_CHEB_TAIL_RTOL = 1e-13
 HARD_EDGE_TIE_RTOL = 1e-9
 
 
-def _real_scalar(value, name):
-    arr = as_real_array(value, name, finite=True)
-    if arr.ndim != 0:
-        raise TypeError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
-    return float(arr)
+_real_scalar = real_scalar
 
 
 def _check_heads(heads, kv_groups):

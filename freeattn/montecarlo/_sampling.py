@@ -11,7 +11,7 @@ argument.  SciPy is imported inside the functions that use it, so that
 
 import numpy as np
 
-from ..core._checks import as_real_array, check_int, check_positive
+from ..core._checks import as_real_array, check_int, check_positive, check_rng  # noqa: F401 (re-exported)
 from ..core._tolerances import FLOAT_EPS
 
 __all__ = [
@@ -38,40 +38,6 @@ _STREAMS = ["keys", "queries", "linear_noise", "row_noise"]
 def streams():
     """Names of the random streams of a draw, in spawn order."""
     return tuple(_STREAMS)
-
-
-_RNG_KINDS = "None, a non-negative integer, a numpy SeedSequence, BitGenerator or Generator"
-
-
-def check_rng(rng):
-    """Check an ``rng`` argument and return what :func:`numpy.random.default_rng` needs.
-
-    A :class:`numpy.random.SeedSequence` is copied (so that spawning streams
-    from it does not change the caller's object: a seed sequence is a seed,
-    the same one gives the same draw); a Generator or BitGenerator is returned
-    as is (drawing from it advances it); anything else must be accepted by
-    ``numpy.random.default_rng``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        Naming ``rng`` and what it may be (a bool, a string, a float, a
-        negative integer...).
-    """
-    if isinstance(rng, (bool, np.bool_)):
-        raise TypeError(f"rng must be {_RNG_KINDS}, got {rng!r}")
-    if isinstance(rng, np.random.SeedSequence):
-        return np.random.SeedSequence(rng.entropy, spawn_key=rng.spawn_key,
-                                      pool_size=rng.pool_size)
-    if rng is None or isinstance(rng, (np.random.Generator, np.random.BitGenerator)):
-        return rng
-    try:
-        np.random.SeedSequence(rng)
-    except TypeError:
-        raise TypeError(f"rng must be {_RNG_KINDS}, got {type(rng).__name__} {rng!r}") from None
-    except ValueError:
-        raise ValueError(f"rng must be {_RNG_KINDS}, got {rng!r}") from None
-    return rng
 
 
 def spawn_seeds(rng, count):

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from . import _statistics as stats
-from ..core._checks import check_int, check_positive
+from ..core._checks import check_int, check_positive, key_width
 from ..attention._coefficients import linear_coefficients
 from ._draws import (DrawError, ValidationInterrupted, check_progress, root_seed, run_draws,
                      seed_dict)
@@ -284,9 +284,7 @@ def _check_validate_args(beta, gamma, n, draws, models, progress, options=None):
     # overflow a float before rounding).
     if float(g) > GAMMA_RANGE[1] + 0.5 / n:
         raise _law_range_error("gamma", gamma, GAMMA_RANGE[0], GAMMA_RANGE[1])
-    d_qk = int(round(float(g) * n))
-    if d_qk < 1:
-        raise ValueError(f"gamma * n must round to d_qk >= 1, got gamma={float(g)!r}, n={n}")
+    d_qk = key_width(float(g), n)
     # The samples have width ratio d_qk/n; the law they are compared with must
     # be the law at that ratio, which is gamma itself when gamma*n is an integer.
     ratio = d_qk / n
