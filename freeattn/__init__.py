@@ -53,6 +53,7 @@ from ._models import (
 )
 from ._causal_law import CausalLaw, causal_law
 from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
+from ._finite_width import EmpiricalSpectrumLaw, finite_width_law, harmonic_equivalent_matrix
 from ._multihead import MultiheadLaw, head_average_law, multihead_law
 from ._draws import DrawError
 from ._fit import FitResult, fit
@@ -77,6 +78,9 @@ __all__ = [
     "causal_attention",
     "causal_matrix",
     "causal_spectrum",
+    "EmpiricalSpectrumLaw",
+    "finite_width_law",
+    "harmonic_equivalent_matrix",
     "ConvergenceError",
     "SolverOptions",
     "DEFAULT_OPTIONS",
