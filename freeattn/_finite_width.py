@@ -46,7 +46,7 @@ MIN_FINITE_D = 3
 #: total conditional second moment is not rounding: it raises.
 NOISE_VARIANCE_RTOL = 1e-10
 #: Silverman's robust rule for the kernel width of :meth:`EmpiricalSpectrumLaw.pdf`:
-#: ``0.9 min(sd, IQR/1.34) N^(-1/5)`` (Silverman 1986, eq. (3.31)).
+#: ``0.9 min(sd, IQR/1.34) N^(-1/5)`` (Silverman 1986, Density estimation, section 3.4.2).
 SILVERMAN_FACTOR = 0.9
 SILVERMAN_IQR = 1.34
 
