@@ -38,6 +38,7 @@ import numpy as np
 
 __all__ = [
     "FIGURES",
+    "figure_finite_width",
     "chain_samples",
     "figure_chain",
     "figure_law_vs_mp",
@@ -825,6 +826,79 @@ class FigureSpec:
 
 
 #: The gallery, in order; keys are the figure numbers as strings.
+
+# Finite head width (theory note 12).  Self-contained on purpose: it is not yet in
+# FIGURES; register it in the figure registry (with a number and a name such as
+# "finite-width") when that registry is reorganised.
+def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws=2, *,
+                        rng=None):
+    """Kolmogorov distance to softmax attention against the head width ``d`` at fixed ``n``.
+
+    For each ``beta`` and ``d``: the one-sample KS of the pooled squared
+    singular values of ``sqrt(n)(A - 11^T/n)`` (``draws`` draws) to the
+    paper's law ``attention_law(beta, d/n).squared()``, the two-sample KS to
+    :func:`freeattn.finite_width_law` (the harmonic Gaussian equivalent,
+    theory eq. (12.6)), and the two-sample KS between two independent sets of
+    attention draws (the Monte Carlo noise floor).
+
+    Parameters
+    ----------
+    betas : sequence of float
+        Inverse temperatures, one colour each.
+    n : int
+        Tokens.
+    widths : sequence of int
+        Head widths ``d`` (``>= 3``).
+    draws : int
+        Draws pooled per estimate.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Seed of all draws.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = figure_finite_width(betas=(0.5,), n=48, widths=(8, 16), draws=1, rng=0)
+    >>> fig.axes[0].get_xlabel()
+    'head width d'
+    """
+    from scipy.stats import ks_2samp, kstest
+
+    fa = _library()
+    seeds = iter(np.random.default_rng(rng).spawn(3 * len(betas) * len(widths) * (draws + 1)))
+
+    def attention(d, beta):
+        return np.concatenate([fa.squared_singular_values(
+            np.sqrt(n) * (fa.sample_attention(n, d, beta, rng=next(seeds)) - 1.0 / n))
+            for _ in range(draws)])
+
+    fig = _figure((6.4, 4.6))
+    ax = fig.add_subplot(1, 1, 1)
+    for i, beta in enumerate(betas):
+        colour = _MODEL_COLOURS[i % len(_MODEL_COLOURS)]
+        paper, harmonic, floor = [], [], []
+        for d in widths:
+            att = attention(d, beta)
+            paper.append(kstest(att, fa.attention_law(beta, d / n).squared().cdf).statistic)
+            law = fa.finite_width_law(beta, n=n, d=d, draws=draws, rng=next(seeds))
+            harmonic.append(ks_2samp(att, law.values).statistic)
+            floor.append(ks_2samp(att, attention(d, beta)).statistic)
+        ax.plot(widths, paper, "o--", color=colour, label=rf"paper's law, $\beta$ = {beta:g}")
+        ax.plot(widths, harmonic, "s-", color=colour,
+                label=rf"harmonic equivalent (12.6), $\beta$ = {beta:g}")
+        ax.plot(widths, floor, ":", color=colour, alpha=0.7,
+                label=rf"attention vs attention, $\beta$ = {beta:g}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("head width d")
+    ax.set_ylabel("Kolmogorov distance to softmax attention")
+    ax.set_title(f"Finite head width, n = {n}, {draws} draws")
+    ax.legend(fontsize=7)
+    return fig
+
+
 FIGURES = {
     "1": FigureSpec(1, "chain", figure_chain,
                     "Squared singular values of the six models of the proof chain "
