@@ -322,19 +322,57 @@ class EmpiricalSpectrumLaw:
         self.bandwidth = SILVERMAN_FACTOR * spread * values.size ** (-0.2)
 
     def cdf(self, x):
-        """Empirical CDF at ``x`` (array_like, shape kept)."""
+        """Empirical CDF.
+
+        Parameters
+        ----------
+        x : array_like
+            Points.
+
+        Returns
+        -------
+        numpy.ndarray
+            Fraction of pooled values ``<= x``, of ``x``'s shape.
+        """
         x = np.asarray(x, dtype=float)
         return np.searchsorted(self.values, x, side="right") / self.values.size
 
     def ppf(self, p):
-        """Empirical quantiles at ``p`` in ``[0, 1]`` (shape kept)."""
+        """Empirical quantiles.
+
+        Parameters
+        ----------
+        p : array_like
+            Probabilities in ``[0, 1]``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Quantiles of the pooled values, of ``p``'s shape.
+
+        Raises
+        ------
+        ValueError
+            If a ``p`` lies outside ``[0, 1]``.
+        """
         p = np.asarray(p, dtype=float)
         if np.any((p < 0) | (p > 1)):
             raise ValueError("p must lie in [0, 1]")
         return np.quantile(self.values, p)
 
     def pdf(self, x):
-        """Gaussian kernel density estimate at ``x``, reflected at 0 (shape kept; 0 below 0)."""
+        """Gaussian kernel density estimate, reflected at 0.
+
+        Parameters
+        ----------
+        x : array_like
+            Points.
+
+        Returns
+        -------
+        numpy.ndarray
+            Density of ``x``'s shape, 0 below 0.
+        """
         x = np.asarray(x, dtype=float)
         h = self.bandwidth
         flat = x.ravel()
@@ -348,7 +386,17 @@ class EmpiricalSpectrumLaw:
         return (out / (self.values.size * h * np.sqrt(2 * np.pi))).reshape(x.shape)
 
     def moment(self, k):
-        """``k``-th moment of the pooled values."""
+        """Moment of the pooled values.
+
+        Parameters
+        ----------
+        k : int
+            Order.
+
+        Returns
+        -------
+        float
+        """
         return float(np.mean(self.values ** k))
 
     def mean(self):

@@ -203,11 +203,23 @@ def test_bad_input(kwargs, error):
         finite_width_law(**kwargs)
 
 
-def test_registered_model_samples():
+def test_registered_model_samples_the_harmonic_model():
+    # The registry entry samples eq. (12.6): its mean squared singular value (the squared
+    # Frobenius norm over n) matches the mean conditional variance E[e^{-beta^2 r^2}(c_0(2x) -
+    # c_0(x)^2)] over the chi norm laws (4e4 seeded norm pairs, relative sd ~ 1%); one 200 x 200
+    # draw at d = 16 has relative sd ~ 6% from its 200 + 200 norms: tolerance 20%.
     assert "harmonic_equivalent" in freeattn.MODELS
-    report = freeattn.validate(0.5, gamma=1 / 8, n=128, draws=1,
-                               models=("harmonic_equivalent",), rng=1)
-    assert report is not None
+    n, d, beta = 200, 16, 1.0
+    y = freeattn.sample_model("harmonic_equivalent", n, d, beta, rng=4)
+    rng = np.random.default_rng(12)
+    r = np.sqrt(rng.chisquare(d, 40000) / d)
+    x = beta * np.sqrt(d) * r * np.sqrt(rng.chisquare(d, 40000) / d)
+    (c0,) = gegenbauer_coefficients(x, d, degrees=(0,))
+    (c0_2x,) = gegenbauer_coefficients(2 * x, d, degrees=(0,))
+    expected = np.mean(np.exp(-beta ** 2 * r ** 2) * (c0_2x - c0 ** 2))
+    assert np.mean(squared_singular_values(y)) == pytest.approx(expected, rel=0.2)
+    with pytest.raises(ValueError, match="d_qk"):
+        freeattn.validate(0.5, gamma=2 / 128, n=128, draws=1, models=("harmonic_equivalent",))
 
 
 # --- Monte Carlo: where (12.6) holds and where it does not (theory section 12.5) ---------
