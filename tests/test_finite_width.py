@@ -267,3 +267,17 @@ def test_coefficients_at_wide_heads_are_finite():
     # eq. (12.4) at d = 1e4 and tiny x, where ive underflows: c_0 = 1 + x^2/(2d) to O(x^4).
     (c0,) = gegenbauer_coefficients([1e-3, 1.0], 10_000, degrees=(0,))
     np.testing.assert_allclose(c0, 1 + np.array([1e-3, 1.0]) ** 2 / 2e4, rtol=1e-8)
+
+
+def test_benchmark_row_runs_at_a_tiny_size():
+    # benchmarks/finite_width.py (the script behind the table of theory section 12.4): one
+    # row at n = 64 has the three distances in (0, 1] and a positive time.
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "finite_width.py"
+    spec = importlib.util.spec_from_file_location("finite_width_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = module.row(64, 16, 0.5, 1)
+    assert all(0 < row[key] <= 1 for key in ("paper", "harmonic", "noise"))
+    assert row["seconds_per_draw"] > 0
