@@ -7,12 +7,15 @@ directions, conditionally on the query and key norms (theory eqs. (12.2) and
 (12.3)): degree 1 is the score matrix itself, degree 2 lives in a feature space
 of dimension ``N_2 = (d + 2)(d - 1)/2`` comparable with ``n`` and is kept as a
 product of two Gaussian matrices of that width, and the degrees ``>= 3`` act
-as independent noise with a variance profile in the norms (theory eq. (12.5)).
+as uncorrelated noise: Gaussian with the variance profile of theory eq.
+(12.5) in the norms (theory eq. (12.6)), or the exact remainder of the kernel
+with random signs (theory eq. (12.8)).
 
-No closed law of that model is built here: :func:`finite_width_law` returns
-the pooled spectrum of sampled draws of it (an :class:`EmpiricalSpectrumLaw`),
-a semi-analytic predictor whose coefficients are exact Bessel functions and
-whose randomness is Gaussian.  Its measured accuracy is in theory note 12,
+No closed law of these models is built here: :func:`finite_width_law`
+returns the pooled spectrum of sampled draws (an
+:class:`EmpiricalSpectrumLaw`), a semi-analytic predictor whose coefficients
+are exact Bessel functions and whose randomness is Gaussian (and signs).
+Its measured accuracy is in theory note 12,
 section 12.4, and in ``benchmarks/finite_width.py``.
 """
 
@@ -27,6 +30,7 @@ __all__ = [
     "EmpiricalSpectrumLaw",
     "FINITE_WIDTH_MODELS",
     "MAX_FINITE_BETA",
+    "NOISE_KINDS",
     "finite_width_law",
     "gegenbauer_coefficients",
     "harmonic_dimension",
@@ -54,7 +58,7 @@ SILVERMAN_IQR = 1.34
 #: underflow; :func:`_log_kappa` then switches to Debye's expansion.
 BESSEL_UNDERFLOW = 1e-250
 
-FINITE_WIDTH_MODELS = ("harmonic_equivalent",)
+FINITE_WIDTH_MODELS = ("harmonic_equivalent", "harmonic_signed")
 
 
 def _check_args(beta, n, d):
@@ -130,7 +134,7 @@ def _log_kappa(x, d, degree):
 
 
 def gegenbauer_coefficients(x, d, degrees=(0, 1, 2)):
-    """Coefficients ``c_l(x)`` of ``exp(x t) = sum_l c_l(x) P_l(t)`` on the sphere (theory eq. (12.4)).
+    """Coefficients ``c_l(x)`` of ``exp(x t) = sum_l c_l(x) P_l(t)`` (theory eq. (12.4)).
 
     ``t`` is the cosine between two independent uniform directions of
     ``R^d`` and ``P_l`` the Gegenbauer polynomial normalised to ``P_l(1) = 1``
@@ -233,8 +237,11 @@ def _degree_two_product(n, width, rng):
     return rng.standard_normal((n, n)) @ _wishart_factor(n, width, rng).T / width
 
 
-def harmonic_equivalent_matrix(n, d, beta, *, rng=None):
-    """One draw of the harmonic Gaussian-equivalent model (theory eq. (12.6)).
+NOISE_KINDS = ("gaussian", "signed")
+
+
+def harmonic_equivalent_matrix(n, d, beta, *, noise="gaussian", rng=None):
+    """One draw of the harmonic Gaussian-equivalent model (theory eqs. (12.6) and (12.8)).
 
     ``Y_ij = e^(-beta^2 r_i^2/2) [c_1(x_ij) t_ij + c_2(x_ij) X_ij
     + sqrt(v(x_ij)) W_ij]/sqrt(n)`` with Gaussian queries and keys, norms
@@ -250,6 +257,11 @@ def harmonic_equivalent_matrix(n, d, beta, *, rng=None):
         Head width, ``d >= 3``.
     beta : float
         Inverse temperature, ``0 < beta <= MAX_FINITE_BETA``.
+    noise : {"gaussian", "signed"}, optional
+        The degrees ``>= 3``: ``"gaussian"`` is ``sqrt(v(x_ij)) W_ij``
+        (eq. (12.6)); ``"signed"`` is ``eps_ij R(x_ij, t_ij)``, the exact
+        remainder of the kernel at the model's own cosines with independent
+        random signs (eq. (12.8)).
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Passed to :func:`numpy.random.default_rng`.
 
@@ -268,6 +280,8 @@ def harmonic_equivalent_matrix(n, d, beta, *, rng=None):
     (64, 64)
     """
     beta, n, d = _check_args(beta, n, d)
+    if noise not in NOISE_KINDS:
+        raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
     rng = check_rng(rng)
     q = rng.standard_normal((n, d))
     k = rng.standard_normal((n, d))
@@ -275,12 +289,15 @@ def harmonic_equivalent_matrix(n, d, beta, *, rng=None):
     rho = np.linalg.norm(k, axis=1) / np.sqrt(d)
     t = (q / np.linalg.norm(q, axis=1)[:, None]) @ (k / np.linalg.norm(k, axis=1)[:, None]).T
     x = beta * np.sqrt(d) * np.outer(r, rho)
-    _, c1, c2 = gegenbauer_coefficients(x, d)
-    v = harmonic_noise_variance(x, d)
+    c0, c1, c2 = gegenbauer_coefficients(x, d)
     product = _degree_two_product(n, harmonic_dimension(d, 2), rng)
-    noise = rng.standard_normal((n, n))
+    if noise == "gaussian":
+        rest = np.sqrt(harmonic_noise_variance(x, d)) * rng.standard_normal((n, n))
+    else:
+        remainder = np.exp(x * t) - c0 - c1 * t - c2 * (d * t * t - 1.0) / (d - 1.0)
+        rest = remainder * rng.choice(np.array([-1.0, 1.0]), size=(n, n))
     scale = np.exp(-0.5 * beta ** 2 * r ** 2)[:, None] / np.sqrt(n)
-    return scale * (c1 * t + c2 * product + np.sqrt(v) * noise)
+    return scale * (c1 * t + c2 * product + rest)
 
 
 class EmpiricalSpectrumLaw:
@@ -408,15 +425,17 @@ class EmpiricalSpectrumLaw:
         return float(self.values[0]), float(self.values[-1])
 
 
-def finite_width_law(beta, n, d, *, draws=4, rng=None):
-    """Prediction of the squared singular values of ``sqrt(n)(A - 11^T/n)`` at width ``d`` (theory note 12).
+def finite_width_law(beta, n, d, *, draws=4, noise="signed", rng=None):
+    """Predicted squared singular values of ``sqrt(n)(A - 11^T/n)`` at head width ``d``.
 
-    The pooled spectrum of ``draws`` draws of the harmonic Gaussian-equivalent
-    model (theory eq. (12.6)).  Measured against softmax attention
-    (theory section 12.4, 4 draws each): two-sample KS 0.015 at
-    ``(n, d, beta) = (512, 32, 0.5)`` (noise floor 0.011) and 0.026 at
-    ``beta = 1``, against 0.165 and 0.170 for the paper's law; it stops
-    holding for ``d <= 16`` and ``beta >= 1.5`` (theory section 12.5).
+    Theory note 12.
+
+    The pooled spectrum of ``draws`` draws of the harmonic equivalent
+    model, by default with the signed exact remainder (theory eq. (12.8)),
+    or with Gaussian noise (eq. (12.6), ``noise="gaussian"``).  Measured
+    against softmax attention in theory section 12.4 (4 draws each, the
+    table of ``benchmarks/finite_width.py``); it stops holding for
+    ``d <= 16`` and ``beta >= 1.5`` (theory section 12.5).
 
     Parameters
     ----------
@@ -430,6 +449,8 @@ def finite_width_law(beta, n, d, *, draws=4, rng=None):
         Draws pooled, ``>= 1``.  Cost: ``draws`` times one ``n x n``
         eigenvalue problem, ``O(n^3)`` whatever ``d`` (the degree-2 product is
         sampled through its Bartlett factor).
+    noise : {"signed", "gaussian"}, optional
+        The model of the degrees ``>= 3`` (see :func:`harmonic_equivalent_matrix`).
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Passed to :func:`numpy.random.default_rng`.
 
@@ -453,11 +474,12 @@ def finite_width_law(beta, n, d, *, draws=4, rng=None):
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
     seeds = check_rng(rng).spawn(int(draws))
-    values = [squared_singular_values(harmonic_equivalent_matrix(n, d, beta, rng=s))
+    values = [squared_singular_values(harmonic_equivalent_matrix(n, d, beta, noise=noise,
+                                                                 rng=s))
               for s in seeds]
     return EmpiricalSpectrumLaw(np.concatenate(values),
-                                description=f"harmonic Gaussian equivalent, n={n}, d={d}, "
-                                            f"beta={beta}, {draws} draws")
+                                description=f"harmonic equivalent ({noise} noise), n={n}, "
+                                            f"d={d}, beta={beta}, {draws} draws")
 
 
 # ---------------------------------------------------------------------------
@@ -471,7 +493,12 @@ def _build_finite_seed(draw, rng):
 
 def _sample_harmonic_equivalent(draw):
     seed = np.random.SeedSequence([int(w) for w in draw.get("finite_seed")])
-    return harmonic_equivalent_matrix(draw.n, draw.d_qk, draw.beta, rng=seed)
+    return harmonic_equivalent_matrix(draw.n, draw.d_qk, draw.beta, noise="gaussian", rng=seed)
+
+
+def _sample_harmonic_signed(draw):
+    seed = np.random.SeedSequence([int(w) for w in draw.get("finite_seed")])
+    return harmonic_equivalent_matrix(draw.n, draw.d_qk, draw.beta, noise="signed", rng=seed)
 
 
 def _check_harmonic_model(n, d_qk, **options):
@@ -490,6 +517,11 @@ def _register_models():
                          description="finite-width harmonic Gaussian equivalent of "
                                      "sqrt(n)(A - 11^T/n)",
                          equation="theory eq. (12.6)", check=_check_harmonic_model))
+    register_model(Model("harmonic_signed", _sample_harmonic_signed,
+                         uses=("finite_seed",),
+                         description="harmonic equivalent with the signed exact remainder "
+                                     "of degrees >= 3",
+                         equation="theory eq. (12.8)", check=_check_harmonic_model))
 
 
 _register_models()
