@@ -8,14 +8,14 @@ the pooled squared singular values:
 - ``paper``: the paper's law, ``attention_law(beta, d/n).squared()``
   (one-sample KS);
 - ``gaussian``: :func:`freeattn.finite_width_law` with ``noise="gaussian"``
-  (the harmonic Gaussian equivalent, theory eq. (12.6)), ``draws`` draws on
+  (the harmonic Gaussian equivalent, theory eq. (15.6)), ``draws`` draws on
   ``rng=1000``, two-sample KS;
-- ``signed``: the same with ``noise="signed"`` (the default, eq. (12.8));
+- ``signed``: the same with ``noise="signed"`` (the default, eq. (15.8));
 - ``noise``: the two-sample KS between attention on seeds ``1..draws`` and on
   seeds ``2001..`` (the Monte Carlo noise floor of the two model columns);
 
 and the seconds one draw of the default (signed) predictor takes (one thread).  The table is the one
-in ``docs/finite_width.md`` and theory note 12, section 12.4; the JSON goes to
+in ``docs/finite_width.md`` and theory note 15, section 15.4; the JSON goes to
 ``benchmarks/results/finite_width.json``.
 """
 
@@ -70,7 +70,7 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=4)
     args = parser.parse_args(argv)
     rows = []
-    print("| n | d | beta | paper's law | (12.6) gaussian | (12.8) signed | noise floor "
+    print("| n | d | beta | paper's law | (15.6) gaussian | (15.8) signed | noise floor "
           "| s / draw |")
     print("|---|---|---|---|---|---|---|---|")
     for n, d, beta in (QUICK if args.quick else GRID):

@@ -1,22 +1,22 @@
-"""Attention at finite head width: the harmonic Gaussian-equivalent model (theory note 12).
+"""Attention at finite head width: the harmonic Gaussian-equivalent model (theory note 15).
 
 At head widths ``d = 16-128`` the paper's law (the linear Gaussian model of
-theory eq. (7.6)) is far from softmax attention.  Theory note 12 decomposes the
+theory eq. (7.6)) is far from softmax attention.  Theory note 15 decomposes the
 score kernel ``exp(beta s_ij)`` in spherical harmonics of the query/key
-directions, conditionally on the query and key norms (theory eqs. (12.2) and
-(12.3)): degree 1 is the score matrix itself, degree 2 lives in a feature space
+directions, conditionally on the query and key norms (theory eqs. (15.2) and
+(15.3)): degree 1 is the score matrix itself, degree 2 lives in a feature space
 of dimension ``N_2 = (d + 2)(d - 1)/2`` comparable with ``n`` and is kept as a
 product of two Gaussian matrices of that width, and the degrees ``>= 3`` act
 as uncorrelated noise: Gaussian with the variance profile of theory eq.
-(12.5) in the norms (theory eq. (12.6)), or the exact remainder of the kernel
-with random signs (theory eq. (12.8)).
+(15.5) in the norms (theory eq. (15.6)), or the exact remainder of the kernel
+with random signs (theory eq. (15.8)).
 
 No closed law of these models is built here: :func:`finite_width_law`
 returns the pooled spectrum of sampled draws (an
 :class:`EmpiricalSpectrumLaw`), a semi-analytic predictor whose coefficients
 are exact Bessel functions and whose randomness is Gaussian (and signs).
-Its measured accuracy is in theory note 12,
-section 12.4, and in ``benchmarks/finite_width.py``.
+Its measured accuracy is in theory note 15,
+section 15.4, and in ``benchmarks/finite_width.py``.
 """
 
 import numpy as np
@@ -39,14 +39,14 @@ __all__ = [
 ]
 
 #: Largest inverse temperature of the finite-width predictor.  Above it the
-#: model stops describing softmax attention (theory note 12, section 12.5:
+#: model stops describing softmax attention (theory note 15, section 15.5:
 #: KS 0.05 at beta = 1.5, d = 32) and the Bessel arguments grow beyond the
 #: checked range.
 MAX_FINITE_BETA = 2.0
-#: Smallest head width: the harmonic decomposition (12.3) needs ``d >= 3``
+#: Smallest head width: the harmonic decomposition (15.3) needs ``d >= 3``
 #: (the Gegenbauer weight ``(1 - t^2)^((d-3)/2)``).
 MIN_FINITE_D = 3
-#: A residual noise variance (12.5) below ``-NOISE_VARIANCE_RTOL`` times the
+#: A residual noise variance (15.5) below ``-NOISE_VARIANCE_RTOL`` times the
 #: total conditional second moment is not rounding: it raises.
 NOISE_VARIANCE_RTOL = 1e-10
 #: Silverman's robust rule for the kernel width of :meth:`EmpiricalSpectrumLaw.pdf`:
@@ -75,7 +75,7 @@ def _check_args(beta, n, d):
 
 
 def harmonic_dimension(d, degree):
-    """Dimension ``N_l`` of the degree-``l`` spherical harmonics on ``S^(d-1)`` (theory eq. (12.3)).
+    """Dimension ``N_l`` of the degree-``l`` spherical harmonics on ``S^(d-1)`` (theory eq. (15.3)).
 
     ``N_0 = 1``, ``N_1 = d``, ``N_2 = (d + 2)(d - 1)/2``, and in general
     ``C(d + l - 1, l) - C(d + l - 3, l - 2)``.
@@ -124,7 +124,7 @@ def _log_bessel_i_debye(order, x):
 
 
 def _log_kappa(x, d, degree):
-    """``log E[exp(x t) P_l(t)]`` (theory eq. (12.4)), ``x > 0``, elementwise."""
+    """``log E[exp(x t) P_l(t)]`` (theory eq. (15.4)), ``x > 0``, elementwise."""
     nu = d / 2.0 - 1.0
     scaled = ive(nu + degree, x)
     with np.errstate(divide="ignore"):
@@ -134,7 +134,7 @@ def _log_kappa(x, d, degree):
 
 
 def gegenbauer_coefficients(x, d, degrees=(0, 1, 2)):
-    """Coefficients ``c_l(x)`` of ``exp(x t) = sum_l c_l(x) P_l(t)`` (theory eq. (12.4)).
+    """Coefficients ``c_l(x)`` of ``exp(x t) = sum_l c_l(x) P_l(t)`` (theory eq. (15.4)).
 
     ``t`` is the cosine between two independent uniform directions of
     ``R^d`` and ``P_l`` the Gegenbauer polynomial normalised to ``P_l(1) = 1``
@@ -168,7 +168,7 @@ def gegenbauer_coefficients(x, d, degrees=(0, 1, 2)):
 
 
 def harmonic_noise_variance(x, d):
-    """Variance of the degrees ``>= 3`` of ``exp(x t)`` (theory eq. (12.5)).
+    """Variance of the degrees ``>= 3`` of ``exp(x t)`` (theory eq. (15.5)).
 
     ``v(x) = E[exp(2 x t)] - c_0(x)^2 - c_1(x)^2/d - c_2(x)^2/N_2``, the
     second moment of the kernel minus its degree 0-2 parts (Parseval on the
@@ -241,7 +241,7 @@ NOISE_KINDS = ("gaussian", "signed")
 
 
 def harmonic_equivalent_matrix(n, d, beta, *, noise="gaussian", rng=None):
-    """One draw of the harmonic Gaussian-equivalent model (theory eqs. (12.6) and (12.8)).
+    """One draw of the harmonic Gaussian-equivalent model (theory eqs. (15.6) and (15.8)).
 
     ``Y_ij = e^(-beta^2 r_i^2/2) [c_1(x_ij) t_ij + c_2(x_ij) X_ij
     + sqrt(v(x_ij)) W_ij]/sqrt(n)`` with Gaussian queries and keys, norms
@@ -259,9 +259,9 @@ def harmonic_equivalent_matrix(n, d, beta, *, noise="gaussian", rng=None):
         Inverse temperature, ``0 < beta <= MAX_FINITE_BETA``.
     noise : {"gaussian", "signed"}, optional
         The degrees ``>= 3``: ``"gaussian"`` is ``sqrt(v(x_ij)) W_ij``
-        (eq. (12.6)); ``"signed"`` is ``eps_ij R(x_ij, t_ij)``, the exact
+        (eq. (15.6)); ``"signed"`` is ``eps_ij R(x_ij, t_ij)``, the exact
         remainder of the kernel at the model's own cosines with independent
-        random signs (eq. (12.8)).
+        random signs (eq. (15.8)).
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Passed to :func:`numpy.random.default_rng`.
 
@@ -428,14 +428,14 @@ class EmpiricalSpectrumLaw:
 def finite_width_law(beta, n, d, *, draws=4, noise="signed", rng=None):
     """Predicted squared singular values of ``sqrt(n)(A - 11^T/n)`` at head width ``d``.
 
-    Theory note 12.
+    Theory note 15.
 
     The pooled spectrum of ``draws`` draws of the harmonic equivalent
-    model, by default with the signed exact remainder (theory eq. (12.8)),
-    or with Gaussian noise (eq. (12.6), ``noise="gaussian"``).  Measured
-    against softmax attention in theory section 12.4 (4 draws each, the
+    model, by default with the signed exact remainder (theory eq. (15.8)),
+    or with Gaussian noise (eq. (15.6), ``noise="gaussian"``).  Measured
+    against softmax attention in theory section 15.4 (4 draws each, the
     table of ``benchmarks/finite_width.py``); it stops holding for
-    ``d <= 16`` and ``beta >= 1.5`` (theory section 12.5).
+    ``d <= 16`` and ``beta >= 1.5`` (theory section 15.5).
 
     Parameters
     ----------
@@ -507,7 +507,7 @@ def _check_harmonic_model(n, d_qk, **options):
 
 
 def _register_models():
-    # Degree 0 of (12.3) is left out of (12.6), so no deterministic low-rank
+    # Degree 0 of (15.3) is left out of (15.6), so no deterministic low-rank
     # part remains; the model has no n -> infinity limit law at fixed d.
     from ._models import Intermediate, Model, register_intermediate, register_model
 
@@ -516,12 +516,12 @@ def _register_models():
                          uses=("finite_seed",),
                          description="finite-width harmonic Gaussian equivalent of "
                                      "sqrt(n)(A - 11^T/n)",
-                         equation="theory eq. (12.6)", check=_check_harmonic_model))
+                         equation="theory eq. (15.6)", check=_check_harmonic_model))
     register_model(Model("harmonic_signed", _sample_harmonic_signed,
                          uses=("finite_seed",),
                          description="harmonic equivalent with the signed exact remainder "
                                      "of degrees >= 3",
-                         equation="theory eq. (12.8)", check=_check_harmonic_model))
+                         equation="theory eq. (15.8)", check=_check_harmonic_model))
 
 
 _register_models()

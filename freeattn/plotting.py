@@ -827,7 +827,7 @@ class FigureSpec:
 
 #: The gallery, in order; keys are the figure numbers as strings.
 
-# Finite head width (theory note 12).  Self-contained on purpose: it is not yet in
+# Finite head width (theory note 15).  Self-contained on purpose: it is not yet in
 # FIGURES; register it in the figure registry (with a number and a name such as
 # "finite-width") when that registry is reorganised.
 def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws=2, *,
@@ -838,7 +838,7 @@ def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws
     singular values of ``sqrt(n)(A - 11^T/n)`` (``draws`` draws) to the
     paper's law ``attention_law(beta, d/n).squared()``, the two-sample KS to
     :func:`freeattn.finite_width_law` (the harmonic equivalent with the signed
-    remainder, theory eq. (12.8)), and the two-sample KS between two
+    remainder, theory eq. (15.8)), and the two-sample KS between two
     independent sets of attention draws (the Monte Carlo noise floor).
 
     Parameters
@@ -887,7 +887,7 @@ def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws
             floor.append(ks_2samp(att, attention(d, beta)).statistic)
         ax.plot(widths, paper, "o--", color=colour, label=rf"paper's law, $\beta$ = {beta:g}")
         ax.plot(widths, harmonic, "s-", color=colour,
-                label=rf"harmonic equivalent (12.8), $\beta$ = {beta:g}")
+                label=rf"harmonic equivalent (15.8), $\beta$ = {beta:g}")
         ax.plot(widths, floor, ":", color=colour, alpha=0.7,
                 label=rf"attention vs attention, $\beta$ = {beta:g}")
     ax.set_xscale("log", base=2)

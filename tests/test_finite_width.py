@@ -1,4 +1,4 @@
-"""Tests of the finite-width harmonic Gaussian equivalent (theory note 12)."""
+"""Tests of the finite-width harmonic Gaussian equivalent (theory note 15)."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from freeattn._finite_width import (EmpiricalSpectrumLaw, _degree_two_product,
                                     harmonic_noise_variance)
 from freeattn._sampling import squared_singular_values
 
-# Gauss-Jacobi nodes for the cosine law (12.2); 200 nodes integrate e^{x t} times a
+# Gauss-Jacobi nodes for the cosine law (15.2); 200 nodes integrate e^{x t} times a
 # polynomial of degree <= 4 to ~1e-14 relative for x <= 60 (the error of a
 # 200-node rule is that of the degree-400 Taylor remainder of e^{xt}).
 QUADRATURE_NODES = 200
@@ -38,10 +38,10 @@ def _attention(n, d, beta, seed):
     return squared_singular_values(np.sqrt(n) * (a - 1.0 / n))
 
 
-# --- eq. (12.3): harmonic dimensions and orthogonality -------------------------------
+# --- eq. (15.3): harmonic dimensions and orthogonality -------------------------------
 
 def test_harmonic_dimensions_closed_forms():
-    # eq. (12.3): N_1 = d, N_2 = (d + 2)(d - 1)/2; N_3 at d = 3 is 2*3 + 1 = 7 (the
+    # eq. (15.3): N_1 = d, N_2 = (d + 2)(d - 1)/2; N_3 at d = 3 is 2*3 + 1 = 7 (the
     # dimension of degree-l harmonics on S^2 is 2l + 1).
     for d in (3, 8, 32, 128):
         assert harmonic_dimension(d, 0) == 1
@@ -52,7 +52,7 @@ def test_harmonic_dimensions_closed_forms():
 
 @pytest.mark.parametrize("d", [8, 32])
 def test_legendre_orthogonality(d):
-    # eq. (12.3): E[P_l P_m] = delta_lm / N_l under the cosine law (12.2).
+    # eq. (15.3): E[P_l P_m] = delta_lm / N_l under the cosine law (15.2).
     t, w = _cosine_rule(d)
     p = _legendre(d)
     for a in range(3):
@@ -63,7 +63,7 @@ def test_legendre_orthogonality(d):
 
 
 def test_cosine_law_matches_sampled_directions():
-    # eq. (12.2): the cosine of two Gaussian directions has variance 1/d and fourth
+    # eq. (15.2): the cosine of two Gaussian directions has variance 1/d and fourth
     # moment 3/(d(d + 2)); 20000 seeded pairs at d = 16, tolerance 5 standard errors.
     d = 16
     rng = np.random.default_rng(3)
@@ -74,11 +74,11 @@ def test_cosine_law_matches_sampled_directions():
     assert abs(np.mean(t ** 4) - 3 / (d * (d + 2))) < 5 * np.std(t ** 4) / np.sqrt(t.size)
 
 
-# --- eq. (12.4): Bessel form of the coefficients -------------------------------------
+# --- eq. (15.4): Bessel form of the coefficients -------------------------------------
 
 @pytest.mark.parametrize("d", [4, 16, 32, 128])
 def test_coefficients_match_quadrature(d):
-    # eq. (12.4) against Gauss-Jacobi quadrature of c_l = N_l E[e^{xt} P_l(t)].
+    # eq. (15.4) against Gauss-Jacobi quadrature of c_l = N_l E[e^{xt} P_l(t)].
     t, w = _cosine_rule(d)
     x = np.array([1e-2, 0.7, 3.0, 11.0, 40.0])
     bessel = gegenbauer_coefficients(x, d)
@@ -91,7 +91,7 @@ def test_coefficients_match_quadrature(d):
 
 
 def test_coefficients_small_argument():
-    # eq. (12.4) as x -> 0: c_0 = 1 + x^2/(2d), c_1 = x (1 + O(x^2)), c_2 = N_2 x^2/(d(d+2)) (1+O(x^2))
+    # eq. (15.4) as x -> 0: c_0 = 1 + x^2/(2d), c_1 = x (1 + O(x^2)), c_2 = N_2 x^2/(d(d+2)) (1+O(x^2))
     # (Taylor expansion of E[e^{xt} P_l(t)] with E t^2 = 1/d, E t^4 = 3/(d(d+2))).
     d, x = 32, 1e-4
     c0, c1, c2 = gegenbauer_coefficients([x], d)
@@ -101,11 +101,11 @@ def test_coefficients_small_argument():
     assert c2[0] == pytest.approx(harmonic_dimension(d, 2) * x ** 2 / 2 * e_p2_t2, rel=1e-7)
 
 
-# --- eq. (12.5): the residual variance ------------------------------------------------
+# --- eq. (15.5): the residual variance ------------------------------------------------
 
 @pytest.mark.parametrize("d", [8, 32])
 def test_noise_variance_is_the_tail_of_the_series(d):
-    # eq. (12.5): v equals the sum over l >= 3 of c_l^2 / N_l, by quadrature of the
+    # eq. (15.5): v equals the sum over l >= 3 of c_l^2 / N_l, by quadrature of the
     # degree-3 to degree-60 Gegenbauer components (the series converges fast at x <= 6).
     from scipy.special import eval_gegenbauer
     lam = d / 2 - 1
@@ -123,11 +123,11 @@ def test_noise_variance_is_the_tail_of_the_series(d):
                                atol=1e-14 * second.max())
 
 
-# --- eq. (12.7): reduction to the paper's coefficients -----------------------------
+# --- eq. (15.7): reduction to the paper's coefficients -----------------------------
 
 @pytest.mark.parametrize("beta", [0.5, 1.0])
 def test_wide_head_limit_recovers_the_paper_coefficients(beta):
-    # eq. (12.7): at d = 1e4 the harmonic coefficients are those of note 02 (beta,
+    # eq. (15.7): at d = 1e4 the harmonic coefficients are those of note 02 (beta,
     # beta^4/2, theta1 = e^{beta^2} - 1) up to O(1/d) = 1e-4 (relative tolerance 2e-3).
     d = 10_000
     x = beta * np.sqrt(d)
@@ -140,10 +140,10 @@ def test_wide_head_limit_recovers_the_paper_coefficients(beta):
         np.expm1(beta ** 2), rel=2e-3)
 
 
-# --- eq. (12.6): the model and its sampler -------------------------------------------
+# --- eq. (15.6): the model and its sampler -------------------------------------------
 
 def test_degree_two_product_second_moments():
-    # eq. (12.6): G H^T / N_2 (sampled through the Bartlett factor when N_2 >= n) has
+    # eq. (15.6): G H^T / N_2 (sampled through the Bartlett factor when N_2 >= n) has
     # entry variance 1/N_2, so squared Frobenius norm n^2/N_2 (relative sd ~ sqrt(2/n^2 +
     # 2/(n N_2)) < 1e-2 at these sizes; tolerance 2%).
     rng = np.random.default_rng(7)
@@ -158,8 +158,8 @@ def test_degree_two_product_second_moments():
 
 
 def test_model_entry_variance_matches_attention_kernel():
-    # eqs. (12.5) and (12.6): given the norms, n E[Y_ij^2] = e^{-beta^2 r_i^2}(c_0(2x) - c_0(x)^2),
-    # the conditional variance of F in eq. (12.1) minus its degree-0 part.  The draw's norms
+    # eqs. (15.5) and (15.6): given the norms, n E[Y_ij^2] = e^{-beta^2 r_i^2}(c_0(2x) - c_0(x)^2),
+    # the conditional variance of F in eq. (15.1) minus its degree-0 part.  The draw's norms
     # are rebuilt from the same seed (the sampler draws Q, then K, first); the remaining
     # randomness (directions, G, H, W) averages over 300^2 entries: relative sd ~ 1%,
     # tolerance 4%.
@@ -204,7 +204,7 @@ def test_bad_input(kwargs, error):
 
 
 def test_registered_model_samples_the_harmonic_model():
-    # The registry entry samples eq. (12.6): its mean squared singular value (the squared
+    # The registry entry samples eq. (15.6): its mean squared singular value (the squared
     # Frobenius norm over n) matches the mean conditional variance E[e^{-beta^2 r^2}(c_0(2x) -
     # c_0(x)^2)] over the chi norm laws (4e4 seeded norm pairs, relative sd ~ 1%); one 200 x 200
     # draw at d = 16 has relative sd ~ 6% from its 200 + 200 norms: tolerance 20%.
@@ -222,12 +222,12 @@ def test_registered_model_samples_the_harmonic_model():
         freeattn.validate(0.5, gamma=2 / 128, n=128, draws=1, models=("harmonic_equivalent",))
 
 
-# --- Monte Carlo: where (12.6) holds and where it does not (theory section 12.5) ---------
+# --- Monte Carlo: where (15.6) holds and where it does not (theory section 15.5) ---------
 
 @pytest.mark.statistical
 @pytest.mark.parametrize("noise", ["gaussian", "signed"])
 def test_model_beats_the_paper_at_a_narrow_head(noise):
-    # theory section 12.4, eqs. (12.6) and (12.8): at (n, d, beta) = (256, 32, 0.5), 2 draws
+    # theory section 15.4, eqs. (15.6) and (15.8): at (n, d, beta) = (256, 32, 0.5), 2 draws
     # each (attention seeds 1, 2; model rng = 5), measured KS 0.014 for both noises with an
     # attention-vs-attention floor of 0.014, and 0.117 for the paper's law.  Tolerance:
     # model < 0.04 (about 3x the floor), paper > 0.08.
@@ -244,8 +244,8 @@ def test_model_beats_the_paper_at_a_narrow_head(noise):
 @pytest.mark.parametrize("d, beta, noise, measured", [
     (8, 0.5, "gaussian", 0.148), (8, 0.5, "signed", 0.148), (32, 2.0, "gaussian", 0.098)])
 def test_model_fails_outside_its_regime(d, beta, noise, measured):
-    # theory section 12.5: at n = 256 the models miss attention when degree 3 is
-    # structured (d = 8: N_3 = 112 < n), and (12.6) also when the softmax is hot
+    # theory section 15.5: at n = 256 the models miss attention when degree 3 is
+    # structured (d = 8: N_3 = 112 < n), and (15.6) also when the softmax is hot
     # (beta = 2); measured KS 0.148, 0.148 and 0.098 (2 draws each, seeds as above) against
     # floors of 0.010 and 0.023.  Asserted: KS > 0.06, more than twice the floor.
     n = 256
@@ -255,9 +255,9 @@ def test_model_fails_outside_its_regime(d, beta, noise, measured):
 
 
 def test_signed_remainder_is_the_exact_kernel_tail():
-    # eq. (12.8): with the signs all +1 the signed model's rest equals e^{xt} - c_0 - c_1 t -
-    # c_2 P_2(t); its conditional mean square over t is v(x) of eq. (12.5).  Checked by
-    # Gauss-Jacobi quadrature over the cosine law (12.2).
+    # eq. (15.8): with the signs all +1 the signed model's rest equals e^{xt} - c_0 - c_1 t -
+    # c_2 P_2(t); its conditional mean square over t is v(x) of eq. (15.5).  Checked by
+    # Gauss-Jacobi quadrature over the cosine law (15.2).
     d = 16
     t, w = _cosine_rule(d)
     x = np.array([0.8, 3.0, 7.0])[:, None]
@@ -273,7 +273,7 @@ def test_noise_kind_is_checked():
 
 
 def test_benchmark_row_runs_at_a_tiny_size():
-    # benchmarks/finite_width.py (the script behind the table of theory section 12.4): one
+    # benchmarks/finite_width.py (the script behind the table of theory section 15.4): one
     # row at n = 64 has the three distances in (0, 1] and a positive time.
     import importlib.util
     import pathlib
