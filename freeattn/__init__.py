@@ -58,6 +58,8 @@ _EXPORTS = {
     "montecarlo._causal_sampling": (
         "CAUSAL_MODELS", "causal_attention", "causal_matrix", "causal_spectrum"
     ),
+    "montecarlo._finite_width": ("EmpiricalSpectrumLaw", "finite_width_law",
+                                 "harmonic_equivalent_matrix"),
     "attention._multihead": ("MultiheadLaw", "head_average_law", "multihead_law"),
     "attention._families": ("FAMILIES", "Family", "Parameter", "register_family"),
     "montecarlo._draws": ("DrawError", "ValidationInterrupted"),
@@ -100,6 +102,9 @@ __all__ = [
     "causal_attention",
     "causal_matrix",
     "causal_spectrum",
+    "EmpiricalSpectrumLaw",
+    "finite_width_law",
+    "harmonic_equivalent_matrix",
     "ConvergenceError",
     "SolverOptions",
     "DEFAULT_OPTIONS",

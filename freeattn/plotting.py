@@ -28,6 +28,9 @@ of each figure function; numbers and names accepted by ``freeattn plot``):
 7. ``multihead`` -- multi-head attention (MHA, GQA, MQA) against its law and
    Marchenko-Pastur, and the head-averaged map with independent and shared
    keys (Monte Carlo).
+8. ``finite-width`` -- Kolmogorov distance to softmax attention against the
+   head width ``d`` for the paper's law and the harmonic Gaussian equivalent
+   (Monte Carlo).
 
 ``freeattn reproduce`` (or :func:`reproduce`) writes all of them as PNG.
 """
@@ -41,6 +44,7 @@ from .core._checks import key_width
 
 __all__ = [
     "FIGURES",
+    "figure_finite_width",
     "chain_samples",
     "figure_chain",
     "figure_law_vs_mp",
@@ -73,6 +77,7 @@ CHAIN_N, CHAIN_DRAWS = 600, 6
 CONVERGENCE_N, CONVERGENCE_DRAWS = 1000, 3
 CAUSAL_N, CAUSAL_DRAWS = 600, 3
 MULTIHEAD_N, MULTIHEAD_DRAWS = 800, 3
+FINITE_WIDTH_N, FINITE_WIDTH_DRAWS = 512, 2
 
 #: Resolution of the PNGs in docs/figures: legible on a laptop screen and in
 #: a GitHub README without being heavy (about 100-200 kB each).
@@ -945,6 +950,78 @@ def figure_multihead(beta=1.0, n=600, draws=4, *, heads=4, gamma_k=0.5, gamma_v=
 
 # ---------------------------------------------------------------------------
 # registry, saving
+
+
+@gallery_figure(8, "finite-width", "Kolmogorov distance to softmax attention against the head width d: the paper's law and the harmonic Gaussian equivalent",
+                defaults={"n": FINITE_WIDTH_N, "draws": FINITE_WIDTH_DRAWS, "seed": GALLERY_SEED},
+                size_argument="n")
+def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws=2, *,
+                        rng=None):
+    """Kolmogorov distance to softmax attention against the head width ``d`` at fixed ``n``.
+
+    For each ``beta`` and ``d``: the one-sample KS of the pooled squared
+    singular values of ``sqrt(n)(A - 11^T/n)`` (``draws`` draws) to the
+    paper's law ``attention_law(beta, d/n).squared()``, the two-sample KS to
+    :func:`freeattn.finite_width_law` (the harmonic equivalent with the signed
+    remainder, theory eq. (15.8)), and the two-sample KS between two
+    independent sets of attention draws (the Monte Carlo noise floor).
+
+    Parameters
+    ----------
+    betas : sequence of float
+        Inverse temperatures, one colour each.
+    n : int
+        Tokens.
+    widths : sequence of int
+        Head widths ``d`` (``>= 3``).
+    draws : int
+        Draws pooled per estimate.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Seed of all draws.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = figure_finite_width(betas=(0.5,), n=48, widths=(8, 16), draws=1, rng=0)
+    >>> fig.axes[0].get_xlabel()
+    'head width d'
+    """
+    from scipy.stats import ks_2samp, kstest
+
+    fa = _library()
+    seeds = iter(np.random.default_rng(rng).spawn(3 * len(betas) * len(widths) * (draws + 1)))
+
+    def attention(d, beta):
+        return np.concatenate([fa.squared_singular_values(
+            np.sqrt(n) * (fa.sample_attention(n, d, beta, rng=next(seeds)) - 1.0 / n))
+            for _ in range(draws)])
+
+    fig = _figure((6.4, 4.6))
+    ax = fig.add_subplot(1, 1, 1)
+    for i, beta in enumerate(betas):
+        colour = _MODEL_COLOURS[i % len(_MODEL_COLOURS)]
+        paper, harmonic, floor = [], [], []
+        for d in widths:
+            att = attention(d, beta)
+            paper.append(kstest(att, fa.attention_law(beta, d / n).squared().cdf).statistic)
+            law = fa.finite_width_law(beta, n=n, d=d, draws=draws, rng=next(seeds))
+            harmonic.append(ks_2samp(att, law.values).statistic)
+            floor.append(ks_2samp(att, attention(d, beta)).statistic)
+        ax.plot(widths, paper, "o--", color=colour, label=rf"paper's law, $\beta$ = {beta:g}")
+        ax.plot(widths, harmonic, "s-", color=colour,
+                label=rf"harmonic equivalent (15.8), $\beta$ = {beta:g}")
+        ax.plot(widths, floor, ":", color=colour, alpha=0.7,
+                label=rf"attention vs attention, $\beta$ = {beta:g}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("head width d")
+    ax.set_ylabel("Kolmogorov distance to softmax attention")
+    ax.set_title(f"Finite head width, n = {n}, {draws} draws")
+    ax.legend(fontsize=7)
+    return fig
 
 
 def _spec(figure):

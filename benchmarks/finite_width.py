@@ -1,0 +1,87 @@
+"""Finite head width: the paper's law and the harmonic Gaussian equivalent against softmax attention.
+
+Run ``python benchmarks/finite_width.py [--quick]``.  For each ``(n, d, beta)``
+it samples softmax attention ``sqrt(n)(A - 11^T/n)`` (``draws`` draws, seeds
+``1..draws``) and reports, as two-sample / one-sample Kolmogorov distances of
+the pooled squared singular values:
+
+- ``paper``: the paper's law, ``attention_law(beta, d/n).squared()``
+  (one-sample KS);
+- ``gaussian``: :func:`freeattn.finite_width_law` with ``noise="gaussian"``
+  (the harmonic Gaussian equivalent, theory eq. (15.6)), ``draws`` draws on
+  ``rng=1000``, two-sample KS;
+- ``signed``: the same with ``noise="signed"`` (the default, eq. (15.8));
+- ``noise``: the two-sample KS between attention on seeds ``1..draws`` and on
+  seeds ``2001..`` (the Monte Carlo noise floor of the two model columns);
+
+and the seconds one draw of the default (signed) predictor takes (one thread).  The table is the one
+in ``docs/finite_width.md`` and theory note 15, section 15.4; the JSON goes to
+``benchmarks/results/finite_width.json``.
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+from scipy.special import logsumexp
+from scipy.stats import ks_2samp, kstest
+
+import freeattn
+
+HERE = pathlib.Path(__file__).resolve().parent
+GRID = [(512, 16, 0.5), (512, 16, 1.0), (512, 32, 0.5), (512, 32, 1.0), (512, 32, 1.5),
+        (512, 64, 0.5), (512, 64, 1.0), (512, 128, 1.0), (1024, 64, 0.5), (1024, 64, 1.0)]
+QUICK = [(512, 32, 0.5), (512, 32, 1.0)]
+
+
+def attention_spectrum(n, d, beta, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n, d))
+    k = rng.standard_normal((n, d))
+    logits = beta * (q @ k.T) / np.sqrt(d)
+    a = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
+    return freeattn.squared_singular_values(np.sqrt(n) * (a - 1.0 / n))
+
+
+def row(n, d, beta, draws):
+    att = np.concatenate([attention_spectrum(n, d, beta, s) for s in range(1, draws + 1)])
+    other = np.concatenate([attention_spectrum(n, d, beta, 2000 + s)
+                            for s in range(1, draws + 1)])
+    paper = freeattn.attention_law(beta, d / n).squared()
+    gaussian = freeattn.finite_width_law(beta, n=n, d=d, draws=draws, noise="gaussian",
+                                         rng=1000)
+    start = time.perf_counter()
+    signed = freeattn.finite_width_law(beta, n=n, d=d, draws=draws, noise="signed", rng=1000)
+    seconds = (time.perf_counter() - start) / draws
+    return {"n": n, "d": d, "beta": beta, "draws": draws,
+            "paper": float(kstest(att, paper.cdf).statistic),
+            "gaussian": float(ks_2samp(att, gaussian.values).statistic),
+            "signed": float(ks_2samp(att, signed.values).statistic),
+            "noise": float(ks_2samp(att, other).statistic),
+            "seconds_per_draw": seconds}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="two rows only")
+    parser.add_argument("--draws", type=int, default=4)
+    args = parser.parse_args(argv)
+    rows = []
+    print("| n | d | beta | paper's law | (15.6) gaussian | (15.8) signed | noise floor "
+          "| s / draw |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n, d, beta in (QUICK if args.quick else GRID):
+        r = row(n, d, beta, args.draws)
+        rows.append(r)
+        print(f"| {n} | {d} | {beta} | {r['paper']:.3f} | {r['gaussian']:.3f} | "
+              f"{r['signed']:.3f} | {r['noise']:.3f} | {r['seconds_per_draw']:.2f} |", flush=True)
+    if not args.quick:
+        (HERE / "results" / "finite_width.json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
