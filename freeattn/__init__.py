@@ -52,6 +52,7 @@ from ._models import (
     unregister_model,
 )
 from ._causal_law import CausalLaw, causal_law
+from ._stack_law import attention_stack_law, stack_moments
 from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
 from ._multihead import MultiheadLaw, head_average_law, multihead_law
 from ._draws import DrawError, ValidationInterrupted
@@ -86,6 +87,8 @@ __all__ = [
     "LawAccuracy",
     "semicircle",
     "point_masses",
+    "attention_stack_law",
+    "stack_moments",
     "sample_covariance",
     "free_additive",
     "free_multiplicative",

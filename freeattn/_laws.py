@@ -146,7 +146,7 @@ def _attention_squared(beta, gamma, options=None):
     return AttentionLaw(beta, gamma, sample_covariance(pop, 1.0, options=options), theta1)
 
 
-def attention_law(beta, gamma=1.0, *, options=None):
+def attention_law(beta, gamma=1.0, *, tokens=None, options=None):
     """Limiting law of the singular values of ``sqrt(n) * A_perp``.
 
     Parameters
@@ -155,6 +155,11 @@ def attention_law(beta, gamma=1.0, *, options=None):
         Inverse temperature, ``1e-8 <= beta <= 4`` (``MIN_LAW_BETA``, ``MAX_LAW_BETA``).
     gamma : float, optional
         ``d_qk / n``, in ``[1e-4, 1e4]`` (``GAMMA_RANGE``).
+    tokens : SpectralLaw or None, optional
+        Spectral law (mean 1) of the token Gram ``X X^T/D`` for tokens with
+        equal norms; ``None`` (isotropic tokens, ``X X^T/D = I``) is the law
+        below.  Otherwise the law of theory eq. (13.6), built by
+        :func:`freeattn._stack_law.token_attention_law`.
     options : SolverOptions, optional
         Tolerances of the engine (:data:`freeattn.DEFAULT_OPTIONS`).
 
@@ -186,6 +191,10 @@ def attention_law(beta, gamma=1.0, *, options=None):
     """
     from ._options import check_options
 
+    if tokens is not None:
+        from ._stack_law import token_attention_law
+
+        return token_attention_law(beta, gamma, tokens, options=options)
     b, g = _check_law_args(beta, gamma)
     return _attention_singular(b, g, None if options is None else check_options(options))
 
