@@ -53,6 +53,7 @@ from ._models import (
 )
 from ._causal_law import CausalLaw, causal_law
 from ._stack_law import attention_stack_law, stack_moments
+from ._stack_sampling import STACK_MODELS, TOKEN_MODELS
 from ._causal_sampling import CAUSAL_MODELS, causal_attention, causal_matrix, causal_spectrum
 from ._multihead import MultiheadLaw, head_average_law, multihead_law
 from ._draws import DrawError, ValidationInterrupted
@@ -88,6 +89,8 @@ __all__ = [
     "semicircle",
     "point_masses",
     "attention_stack_law",
+    "STACK_MODELS",
+    "TOKEN_MODELS",
     "stack_moments",
     "sample_covariance",
     "free_additive",
