@@ -158,7 +158,7 @@ def attention_law(beta, gamma=1.0, *, tokens=None, options=None):
     tokens : SpectralLaw or None, optional
         Spectral law (mean 1) of the token Gram ``X X^T/D`` for tokens with
         equal norms; ``None`` (isotropic tokens, ``X X^T/D = I``) is the law
-        below.  Otherwise the law of theory eq. (13.6), built by
+        below.  Otherwise the law of theory eq. (13.7), built by
         :func:`freeattn._stack_law.token_attention_law`.
     options : SolverOptions, optional
         Tolerances of the engine (:data:`freeattn.DEFAULT_OPTIONS`).

@@ -11,13 +11,13 @@ Two families (theory/13_stacks.md):
   tokens=G)``): one layer fed with tokens whose Gram ``X X^T/D`` has the
   spectral law ``G`` (mean 1, equal token norms), the sample-covariance law
   with ratio 1 and population ``alpha**2 + beta**2 * (G ⊠ G ⊠ MP_{1/gamma})``
-  (theory eq. (13.6)).
+  (theory eq. (13.7)).
 
 Both need the composition engine's ``⊠`` of the laws involved; where the
 engine cannot build it the functions raise :class:`freeattn.ConvergenceError`
 saying so.  The exact moments of both are available without the engine:
 :func:`stack_moments` and :func:`token_moments` compute them in exact
-arithmetic by the S-transform series (theory eqs. (13.3), (13.7)).
+arithmetic by the S-transform series (theory eqs. (13.3), (13.8)).
 """
 
 import numbers
@@ -42,7 +42,7 @@ __all__ = [
 #: Deepest stack served (each layer adds one ⊠ level to the law's solve).
 MAX_STACK_LAYERS = 64
 #: Relative tolerance on the token-Gram law's mean being 1 (the Gram ``X X^T/D``
-#: of tokens with unit mean squared norm; theory eq. (13.4)).
+#: of tokens with unit mean squared norm; theory eq. (13.5)).
 TOKEN_MEAN_RTOL = 1e-6
 
 
@@ -90,7 +90,7 @@ def _check_tokens(tokens):
     mean = float(tokens.mean())
     if not abs(mean - 1.0) <= TOKEN_MEAN_RTOL:
         raise ValueError(f"tokens must have mean 1 (the Gram X X^T/D of tokens with unit mean "
-                         f"squared norm, theory eq. (13.4)), got mean {mean!r}; rescale the "
+                         f"squared norm, theory eq. (13.5)), got mean {mean!r}; rescale the "
                          f"law by 1/mean with law.affine(0, 1/mean)")
     return tokens
 
@@ -183,7 +183,7 @@ def attention_stack_law(beta, gamma=1.0, *, layers=1, options=None):
 
 
 def token_attention_law(beta, gamma, tokens, *, options=None):
-    """Single-layer law with token Gram law ``tokens`` (theory eq. (13.6)).
+    """Single-layer law with token Gram law ``tokens`` (theory eq. (13.7)).
 
     Reached as ``freeattn.attention_law(beta, gamma, tokens=G)``.  The law of
     ``s**2`` is ``sample_covariance(alpha**2 + beta**2 * pi, 1)`` with
@@ -338,8 +338,8 @@ def single_layer_moments(beta, gamma, k, *, tokens_moments=None):
     """Moments ``m_1..m_k`` of ``attention_law(beta, gamma, tokens=G).squared()``.
 
     Free cumulants of the ratio-1 sample-covariance law are the moments of
-    its population ``alpha**2 + beta**2 pi`` (theory eq. (13.5)), with
-    ``pi = MP_{1/gamma}`` (isotropic) or ``G ⊠ G ⊠ MP_{1/gamma}`` (eq. (13.6)).
+    its population ``alpha**2 + beta**2 pi`` (theory eq. (13.8)), with
+    ``pi = MP_{1/gamma}`` (isotropic) or ``G ⊠ G ⊠ MP_{1/gamma}`` (eq. (13.7)).
 
     Parameters
     ----------
@@ -430,7 +430,7 @@ def stack_moments(beta, gamma, layers, k):
 
 
 def token_moments(beta, gamma, tokens_moments, k):
-    """Exact moments of ``attention_law(beta, gamma, tokens=G).squared()`` (eq. (13.6)).
+    """Exact moments of ``attention_law(beta, gamma, tokens=G).squared()`` (eq. (13.7)).
 
     Parameters
     ----------

@@ -12,7 +12,7 @@ Stacks (theory/13_stacks.md, section 13.1-13.3): the product
 ``"stack_residual"``
     coupled layers with residual and LayerNorm,
     ``X_{l+1} = LN(X_l + A_l X_l W_V,l)``, ``Q_l = X_l W_Q,l``, ``K_l = X_l W_K,l``
-    (theory eq. (13.8));
+    (theory eq. (13.4));
 ``"stack_plain"``
     coupled, no residual: ``X_{l+1} = B_l X_l / sqrt(theta1)`` (a counterexample,
     theory section 13.3);
@@ -42,7 +42,7 @@ Tokens (theory section 13.4): one layer with ``Q = F H_Q``, ``K = F H_K``,
 
 each with its ``*_linear`` twin ``(beta S + alpha W)/sqrt(n)`` on the same
 ``S``.  Their law is ``attention_law(beta, gamma, tokens=...)`` (theory
-eq. (13.6)); they are contrasted with the isotropic law.
+eq. (13.7)); they are contrasted with the isotropic law.
 """
 
 import functools
@@ -132,7 +132,7 @@ def _token_factor(kind, draw, rng):
 
 
 def _token_scores(kind, draw, rng):
-    """``S = F H_Q (F H_K)^T / sqrt(d_qk)``, ``H`` i.i.d. N(0, 1) (theory eq. (13.4))."""
+    """``S = F H_Q (F H_K)^T / sqrt(d_qk)``, ``H`` i.i.d. N(0, 1) (theory eq. (13.5))."""
     f = draw.get(f"token_factor_{kind}")
     hq = rng.standard_normal((f.shape[1], draw.d_qk))
     hk = rng.standard_normal((f.shape[1], draw.d_qk))
@@ -220,7 +220,7 @@ def _sample_coupled(draw, update):
 
 
 def _sample_stack_residual(draw):
-    """Coupled residual + LayerNorm layers (theory eq. (13.8))."""
+    """Coupled residual + LayerNorm layers (theory eq. (13.4))."""
     return _sample_coupled(draw, lambda x, a, b, v, t: layer_norm(x + a @ x @ v))
 
 
@@ -266,12 +266,12 @@ def _check_layers(n, d_qk, *, layers=DEFAULT_LAYERS):
 
 
 def _sample_tokens(kind, draw):
-    """``sqrt(n) (A - 11^T/n)`` on the token scores (theory eq. (13.4))."""
+    """``sqrt(n) (A - 11^T/n)`` on the token scores (theory eq. (13.5))."""
     return _centred(softmax_rows(draw.take(f"token_scores_{kind}"), draw.beta))
 
 
 def _sample_tokens_linear(kind, draw):
-    """``(beta S + alpha W)/sqrt(n)`` on the token scores (theory eq. (13.5))."""
+    """``(beta S + alpha W)/sqrt(n)`` on the token scores (theory eq. (13.6))."""
     s = draw.take(f"token_scores_{kind}")
     s *= draw.beta
     s += float(linear_coefficients(draw.beta).alpha) * draw.get("linear_noise")
@@ -338,7 +338,7 @@ def _token_model(name, kind, linear):
                  law=functools.partial(token_law_for_model, kind), reference=token_reference,
                  zeros=0 if linear else 1, outliers=0 if linear else 1,
                  description=f"{kind_of} with tokens of {what}",
-                 equation="theory eq. (13.5)" if linear else "theory eq. (13.4)",
+                 equation="theory eq. (13.6)" if linear else "theory eq. (13.5)",
                  options=options, check=_check_tokens)
 
 
@@ -348,7 +348,7 @@ for _model in (
         _stack_model("stack_linear", _sample_stack_linear,
                      "product of the layers' linear models", "theory eq. (13.1)", 0),
         _stack_model("stack_residual", _sample_stack_residual,
-                     "B_L ... B_1, coupled layers X <- LN(X + A X W_V)", "theory eq. (13.8)",
+                     "B_L ... B_1, coupled layers X <- LN(X + A X W_V)", "theory eq. (13.4)",
                      STACK_OUTLIERS),
         _stack_model("stack_plain", _sample_stack_plain,
                      "B_L ... B_1, coupled layers X <- B X/sqrt(theta1) (counterexample)",

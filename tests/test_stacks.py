@@ -4,7 +4,7 @@ Exact parts: the stack law at depth 1 and the token law at the unit point mass
 are today's law; the ⊠ of moments (theory eq. (13.3)) against closed forms
 (Fuss-Catalan numbers, the two-layer moment formula) in exact arithmetic.
 Monte Carlo parts (seeded): the linear models' moments against the exact moments
-of eqs. (13.2), (13.6); two-sample KS distances between models with the noise
+of eqs. (13.2), (13.7); two-sample KS distances between models with the noise
 floors measured by ``benchmarks/stack_evidence.py`` (stated at each test).
 """
 
@@ -57,7 +57,7 @@ def test_depth_one_is_the_single_layer_law(beta, gamma):
 
 
 def test_tokens_none_and_unit_point_mass_are_todays_law():
-    # theory eq. (13.6) with G = delta_1: G ⊠ G ⊠ MP = MP, the population of eq. (5.5)
+    # theory eq. (13.7) with G = delta_1: G ⊠ G ⊠ MP = MP, the population of eq. (5.5)
     law = freeattn.attention_law(1.0, 0.5)
     assert freeattn.attention_law(1.0, 0.5, tokens=None) is law
     assert freeattn.attention_law(1.0, 0.5, tokens=freeattn.point_masses([1.0])) is law
@@ -78,7 +78,7 @@ def test_deeper_stack_is_a_law_with_the_exact_moments_or_a_convergence_error():
 
 
 def test_token_law_is_a_law_with_the_exact_moments_or_a_convergence_error():
-    # theory eq. (13.6) for a two-point Gram law {0.5, 1.5}: moments 1, 5/4, 7/4
+    # theory eq. (13.7) for a two-point Gram law {0.5, 1.5}: moments 1, 5/4, 7/4
     tokens = freeattn.point_masses([0.5, 1.5])
     try:
         law = freeattn.attention_law(1.0, 1.0, tokens=tokens).squared()
@@ -108,7 +108,7 @@ def test_token_law_input_checks():
 
 
 # ---------------------------------------------------------------------------
-# exact moments (theory eqs. (13.3), (13.5), (13.6), (13.7))
+# exact moments (theory eqs. (13.3), (13.6), (13.7), (13.8))
 
 
 def test_free_multiplicative_moments_fuss_catalan():
@@ -121,7 +121,7 @@ def test_free_multiplicative_moments_fuss_catalan():
 
 
 def test_single_layer_moments_closed_form():
-    # theory eq. (13.5): m1 = theta1, m2 = 2 theta1^2 + beta^4/gamma (note 02)
+    # theory eq. (13.7) with G = delta_1: m1 = theta1, m2 = 2 theta1^2 + beta^4/gamma (note 02)
     for beta, gamma in [(sympy.Integer(1), sympy.Integer(1)),
                         (sympy.Rational(1, 2), sympy.Rational(1, 4))]:
         m1, m2 = single_layer_moments(beta, gamma, 2)
@@ -131,7 +131,7 @@ def test_single_layer_moments_closed_form():
 
 
 def test_single_layer_moments_match_the_law():
-    # theory eq. (13.5) against the engine's exact moments of today's law (rtol 1e-12)
+    # theory eq. (13.7) at G = delta_1 against the engine's exact moments of today's law (rtol 1e-12)
     law = freeattn.attention_law(0.7, 0.5).squared()
     np.testing.assert_allclose(single_layer_moments(0.7, 0.5, 5),
                                [law.moment(k) for k in range(1, 6)], rtol=1e-12)
@@ -152,7 +152,7 @@ def test_two_layer_stack_moments_closed_form():
 
 
 def test_token_moments_closed_form():
-    # theory eq. (13.7): m1 = theta1, m2 = 2 theta1^2 + beta^4 (2 (g2 - 1) + 1/gamma)
+    # theory eq. (13.8): m1 = theta1, m2 = 2 theta1^2 + beta^4 (2 (g2 - 1) + 1/gamma)
     beta, gamma = sympy.Integer(1), sympy.Rational(1, 2)
     g2 = sympy.Rational(5, 4)
     m1, m2 = token_moments(beta, gamma, [1, g2], 2)
@@ -162,7 +162,7 @@ def test_token_moments_closed_form():
 
 
 # ---------------------------------------------------------------------------
-# Monte Carlo: moments of the linear models (theory eqs. (13.2), (13.6))
+# Monte Carlo: moments of the linear models (theory eqs. (13.2), (13.7))
 
 # Per-draw relative standard deviation of the sample moments at n = 300 (measured over
 # seeds 0-3 with benchmarks-style pooling): m1 <= 1.1%, m2 <= 2.7%; the mean of 3 draws
@@ -196,8 +196,8 @@ def test_stack_linear_moments_follow_the_free_product():
     ("tokens_wishart_linear", {"wishart_ratio": 1.0}, [1, 2.0]),
     ("tokens_diagonal_linear", {"spread": 0.9}, [1, 1.81])])
 def test_token_linear_moments_follow_the_anisotropic_law(name, options, gram):
-    # theory eq. (13.6) via eq. (13.7): the linear model follows the anisotropic law for
-    # any Gram (equal norms or not); the isotropic m2 (2 theta1^2 + 1 = 6.90) is 23-29% off
+    # theory eq. (13.7) via eq. (13.8): the linear model of eq. (13.6) follows the
+    # anisotropic law for any Gram (equal norms or not); the isotropic m2 (2 theta1^2 + 1 = 6.90) is 23-29% off
     m1, m2 = _sample_moments(name, 1.0, options)
     e1, e2 = token_moments(1.0, 1.0, gram, 2)
     iso = single_layer_moments(1.0, 1.0, 2)[1]
@@ -223,7 +223,7 @@ KS_FAIL = 4 * KS_FLOOR
 
 @pytest.mark.statistical
 def test_residual_layernorm_stack_matches_independent_stack_and_no_residual_fails():
-    # theory eq. (13.8): residual + LayerNorm keeps the law of eq. (13.2); measured at
+    # theory eq. (13.4): residual + LayerNorm keeps the law of eq. (13.2); measured at
     # n = 200: 0.013 (match), no residual 0.12, pure attention 0.46 (beta = 0.5, L = 2)
     names = ("stack", "stack_residual", "stack_plain", "stack_pure")
     a = _pooled(names, KS_N, 0.5, KS_SEEDS_A, {"layers": 2})
@@ -234,9 +234,9 @@ def test_residual_layernorm_stack_matches_independent_stack_and_no_residual_fail
 
 @pytest.mark.statistical
 def test_equal_norm_tokens_keep_gaussian_equivalence_unequal_norms_break_it():
-    # theory eq. (13.4): with equal norms attention follows its linear model (measured
-    # 0.014 at beta = 0.5, spread 0.5), and both move away from the isotropic model;
-    # with unequal norms (diagonal Gram, spread 0.9) attention leaves its linear model.
+    # theory eq. (13.5): with equal norms attention follows its linear model (measured
+    # 0.022 at beta = 0.5, spread 0.9; isotropic-model KS 0.135), and the law moves away;
+    # with unequal norms (diagonal Gram, spread 0.9) attention leaves its linear model (0.26).
     names = ("linear", "tokens_rotated", "tokens_rotated_linear",
              "tokens_diagonal", "tokens_diagonal_linear")
     a = _pooled(names, KS_N, 0.5, KS_SEEDS_A, {"spread": 0.9})
@@ -274,7 +274,19 @@ def test_models_are_registered_and_reproducible():
     np.testing.assert_array_equal(a["stack_linear"], b["stack_linear"])
 
 
+def test_stack_product_kills_the_ones_vector():
+    # theory eq. (13.1): B_1 1 = sqrt(n)(A_1 1 - 1) = 0, so P_L 1 = 0 at every depth
+    from freeattn._models import sample_model
+
+    for layers in (1, 3):
+        p = next(iter_models(12, 12, 1.0, resolve_models(["stack"]), 5,
+                             options={"layers": layers}))[1]
+        np.testing.assert_allclose(p @ np.ones(12), 0.0, atol=1e-10 * np.abs(p).max())
+    single = sample_model("attention", 12, 12, 1.0, rng=0)
+    np.testing.assert_allclose(single.sum(axis=1), 0.0, atol=1e-12)
+
+
 def test_token_gram_law_means_one():
-    # theory eq. (13.4): the Gram law has mean 1 (unit mean squared token norm)
+    # theory eq. (13.5): the Gram law has mean 1 (unit mean squared token norm)
     for kind in ("rotated", "wishart", "diagonal"):
         assert abs(token_gram_law(kind).mean() - 1.0) < 1e-12
