@@ -241,8 +241,9 @@ def token_attention_law(beta, gamma, tokens, *, options=None):
         return SingularValueLaw(sample_covariance(pi.affine(float(c.alpha2), float(c.theta2)),
                                                   1.0, options=options))
 
-    return _engine(build, f"the attention law with token Gram law {tokens!r} (beta={b}, "
-                          f"gamma={g})")
+    lo, hi = tokens.support()
+    return _engine(build, f"the attention law with a token Gram law on [{lo:.4g}, {hi:.4g}] "
+                          f"(beta={b}, gamma={g})")
 
 
 # ---------------------------------------------------------------------------
