@@ -852,6 +852,10 @@ def build_parser():
                    help="only these figures (numbers or names)")
     _add_mc_sizes(p)
     p.set_defaults(handler=_cmd_reproduce)
+
+    from ._stack_cli import add_stack_parser
+
+    add_stack_parser(sub)
     return parser
 
 

@@ -290,3 +290,27 @@ def test_token_gram_law_means_one():
     # theory eq. (13.5): the Gram law has mean 1 (unit mean squared token norm)
     for kind in ("rotated", "wishart", "diagonal"):
         assert abs(token_gram_law(kind).mean() - 1.0) < 1e-12
+
+
+# ---------------------------------------------------------------------------
+# command line
+
+
+def test_cli_stack_and_tokens_print_the_exact_moments():
+    import io
+    import json
+
+    from freeattn._cli import main
+
+    out = io.StringIO()
+    assert main(["stack", "--beta", "1", "--layers", "3", "--format", "json"], stdout=out) == 0
+    record = json.loads(out.getvalue())
+    text = json.dumps(record)
+    # theory eq. (13.3): the mean of three layers is theta1^3
+    assert f"{math.expm1(1.0) ** 3:.6f}"[:6] in text
+    out = io.StringIO()
+    assert main(["tokens", "--beta", "0.5", "--spread", "0.5", "--format", "csv"],
+                stdout=out) == 0
+    # theory eq. (13.8): m2 = 2 theta1^2 + beta^4 (2 spread^2 + 1/gamma)
+    m2 = 2 * math.expm1(0.25) ** 2 + 0.0625 * (2 * 0.25 + 1)
+    assert f"{m2:.6f}"[:6] in out.getvalue()
