@@ -117,7 +117,7 @@ def _engine(build, what):
 
 
 def attention_stack_law(beta, gamma=1.0, *, layers=1, options=None):
-    """Law of the squared singular values of a stack ``B_L ... B_1`` (theory eq. (13.2)).
+    """Law of the squared singular values of a stack of L attention layers (theory eq. (13.2)).
 
     ``B_l = sqrt(n) (A_l - 11^T/n)`` with independent queries and keys per
     layer; the layers are asymptotically free and R-diagonal, so the law is
@@ -397,7 +397,7 @@ def single_layer_moments(beta, gamma, k, *, tokens_moments=None):
 
 
 def stack_moments(beta, gamma, layers, k):
-    """Exact moments ``m_1..m_k`` of :func:`attention_stack_law` (theory eq. (13.3)).
+    """Exact moments of :func:`attention_stack_law`, in exact arithmetic (theory eq. (13.3)).
 
     Parameters
     ----------
