@@ -120,6 +120,28 @@ def test_free_multiplicative_moments_fuss_catalan():
     assert three == [Fraction(math.comb(4 * k, k), 3 * k + 1) for k in range(1, 6)]
 
 
+def test_free_multiplicative_moments_against_haar_rotation():
+    # theory eq. (13.3) against an independent reference: the normalized trace moments of
+    # diag(a)^{1/2} O diag(b) O^T diag(a)^{1/2}, O Haar orthogonal (N = 800, seed 0).
+    # Measured relative deviations over seeds 0-3: <= 0.13% (m1), 0.43% (m2), 0.73% (m3);
+    # tolerance 1.5%.  The classical (commuting) product would give m2 = 1.667 against
+    # the free 1.583, 5% away.
+    rng = np.random.default_rng(0)
+    n = 800
+    a = np.where(np.arange(n) < n // 2, 0.5, 1.5)
+    b = np.where(np.arange(n) < n // 4, 2.0, 2.0 / 3.0)       # {2 w.p. 1/4, 2/3 w.p. 3/4}
+    o, r = np.linalg.qr(rng.standard_normal((n, n)))
+    o *= np.sign(np.diag(r))
+    m = np.sqrt(a)[:, None] * (o * b) @ o.T * np.sqrt(a)[None, :]
+    ev = np.linalg.eigvalsh(m)
+    sample = [np.mean(ev ** k) for k in (1, 2, 3)]
+    moments = lambda x: [float(np.mean(x ** k)) for k in (1, 2, 3)]
+    expected = free_multiplicative_moments(moments(a), moments(b))
+    np.testing.assert_allclose(sample, expected, rtol=0.015)
+    classical_m2 = moments(a)[1] * moments(b)[1]               # 1.25 * 4/3
+    assert abs(sample[1] - classical_m2) > 3 * 0.015 * expected[1]
+
+
 def test_single_layer_moments_closed_form():
     # theory eq. (13.7) with G = delta_1: m1 = theta1, m2 = 2 theta1^2 + beta^4/gamma (note 02)
     for beta, gamma in [(sympy.Integer(1), sympy.Integer(1)),
