@@ -153,7 +153,8 @@ def test_single_layer_moments_closed_form():
 
 
 def test_single_layer_moments_match_the_law():
-    # theory eq. (13.7) at G = delta_1 against the engine's exact moments of today's law (rtol 1e-12)
+    # theory eq. (13.7) at G = delta_1 against the engine's exact moments of today's law
+    # (rtol 1e-12)
     law = freeattn.attention_law(0.7, 0.5).squared()
     np.testing.assert_allclose(single_layer_moments(0.7, 0.5, 5),
                                [law.moment(k) for k in range(1, 6)], rtol=1e-12)
@@ -219,7 +220,8 @@ def test_stack_linear_moments_follow_the_free_product():
     ("tokens_diagonal_linear", {"spread": 0.9}, [1, 1.81])])
 def test_token_linear_moments_follow_the_anisotropic_law(name, options, gram):
     # theory eq. (13.7) via eq. (13.8): the linear model of eq. (13.6) follows the
-    # anisotropic law for any Gram (equal norms or not); the isotropic m2 (2 theta1^2 + 1 = 6.90) is 23-29% off
+    # anisotropic law for any Gram (equal norms or not); the isotropic m2
+    # (2 theta1^2 + 1 = 6.90) is 23-29% off
     m1, m2 = _sample_moments(name, 1.0, options)
     e1, e2 = token_moments(1.0, 1.0, gram, 2)
     iso = single_layer_moments(1.0, 1.0, 2)[1]
