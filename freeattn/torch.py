@@ -35,6 +35,8 @@ from .core._errors import ConvergenceError
 __all__ = [
     "BiasWarning",
     "TokenGramWarning",
+    "TokenLawFallbackWarning",
+    "TokenNormWarning",
     "LayerParameters",
     "Outlier",
     "HeadReport",
@@ -57,6 +59,13 @@ __all__ = [
 #: which changes the law (theory eq. (11.2)), so anything visible is reported.
 GRAM_TOLERANCE = 1e-3
 
+#: Largest relative deviation ``max_i |‖x_i‖²/mean_j ‖x_j‖² - 1|`` of the tokens'
+#: squared norms accepted silently.  The anisotropic law (theory eq. (13.7))
+#: needs equal norms (theory section 13.4): with a diagonal Gram of spread 0.5
+#: attention leaves its linear model by KS 0.055-0.15 at n = 400.  Gaussian tokens of
+#: width E deviate by ~ 3 sqrt(2/E) at the largest of a few hundred tokens.
+TOKEN_NORM_TOLERANCE = 0.1
+
 #: An outlier is *localized* when both singular vectors put more than this
 #: fraction of their mass on one token (theory eq. (11.12)).
 LOCALIZATION_THRESHOLD = 0.5
@@ -68,6 +77,18 @@ class BiasWarning(UserWarning):
 
 class TokenGramWarning(UserWarning):
     """The tokens are not orthonormal up to a scale (theory eq. (11.2))."""
+
+
+class TokenNormWarning(UserWarning):
+    """The tokens' norms are unequal beyond ``TOKEN_NORM_TOLERANCE`` (theory section 13.4).
+
+    The Gaussian equivalence behind the token-Gram law (theory eq. (13.7)) needs
+    tokens of equal norm; with unequal norms attention leaves its linear model.
+    """
+
+
+class TokenLawFallbackWarning(UserWarning):
+    """The token-Gram law (theory eq. (13.7)) could not be built; the isotropic law is used."""
 
 
 def _torch():
@@ -338,6 +359,49 @@ def _token_gram(x64):
     return c, deviation
 
 
+def _token_gram_law(x64, warn=True):
+    """Spectral law (mean 1) of ``X X^T/c`` as point masses, or ``None`` if isotropic.
+
+    ``None`` when ``||X X^T/c - I||_2 <= GRAM_TOLERANCE`` (theory eq. (11.2));
+    warns :class:`TokenNormWarning` when the squared norms deviate from their
+    mean by more than ``TOKEN_NORM_TOLERANCE`` (theory section 13.4).
+    """
+    from .laws._elementary import point_masses
+
+    torch = _torch()
+    c, deviation = _token_gram(x64)
+    x = torch.from_numpy(np.ascontiguousarray(x64))
+    norms = (x * x).sum(dim=1).numpy() / c
+    spread = float(np.max(np.abs(norms - 1.0)))
+    if warn and spread > TOKEN_NORM_TOLERANCE:
+        warnings.warn(f"token norms are unequal: max_i |‖x_i‖²/mean - 1| = {spread:.3g} > "
+                      f"TOKEN_NORM_TOLERANCE = {TOKEN_NORM_TOLERANCE}; the token-Gram law "
+                      f"assumes equal norms (theory section 13.4) and attention may not "
+                      f"follow it", TokenNormWarning, stacklevel=3)
+    if deviation <= GRAM_TOLERANCE:
+        return None
+    values = np.clip(torch.linalg.eigvalsh(x @ x.T).numpy() / c, 0.0, None)
+    # eigenvalues at the rounding level of the largest one are the Gram's kernel
+    values[values <= np.finfo(float).eps * len(values) * values.max()] = 0.0
+    return point_masses(values / values.mean())
+
+
+def _head_law(beta, gamma, tokens):
+    """``attention_law(beta, gamma, tokens=tokens).squared()``, isotropic on ConvergenceError."""
+    from .attention._laws import attention_law
+
+    if tokens is None:
+        return attention_law(beta, gamma).squared()
+    try:
+        return attention_law(beta, gamma, tokens=tokens).squared()
+    except ConvergenceError as exc:
+        warnings.warn(f"the token-Gram law (theory eq. (13.7)) could not be built "
+                      f"({exc}); falling back to the isotropic law attention_law(beta, "
+                      f"gamma), which assumes X X^T = c I", TokenLawFallbackWarning,
+                      stacklevel=4)
+        return attention_law(beta, gamma).squared()
+
+
 def _squared_singular_values(y):
     """Squared singular values of a float64 tensor, ascending (as numpy)."""
     torch = _torch()
@@ -594,7 +658,7 @@ def _outlier_threshold(edge, n):
     return edge * (1.0 + EDGE_MARGIN_WIDTHS * n ** (-2.0 / 3.0))
 
 
-def _head_report(r, attention, beta, gamma):
+def _head_report(r, attention, beta, gamma, law=None):
     """Report of head ``r`` from its attention weights (``n x n`` float64 tensor)."""
     from .laws._elementary import marchenko_pastur
     from .attention._laws import attention_law
@@ -603,7 +667,7 @@ def _head_report(r, attention, beta, gamma):
     n = attention.shape[0]
     y = math.sqrt(n) * (attention - 1.0 / n)
     values = _squared_singular_values(y)[1:]          # the structural zero (rank n - 1)
-    law = attention_law(beta, gamma).squared()
+    law = attention_law(beta, gamma).squared() if law is None else law
     edge = float(law.support()[1])
     ks, w1 = _distances(law, values)
     ks_mp, w1_mp = _distances(marchenko_pastur(law.mean(), 1.0), values)
@@ -699,8 +763,12 @@ def compare(module, tokens, *, heads=None, dtype=None):
         into a bias-free ``nn.MultiheadAttention``.  The module is not changed
         (a copy runs at ``dtype``; dropout is off during the pass).
     tokens : array_like or torch.Tensor, shape (n, embed_dim)
-        One token per row; the law assumes ``X X^T = c I_n`` (theory eq. (11.2)),
-        see :func:`orthonormal_tokens`.
+        One token per row.  With ``X X^T = c I_n`` (theory eq. (11.2), see
+        :func:`orthonormal_tokens`) each head is compared with the isotropic
+        law; otherwise with ``attention_law(beta, gamma, tokens=G)``, ``G`` the
+        spectrum of ``X X^T/c`` (theory eq. (13.7)), falling back to the
+        isotropic law with a :class:`TokenLawFallbackWarning` where that law
+        raises :class:`freeattn.ConvergenceError`.
     heads : int, optional
         Number of heads; required with a mapping, checked against a module.
     dtype : {None, "float32", "float64", torch.float32, torch.float64}, optional
@@ -736,6 +804,11 @@ def compare(module, tokens, *, heads=None, dtype=None):
     BiasWarning
         A non-zero query bias (key, value and output biases are accounted for
         exactly, theory eq. (11.5)).
+    TokenNormWarning
+        Token norms unequal beyond ``TOKEN_NORM_TOLERANCE`` (the token-Gram
+        law needs equal norms, theory section 13.4).
+    TokenLawFallbackWarning
+        The token-Gram law could not be built; the isotropic law was used.
 
     Notes
     -----
@@ -773,7 +846,9 @@ def compare(module, tokens, *, heads=None, dtype=None):
     work = copy.deepcopy(module).to(dtype)
     _, weights, centred = _forward(work, x.to(dtype))
     weights = weights.to(torch.float64)
-    head_reports = tuple(_head_report(r, weights[r], params.betas[r], params.gamma)
+    gram_law = _token_gram_law(x.numpy())
+    head_reports = tuple(_head_report(r, weights[r], params.betas[r], params.gamma,
+                                      _head_law(params.betas[r], params.gamma, gram_law))
                          for r in range(params.heads))
     output = _output_report(params, centred.to(torch.float64))
     return TorchReport(parameters=params, heads=head_reports, output=output,

@@ -234,6 +234,8 @@ BAD_INPUT = {
     "plot": (["9"], "figure must be one of"),
     "reproduce": (["--only", "nine"], "figure must be one of"),
     "analyze": (["does_not_exist.safetensors"], "does not exist"),
+    "stack": (["--layers", "0"], "--layers"),
+    "tokens": (["--spread", "2"], "tokens must be a law on [0, inf)"),
 }
 
 

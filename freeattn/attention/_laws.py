@@ -143,7 +143,7 @@ def _attention_squared(beta, gamma, options=None):
     return AttentionLaw(beta, gamma, sample_covariance(pop, 1.0, options=options), theta1)
 
 
-def attention_law(beta, gamma=1.0, *, options=None):
+def attention_law(beta, gamma=1.0, *, tokens=None, options=None):
     """Limiting law of the singular values of ``sqrt(n) * A_perp``.
 
     Parameters
@@ -152,6 +152,11 @@ def attention_law(beta, gamma=1.0, *, options=None):
         Inverse temperature, ``1e-8 <= beta <= 4`` (``MIN_LAW_BETA``, ``MAX_LAW_BETA``).
     gamma : float, optional
         ``d_qk / n``, in ``[1e-4, 1e4]`` (``GAMMA_RANGE``).
+    tokens : SpectralLaw or None, optional
+        Spectral law (mean 1) of the token Gram ``X X^T/D`` for tokens with
+        equal norms; ``None`` (isotropic tokens, ``X X^T/D = I``) is the law
+        below.  Otherwise the law of theory eq. (13.7), built by
+        :func:`freeattn.attention._token_law.token_attention_law`.
     options : SolverOptions, optional
         Tolerances of the engine (:data:`freeattn.DEFAULT_OPTIONS`).
 
@@ -184,6 +189,11 @@ def attention_law(beta, gamma=1.0, *, options=None):
     from ..core._options import check_options
 
     b, g = _check_law_args(beta, gamma)
+    if tokens is not None:
+        from ._token_law import check_tokens, is_unit_point_mass, token_attention_law
+
+        if not is_unit_point_mass(check_tokens(tokens)):
+            return token_attention_law(b, g, tokens, options=options)
     return _attention_singular(b, g, None if options is None else check_options(options))
 
 

@@ -959,6 +959,84 @@ def _cmd_analyze(args, emit):
     return r.Document(list(report.summary()) + [table], data=table.records(), csv=table)
 
 
+def _options_stack(p):
+    p.add_argument("--beta", type=float, default=1.0, metavar="B",
+                   help="inverse temperature of every layer")
+    _add_gamma(p)
+    p.add_argument("--layers", type=_positive_int, default=2, metavar="L",
+                   help="number of layers L")
+    _add_output(p)
+
+
+def _options_tokens(p):
+    p.add_argument("--beta", type=float, default=1.0, metavar="B",
+                   help="inverse temperature beta of the softmax")
+    _add_gamma(p)
+    p.add_argument("--spread", type=float, default=0.5, metavar="S",
+                   help="the token Gram spectrum is {1 - S, 1 + S} (0 <= S < 1)")
+    _add_output(p)
+
+
+def _stack_law_pairs(build):
+    """``(pairs, note)``: the law's edge and mass near 0, or why it is not available."""
+    from ..core._errors import ConvergenceError
+
+    try:
+        law = build()
+    except ConvergenceError as exc:
+        return [("law_edge", math.nan), ("law_cdf_at_1e-2_mean", math.nan)], \
+            f"law not available: {exc}"
+    edge = float(law.support()[1])
+    return [("law_edge", edge),
+            ("law_cdf_at_1e-2_mean", float(law.cdf(1e-2 * float(law.mean()))))], ""
+
+
+def _cmd_stack(args, emit):
+    from ..attention._coefficients import linear_coefficients
+    from ..core._render import Document, Record
+    from ..attention._stack_law import attention_stack_law, free_multiplicative_moments, stack_moments
+
+    moments = stack_moments(args.beta, args.gamma, args.layers, 3)
+    theta1 = float(linear_coefficients(args.beta).theta1)
+    mp = [theta1, 2 * theta1 ** 2, 5 * theta1 ** 3]
+    mp_product = mp
+    for _ in range(args.layers - 1):
+        mp_product = free_multiplicative_moments(mp_product, mp)
+    law, note = _stack_law_pairs(lambda: attention_stack_law(args.beta, args.gamma,
+                                                       layers=args.layers))
+    pairs = [("beta", args.beta), ("gamma", args.gamma), ("layers", args.layers),
+             ("m1", float(moments[0])), ("m2", float(moments[1])), ("m3", float(moments[2])),
+             ("mp_product_m2", float(mp_product[1])),
+             ("mp_product_edge", theta1 ** args.layers * (args.layers + 1) ** (args.layers + 1)
+              / args.layers ** args.layers)] + law
+    notes = ("m1-m3: exact moments of the stack law (theory eq. (13.3)); mp_product: "
+             "Marchenko-Pastur(theta1)^⊠L, its edge the Fuss-Catalan edge",)
+    return Document([Record(pairs, title="squared singular values of the stack B_L ... B_1 "
+                                         "(theory eq. (13.2))",
+                            notes=notes + ((note,) if note else ()))])
+
+
+def _cmd_tokens(args, emit):
+    from ..laws._elementary import point_masses
+    from ..attention._laws import attention_law
+    from ..core._render import Document, Record
+    from ..attention._stack_law import single_layer_moments, token_moments
+
+    s = args.spread
+    gram = [1.0, 1.0 + s * s, 1.0 + 3 * s * s]         # moments of {1 - s, 1 + s}
+    moments = token_moments(args.beta, args.gamma, gram, 3)
+    iso = single_layer_moments(args.beta, args.gamma, 3)
+    law, note = _stack_law_pairs(lambda: attention_law(
+        args.beta, args.gamma, tokens=point_masses([1.0 - s, 1.0 + s])).squared())
+    pairs = [("beta", args.beta), ("gamma", args.gamma), ("spread", s),
+             ("m1", float(moments[0])), ("m2", float(moments[1])), ("m3", float(moments[2])),
+             ("isotropic_m2", float(iso[1])), ("isotropic_m3", float(iso[2]))] + law
+    notes = ("m1-m3: exact moments of the law with a two-point token Gram {1 - spread, "
+             "1 + spread} (theory eqs. (13.7), (13.8)); isotropic: today's law",)
+    return Document([Record(pairs, title="attention with anisotropic tokens (equal norms)",
+                            notes=notes + ((note,) if note else ()))])
+
+
 def commands():
     """Every subcommand of ``freeattn``, in the order of its help."""
     from ..plotting import figure_list
@@ -1002,6 +1080,15 @@ def commands():
                   "softmax attention at the same n, d, beta) and to Marchenko-Pastur\n"
                   "(theory section 12).  Needs the models extra (safetensors, tokenizers).",
                   _options_analyze, _cmd_analyze)
+    yield Command("stack", "the law of a stack of attention layers",
+                  "Exact moments of the squared singular values of B_L ... B_1 (independent\n"
+                  "layers, theory eq. (13.2)), beside the Marchenko-Pastur product; the law's\n"
+                  "edge and mass near 0 where the composition engine builds it.",
+                  _options_stack, _cmd_stack)
+    yield Command("tokens", "one layer with anisotropic (equal-norm) tokens",
+                  "Exact moments of the attention law with a two-point token Gram spectrum\n"
+                  "{1 - s, 1 + s} (theory eqs. (13.7), (13.8)), beside the isotropic law.",
+                  _options_tokens, _cmd_tokens)
     yield Command("models", "the registered Monte Carlo models",
                   "List the models validate and the figures can sample: their limiting law,\n"
                   "and what of their spectrum is not bulk (structural zeros, common mode,\n"

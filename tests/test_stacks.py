@@ -1,0 +1,349 @@
+"""Stacks of attention layers and attention on anisotropic tokens (theory/13_stacks.md).
+
+Exact parts: the stack law at depth 1 and the token law at the unit point mass
+are today's law; the ⊠ of moments (theory eq. (13.3)) against closed forms
+(Fuss-Catalan numbers, the two-layer moment formula) in exact arithmetic.
+Monte Carlo parts (seeded): the linear models' moments against the exact moments
+of eqs. (13.2), (13.7); two-sample KS distances between models with the noise
+floors measured by ``benchmarks/stack_evidence.py`` (stated at each test).
+"""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy
+from scipy.stats import ks_2samp
+
+import freeattn
+from freeattn.montecarlo._models import iter_models, resolve_models
+from freeattn.attention._stack_law import (attention_stack_law, free_multiplicative_moments,
+                                 single_layer_moments, stack_moments, token_moments)
+from freeattn.montecarlo._stack_sampling import STACK_MODELS, TOKEN_MODELS, layer_norm, token_gram_law
+
+E = sympy.E
+
+
+def _theta1(beta):
+    return sympy.exp(sympy.sympify(beta) ** 2) - 1
+
+
+def _pooled(names, n, beta, seeds, options=None):
+    """Pooled spectra (structural zeros removed) of ``names`` over seeded draws."""
+    out = {name: [] for name in names}
+    models = resolve_models(names)
+    for seed in seeds:
+        for model, matrix in iter_models(n, n, beta, models, seed, options=options):
+            out[model.name].append(model.spectrum(matrix)[model.zeros:])
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def _ks(a, b):
+    return ks_2samp(a, b, method="asymp").statistic
+
+
+# ---------------------------------------------------------------------------
+# the interface on what works without the engine
+
+
+@pytest.mark.parametrize("beta, gamma", [(1.0, 1.0), (0.5, 0.25)])
+def test_depth_one_is_the_single_layer_law(beta, gamma):
+    # theory eq. (13.2) at L = 1: the empty ⊠-product is the layer's own law
+    assert attention_stack_law(beta, gamma, layers=1) is \
+        freeattn.attention_law(beta, gamma).squared()
+    assert attention_stack_law([beta], [gamma], layers=1) is \
+        freeattn.attention_law(beta, gamma).squared()
+
+
+def test_tokens_none_and_unit_point_mass_are_todays_law():
+    # theory eq. (13.7) with G = delta_1: G ⊠ G ⊠ MP = MP, the population of eq. (5.5)
+    law = freeattn.attention_law(1.0, 0.5)
+    assert freeattn.attention_law(1.0, 0.5, tokens=None) is law
+    assert freeattn.attention_law(1.0, 0.5, tokens=freeattn.point_masses([1.0])) is law
+
+
+def test_deeper_stack_is_a_law_with_the_exact_moments_or_a_convergence_error():
+    # Until the engine builds ⊠ of attention laws the stack raises ConvergenceError;
+    # once it does, its moments must be those of eq. (13.3) (rtol 1e-8: exact
+    # moments of the engine against the exact series).
+    try:
+        law = attention_stack_law(1.0, 1.0, layers=2)
+    except freeattn.ConvergenceError as exc:
+        assert "composition engine" in str(exc) or exc.residual is not None
+        return
+    expected = stack_moments(1.0, 1.0, 2, 3)
+    got = [law.moment(k) for k in (1, 2, 3)]
+    np.testing.assert_allclose(got, expected, rtol=1e-8)
+
+
+def test_token_law_is_a_law_with_the_exact_moments_or_a_convergence_error():
+    # theory eq. (13.7) for a two-point Gram law {0.5, 1.5}: moments 1, 5/4, 7/4
+    tokens = freeattn.point_masses([0.5, 1.5])
+    try:
+        law = freeattn.attention_law(1.0, 1.0, tokens=tokens).squared()
+    except freeattn.ConvergenceError:
+        return
+    np.testing.assert_allclose([law.moment(k) for k in (1, 2, 3)],
+                               token_moments(1.0, 1.0, [1, 1.25, 1.75], 3), rtol=1e-8)
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"layers": 0}, ValueError), ({"layers": 1.5}, TypeError), ({"layers": 65}, ValueError),
+    ({"layers": 2, "beta": [1.0, 1.0, 1.0]}, ValueError),
+    ({"layers": 2, "gamma": [1.0]}, ValueError),
+    ({"layers": 1, "beta": 5.0}, ValueError), ({"layers": 1, "beta": "1"}, TypeError)])
+def test_stack_law_input_checks(kwargs, error):
+    args = {"beta": 1.0, "gamma": 1.0}
+    args.update(kwargs)
+    with pytest.raises(error, match="layers|beta|gamma"):
+        attention_stack_law(args.pop("beta"), args.pop("gamma"), **args)
+
+
+def test_token_law_input_checks():
+    with pytest.raises(TypeError, match="tokens"):
+        freeattn.attention_law(1.0, 1.0, tokens=[1.0, 1.0])
+    with pytest.raises(ValueError, match="mean 1"):
+        freeattn.attention_law(1.0, 1.0, tokens=freeattn.point_masses([2.0]))
+
+
+# ---------------------------------------------------------------------------
+# exact moments (theory eqs. (13.3), (13.6), (13.7), (13.8))
+
+
+def test_free_multiplicative_moments_fuss_catalan():
+    # theory eq. (13.3): MP(1)^{⊠s} has the Fuss-Catalan moments binom((s+1)k, k)/(sk + 1)
+    mp = [1, 2, 5, 14, 42]
+    two = free_multiplicative_moments(mp, mp)
+    three = free_multiplicative_moments(two, mp)
+    assert two == [Fraction(math.comb(3 * k, k), 2 * k + 1) for k in range(1, 6)]
+    assert three == [Fraction(math.comb(4 * k, k), 3 * k + 1) for k in range(1, 6)]
+
+
+def test_free_multiplicative_moments_against_haar_rotation():
+    # theory eq. (13.3) against an independent reference: the normalized trace moments of
+    # diag(a)^{1/2} O diag(b) O^T diag(a)^{1/2}, O Haar orthogonal (N = 800, seed 0).
+    # Measured relative deviations over seeds 0-3: <= 0.13% (m1), 0.43% (m2), 0.73% (m3);
+    # tolerance 1.5%.  The classical (commuting) product would give m2 = 1.667 against
+    # the free 1.583, 5% away.
+    rng = np.random.default_rng(0)
+    n = 800
+    a = np.where(np.arange(n) < n // 2, 0.5, 1.5)
+    b = np.where(np.arange(n) < n // 4, 2.0, 2.0 / 3.0)       # {2 w.p. 1/4, 2/3 w.p. 3/4}
+    o, r = np.linalg.qr(rng.standard_normal((n, n)))
+    o *= np.sign(np.diag(r))
+    m = np.sqrt(a)[:, None] * (o * b) @ o.T * np.sqrt(a)[None, :]
+    ev = np.linalg.eigvalsh(m)
+    sample = [np.mean(ev ** k) for k in (1, 2, 3)]
+    moments = lambda x: [float(np.mean(x ** k)) for k in (1, 2, 3)]
+    expected = free_multiplicative_moments(moments(a), moments(b))
+    np.testing.assert_allclose(sample, expected, rtol=0.015)
+    classical_m2 = moments(a)[1] * moments(b)[1]               # 1.25 * 4/3
+    assert abs(sample[1] - classical_m2) > 3 * 0.015 * expected[1]
+
+
+def test_single_layer_moments_closed_form():
+    # theory eq. (13.7) with G = delta_1: m1 = theta1, m2 = 2 theta1^2 + beta^4/gamma (note 02)
+    for beta, gamma in [(sympy.Integer(1), sympy.Integer(1)),
+                        (sympy.Rational(1, 2), sympy.Rational(1, 4))]:
+        m1, m2 = single_layer_moments(beta, gamma, 2)
+        t = _theta1(beta)
+        assert sympy.simplify(m1 - t) == 0
+        assert sympy.simplify(m2 - (2 * t ** 2 + beta ** 4 / gamma)) == 0
+
+
+def test_single_layer_moments_match_the_law():
+    # theory eq. (13.7) at G = delta_1 against the engine's exact moments of today's law
+    # (rtol 1e-12)
+    law = freeattn.attention_law(0.7, 0.5).squared()
+    np.testing.assert_allclose(single_layer_moments(0.7, 0.5, 5),
+                               [law.moment(k) for k in range(1, 6)], rtol=1e-12)
+
+
+def test_two_layer_stack_moments_closed_form():
+    # theory eq. (13.3) for two free layers: m1 = a1 b1, m2 = a2 b1^2 + a1^2 b2 - a1^2 b1^2
+    b1, b2 = sympy.Integer(1), sympy.Rational(1, 2)
+    g1, g2 = sympy.Integer(1), sympy.Rational(1, 2)
+    a = single_layer_moments(b1, g1, 2)
+    b = single_layer_moments(b2, g2, 2)
+    m1, m2 = stack_moments([b1, b2], [g1, g2], 2, 2)
+    assert sympy.simplify(m1 - _theta1(b1) * _theta1(b2)) == 0
+    assert sympy.simplify(m2 - (a[1] * b[0] ** 2 + a[0] ** 2 * b[1] - a[0] ** 2 * b[0] ** 2)) == 0
+    # three layers: the mean is the product of the layers' theta1 (eq. (13.3))
+    m1, = stack_moments(b1, g1, 3, 1)
+    assert sympy.simplify(m1 - _theta1(b1) ** 3) == 0
+
+
+def test_token_moments_closed_form():
+    # theory eq. (13.8): m1 = theta1, m2 = 2 theta1^2 + beta^4 (2 (g2 - 1) + 1/gamma)
+    beta, gamma = sympy.Integer(1), sympy.Rational(1, 2)
+    g2 = sympy.Rational(5, 4)
+    m1, m2 = token_moments(beta, gamma, [1, g2], 2)
+    t = _theta1(beta)
+    assert sympy.simplify(m1 - t) == 0
+    assert sympy.simplify(m2 - (2 * t ** 2 + beta ** 4 * (2 * (g2 - 1) + 1 / gamma))) == 0
+
+
+# ---------------------------------------------------------------------------
+# Monte Carlo: moments of the linear models (theory eqs. (13.2), (13.7))
+
+# Per-draw relative standard deviation of the sample moments at n = 300 (measured over
+# seeds 0-3 with benchmarks-style pooling): m1 <= 1.1%, m2 <= 2.7%; the mean of 3 draws
+# has <= 0.7% and <= 1.6%, plus an O(1/n) bias measured <= 1.1% (m1), 3.7% (m2).
+MOMENT_N = 300
+MOMENT_DRAWS = 3
+M1_RTOL = 0.03
+M2_RTOL = 0.07
+
+
+def _sample_moments(name, beta, options=None):
+    values = _pooled((name,), MOMENT_N, beta, range(MOMENT_DRAWS), options)[name]
+    return np.mean(values), np.mean(values ** 2)
+
+
+@pytest.mark.statistical
+def test_stack_linear_moments_follow_the_free_product():
+    # theory eq. (13.2) via its moments eq. (13.3); the MP-product alternative
+    # MP(theta1)⊠MP(theta1) has m2 = 3 theta1^4 = 26.2 against 32.1 (20% off)
+    m1, m2 = _sample_moments("stack_linear", 1.0, {"layers": 2})
+    e1, e2 = stack_moments(1.0, 1.0, 2, 2)
+    assert abs(m1 / e1 - 1) < M1_RTOL
+    assert abs(m2 / e2 - 1) < M2_RTOL
+    mp2 = 3 * math.expm1(1.0) ** 4
+    assert abs(m2 / mp2 - 1) > 2 * M2_RTOL
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("name, options, gram", [
+    ("tokens_rotated_linear", {"spread": 0.9}, [1, 1.81]),
+    ("tokens_wishart_linear", {"wishart_ratio": 1.0}, [1, 2.0]),
+    ("tokens_diagonal_linear", {"spread": 0.9}, [1, 1.81])])
+def test_token_linear_moments_follow_the_anisotropic_law(name, options, gram):
+    # theory eq. (13.7) via eq. (13.8): the linear model of eq. (13.6) follows the
+    # anisotropic law for any Gram (equal norms or not); the isotropic m2
+    # (2 theta1^2 + 1 = 6.90) is 23-29% off
+    m1, m2 = _sample_moments(name, 1.0, options)
+    e1, e2 = token_moments(1.0, 1.0, gram, 2)
+    iso = single_layer_moments(1.0, 1.0, 2)[1]
+    assert abs(m1 / e1 - 1) < M1_RTOL
+    assert abs(m2 / e2 - 1) < M2_RTOL
+    assert abs(m2 / iso - 1) > 2 * M2_RTOL
+
+
+# ---------------------------------------------------------------------------
+# Monte Carlo: two-sample KS between models (theory sections 13.2-13.4)
+
+# Noise floor at n = 200, 2 draws (benchmarks/stack_evidence.py 200 2): the KS distance
+# between two independent sets of draws of one model is 0.010-0.015 (stacks) and
+# 0.013-0.023 (token models); we allow twice the floor for an equivalence and ask
+# four times it for a counterexample.
+KS_N = 200
+KS_SEEDS_A = (0, 1)
+KS_SEEDS_B = (1000, 1001)
+KS_FLOOR = 0.015
+KS_MATCH = 2 * KS_FLOOR
+KS_FAIL = 4 * KS_FLOOR
+
+
+@pytest.mark.statistical
+def test_residual_layernorm_stack_matches_independent_stack_and_no_residual_fails():
+    # theory eq. (13.4): residual + LayerNorm keeps the law of eq. (13.2); measured at
+    # n = 200: 0.013 (match), no residual 0.12, pure attention 0.46 (beta = 0.5, L = 2)
+    names = ("stack", "stack_residual", "stack_plain", "stack_pure")
+    a = _pooled(names, KS_N, 0.5, KS_SEEDS_A, {"layers": 2})
+    assert _ks(a["stack"], a["stack_residual"]) < KS_MATCH
+    assert _ks(a["stack"], a["stack_plain"]) > KS_FAIL
+    assert _ks(a["stack"], a["stack_pure"]) > KS_FAIL
+
+
+@pytest.mark.statistical
+def test_equal_norm_tokens_keep_gaussian_equivalence_unequal_norms_break_it():
+    # theory eq. (13.5): with equal norms attention follows its linear model (measured
+    # 0.022 at beta = 0.5, spread 0.9; isotropic-model KS 0.135), and the law moves away;
+    # with unequal norms (diagonal Gram, spread 0.9) attention leaves its linear model (0.26).
+    names = ("linear", "tokens_rotated", "tokens_rotated_linear",
+             "tokens_diagonal", "tokens_diagonal_linear")
+    a = _pooled(names, KS_N, 0.5, KS_SEEDS_A, {"spread": 0.9})
+    b = _pooled(("linear",), KS_N, 0.5, KS_SEEDS_B)
+    assert _ks(a["tokens_rotated"], a["tokens_rotated_linear"]) < KS_MATCH
+    assert _ks(a["tokens_rotated_linear"], b["linear"]) > KS_FAIL
+    assert _ks(a["tokens_diagonal"], a["tokens_diagonal_linear"]) > KS_FAIL
+
+
+def test_validate_runs_the_stack_at_depth_one():
+    # the stack model names eq. (13.2)'s law; at L = 1 it is the single-layer law
+    report = freeattn.validate(0.5, 1.0, n=60, draws=1, models=["stack_linear"],
+                               rng=0, options={"layers": 1})
+    text = str(report)
+    assert "stack_linear" in text
+
+
+def test_convergence_runs_the_softmax_stack_at_depth_one():
+    # eq. (13.2) at L = 1 is the single-layer law; the softmax stack's KS distance to it
+    # falls with n (measured 0.052 at n = 40 and 0.028 at n = 80, seed 0, one draw)
+    report = freeattn.convergence(0.5, 1.0, ns=(40, 80), draws=1, models=["stack"], rng=0,
+                                  options={"layers": 1})
+    text = str(report)
+    assert "stack" in text and "slope" in text
+
+
+# ---------------------------------------------------------------------------
+# samplers
+
+
+def test_layer_norm_rows():
+    x = np.random.default_rng(0).standard_normal((5, 7))
+    y = layer_norm(x)
+    np.testing.assert_allclose(y.mean(axis=1), 0.0, atol=1e-14)
+    np.testing.assert_allclose((y ** 2).sum(axis=1), 7.0, rtol=1e-13)
+
+
+def test_models_are_registered_and_reproducible():
+    for name in STACK_MODELS + TOKEN_MODELS:
+        assert name in freeattn.MODELS
+    a = _pooled(("stack", "stack_linear"), 20, 1.0, (3,), {"layers": 3})
+    b = _pooled(("stack", "stack_linear"), 20, 1.0, (3,), {"layers": 3})
+    np.testing.assert_array_equal(a["stack"], b["stack"])
+    np.testing.assert_array_equal(a["stack_linear"], b["stack_linear"])
+
+
+def test_stack_product_kills_the_ones_vector():
+    # theory eq. (13.1): B_1 1 = sqrt(n)(A_1 1 - 1) = 0, so P_L 1 = 0 at every depth
+    from freeattn.montecarlo._models import sample_model
+
+    for layers in (1, 3):
+        p = next(iter_models(12, 12, 1.0, resolve_models(["stack"]), 5,
+                             options={"layers": layers}))[1]
+        np.testing.assert_allclose(p @ np.ones(12), 0.0, atol=1e-10 * np.abs(p).max())
+    single = sample_model("attention", 12, 12, 1.0, rng=0)
+    np.testing.assert_allclose(single.sum(axis=1), 0.0, atol=1e-12)
+
+
+def test_token_gram_law_means_one():
+    # theory eq. (13.5): the Gram law has mean 1 (unit mean squared token norm)
+    for kind in ("rotated", "wishart", "diagonal"):
+        assert abs(token_gram_law(kind).mean() - 1.0) < 1e-12
+
+
+# ---------------------------------------------------------------------------
+# command line
+
+
+def test_cli_stack_and_tokens_print_the_exact_moments():
+    import io
+    import json
+
+    from freeattn.cli._cli import main
+
+    out = io.StringIO()
+    assert main(["stack", "--beta", "1", "--layers", "3", "--format", "json"], stdout=out) == 0
+    record = json.loads(out.getvalue())
+    text = json.dumps(record)
+    # theory eq. (13.3): the mean of three layers is theta1^3
+    assert f"{math.expm1(1.0) ** 3:.6f}"[:6] in text
+    out = io.StringIO()
+    assert main(["tokens", "--beta", "0.5", "--spread", "0.5", "--format", "csv"],
+                stdout=out) == 0
+    # theory eq. (13.8): m2 = 2 theta1^2 + beta^4 (2 spread^2 + 1/gamma)
+    m2 = 2 * math.expm1(0.25) ** 2 + 0.0625 * (2 * 0.25 + 1)
+    assert f"{m2:.6f}"[:6] in out.getvalue()

@@ -1,0 +1,68 @@
+"""``freeattn.torch.compare`` with anisotropic tokens (theory section 13.4, eq. (13.7))."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import freeattn  # noqa: E402
+import freeattn.torch as ft  # noqa: E402
+
+
+def _layer():
+    torch.manual_seed(0)
+    return torch.nn.MultiheadAttention(32, 1)
+
+
+def _rotated_tokens(n, e, spread, rng):
+    """Equal-norm tokens whose Gram X X^T/c has the two-point spectrum 1 -+ spread."""
+    gen = np.random.default_rng(rng)
+    o, _ = np.linalg.qr(gen.standard_normal((n, n)))
+    g = np.where(np.arange(n) < n // 2, 1.0 - spread, 1.0 + spread)
+    f = o * np.sqrt(g)
+    f /= np.linalg.norm(f, axis=1, keepdims=True)
+    x = np.zeros((n, e))
+    x[:, :n] = f                     # n <= e: X X^T = F F^T
+    return x * np.sqrt(64.0)
+
+
+def test_isotropic_tokens_raise_no_token_warnings():
+    x = ft.orthonormal_tokens(16, 32, scale=64.0, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = ft.compare(_layer(), x)
+    assert report.heads[0].law is freeattn.attention_law(report.heads[0].beta,
+                                                         report.heads[0].gamma).squared()
+
+
+def test_unequal_norms_warn():
+    x = ft.orthonormal_tokens(16, 32, scale=64.0, rng=0).copy()
+    x[:8] *= np.sqrt(1.5)            # squared norms 1.5 and 1 around a mean 1.25: 20% off
+    with pytest.warns(ft.TokenNormWarning, match="TOKEN_NORM_TOLERANCE"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ft.TokenGramWarning)
+            warnings.simplefilter("ignore", ft.TokenLawFallbackWarning)
+            ft.compare(_layer(), x)
+
+
+def test_anisotropic_equal_norm_tokens_use_the_token_law_or_fall_back():
+    # equal norms: no TokenNormWarning; the head law is eq. (13.7)'s law for the
+    # Gram spectrum, or (until the engine builds it) the isotropic law with a
+    # TokenLawFallbackWarning that says so
+    x = _rotated_tokens(16, 32, 0.5, 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = ft.compare(_layer(), x)
+    kinds = {type(w.message) for w in caught}
+    assert ft.TokenNormWarning not in kinds
+    assert ft.TokenGramWarning in kinds
+    head = report.heads[0]
+    iso = freeattn.attention_law(head.beta, head.gamma).squared()
+    if ft.TokenLawFallbackWarning in kinds:
+        assert head.law is iso
+        assert any("falling back to the isotropic law" in str(w.message) for w in caught)
+    else:
+        assert head.law is not iso
+        assert abs(head.law.mean() - iso.mean()) < 1e-8 * iso.mean()   # eq. (13.8): m1 = theta1
