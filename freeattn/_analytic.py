@@ -59,8 +59,8 @@ def _cauchy_pair(law, u):
         for i in range(0, v.size, step):
             with np.errstate(all="ignore"):
                 r = 1.0 / (v[i:i + step, None] - a[None, :])
-            g[i:i + step] = r @ m
-            d[i:i + step] = -(r * r) @ m
+                g[i:i + step] = r @ m
+                d[i:i + step] = -(r * r) @ m
     else:
         g, d = law._stieltjes_pair(v)
     return np.where(low, np.conj(g), g), np.where(low, np.conj(d), d)

@@ -25,7 +25,7 @@ __all__ = ["FixedPointResult", "FixedPointProblem", "iterate", "newton", "edge_n
 
 #: Relative residual ``|w - phi(w, z)| / (1 + |w|)`` at which a solve is converged
 #: (a few ulps of the subordination point).
-FIXED_POINT_RTOL = 1e-13
+FIXED_POINT_RTOL = 1e-15
 #: Most Belinschi-Bercovici iterations per call of :func:`iterate`.
 MAX_ITERATIONS = 400
 #: Most Newton steps per call of :func:`newton`.
@@ -235,8 +235,8 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
             sw = (f * j22 - j12 * d) / det
             sx = (j11 * d - j21 * f) / det
         # keep steps bounded (a tenth of the scale) so a far start cannot jump branches
-        cap = 0.1 * (s + np.abs(xa))
-        big = np.maximum(np.abs(sw), np.abs(sx)) / cap
+        big = np.maximum(np.abs(sw) / (0.1 * (s + np.abs(wa))),
+                         np.abs(sx) / (0.1 * (s + np.abs(xa))))
         fac = np.where(big > 1, 1.0 / np.where(big > 1, big, 1.0), 1.0)
         sw, sx = sw * fac, sx * fac
         bad = ~np.isfinite(sw) | ~np.isfinite(sx)

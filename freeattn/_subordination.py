@@ -1741,6 +1741,11 @@ def free_additive(a, b, *, options=None):
     _check_law(b, "b")
     opts = check_options(options) if options is not None else a.options
     ra, rb = a._r_transform(), b._r_transform()
+    from ._elementary import PointMasses
+    if ra is None and rb is None and isinstance(a, PointMasses) and isinstance(b, PointMasses):
+        # Two discrete laws: analytic subordination, theory eqs. (12.1)-(12.5).
+        from ._analytic import analytic_additive
+        return analytic_additive(a, b, options=opts)
     if ra is None and rb is None:
         ra = numerical_r_transform(a)
     elif ra is None:
