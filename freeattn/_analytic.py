@@ -35,6 +35,8 @@ INSIDE_RTOL = 1e-7
 CONT_START = 1.0
 CONT_FACTOR = 4.0
 CONT_STOP = 1e-15
+#: Bisections of a grid cell holding an edge before the bordered Newton.
+EDGE_BISECTIONS = 20
 #: Complex entries per block of the chunked sum over atoms.
 ATOM_BLOCK = 2 ** 20
 #: An edge where ``|F| = 1/|G|`` at the subordination point is below this
@@ -235,9 +237,14 @@ class AnalyticLaw(SpectralLaw):
     def _support_intervals(self):
         lo, hi = self._bounds
         pad = 1e-3 * self._xscale
-        xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
         if self.multiplicative:
-            xs = xs[xs > 0]
+            if not lo > 0:
+                raise ConvergenceError(
+                    f"the support of {self._describe()} may reach 0 (a hard edge): not "
+                    f"handled by the analytic path")
+            xs = np.geomspace(lo * (1 - 1e-3), hi * (1 + 1e-3), SUPPORT_GRID)
+        else:
+            xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
         w = self._continue(xs, np.zeros(xs.size))
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
@@ -251,13 +258,19 @@ class AnalyticLaw(SpectralLaw):
             raise ConvergenceError(
                 f"the support of {self._describe()} reaches the end of its bounding interval "
                 f"[{lo!r}, {hi!r}] (a hard edge): not handled by the analytic path")
-        starts_w, starts_x, kinds = [], [], []
-        for i in idx:
-            o = i if not inside[i] else i + 1          # the outside point of the cell
-            starts_w.append(w[o].real)
-            starts_x.append(xs[o])
-            kinds.append("lo" if not inside[i] else "hi")
-        res = edge_newton(pr, np.array(starts_w), self._pz(np.array(starts_x)).real)
+        kinds = ["lo" if not inside[i] else "hi" for i in idx]
+        x_out = np.array([xs[i] if not inside[i] else xs[i + 1] for i in idx])
+        x_in = np.array([xs[i + 1] if not inside[i] else xs[i] for i in idx])
+        # bisect each cell (a start for eq. (12.5), not the edge itself)
+        for _ in range(EDGE_BISECTIONS):
+            mid = 0.5 * (x_out + x_in)
+            wm = self._continue(mid, np.zeros(mid.size))
+            ins = np.abs(wm.imag) > INSIDE_RTOL * (pr.scale + np.abs(wm))
+            x_in = np.where(ins, mid, x_in)
+            x_out = np.where(ins, x_out, mid)
+        w_out = self._continue(x_out, np.zeros(x_out.size)).real
+        starts_x = list(x_out)
+        res = edge_newton(pr, w_out, x_out)
         if not res.converged.all():
             k = int(np.argmin(res.converged))
             raise ConvergenceError(

@@ -213,7 +213,14 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
     def system(w, x):
         with np.errstate(all="ignore"):
             p, dp = problem.phi(w.astype(complex), x.astype(complex))
-        return (w - p).real, (1.0 - dp).real
+        f, d = w - p, 1.0 - dp
+        # a real fixed point needs real values: a complex phi means (w, x) left the
+        # domain where the constituents' transforms are real
+        valid = (np.abs(f.imag) <= 1e-8 * (s + np.abs(w))) & np.isfinite(f) & np.isfinite(d)
+        return f.real, d.real, valid
+
+    def merit(f, d, w):
+        return np.abs(f) / (s + np.abs(w)) + np.abs(d)
 
     conv = np.zeros(w.shape, dtype=bool)
     res = np.full(w.shape, np.inf)
@@ -223,35 +230,43 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
         if not act.any():
             break
         wa, xa = w[act], x[act]
-        f, d = system(wa, xa)
+        f, d, _ = system(wa, xa)
         hw = EDGE_FD_STEP * (s + np.abs(wa))
         hx = EDGE_FD_STEP * (s + np.abs(xa))
-        fw, dw = system(wa + hw, xa)
-        fx, dx = system(wa, xa + hx)
+        fw, dw, _ = system(wa + hw, xa)
+        fx, dx, _ = system(wa, xa + hx)
         j11, j12 = (fw - f) / hw, (fx - f) / hx
         j21, j22 = (dw - d) / hw, (dx - d) / hx
         det = j11 * j22 - j12 * j21
         with np.errstate(all="ignore"):
             sw = (f * j22 - j12 * d) / det
             sx = (j11 * d - j21 * f) / det
-        # keep steps bounded (a tenth of the scale) so a far start cannot jump branches
-        big = np.maximum(np.abs(sw) / (0.1 * (s + np.abs(wa))),
-                         np.abs(sx) / (0.1 * (s + np.abs(xa))))
-        fac = np.where(big > 1, 1.0 / np.where(big > 1, big, 1.0), 1.0)
-        sw, sx = sw * fac, sx * fac
         bad = ~np.isfinite(sw) | ~np.isfinite(sx)
         sw[bad] = 0.0
         sx[bad] = 0.0
+        m0 = merit(f, d, wa)
+        lam = np.ones(wa.size)
+        acc = bad.copy()
+        for _ in range(40):
+            todo = ~acc
+            if not todo.any():
+                break
+            wc, xc = wa - lam * sw, xa - lam * sx
+            fc, dc, vc = system(wc, xc)
+            good = todo & vc & (merit(fc, dc, wc) <= 2.0 * m0)
+            acc |= good
+            lam[todo & ~good] *= 0.5
+        lam[~acc] = 0.0
+        sw, sx = lam * sw, lam * sx
         w[act] = wa - sw
         x[act] = xa - sx
-        res[act] = np.abs(f) + np.abs(d)
+        res[act] = m0
         idx = np.flatnonzero(act)
         small = (np.abs(sx) <= EDGE_RTOL * (s + np.abs(xa)) * 16) & (
-            np.abs(sw) <= 1e-9 * (s + np.abs(wa))) | bad
-        conv[idx[small & ~bad]] = True
-        conv[idx[bad]] = False
-        if bad.all():
+            np.abs(sw) <= 1e-9 * (s + np.abs(wa)))
+        conv[idx[small & ~bad & (lam > 0)]] = True
+        if (bad | (lam == 0)).all():
             break
-    f, d = system(w, x)
-    ok = conv & np.isfinite(f) & (np.abs(f) <= 1e-10 * (s + np.abs(w)))
+    f, d, valid = system(w, x)
+    ok = conv & valid & (np.abs(f) <= 1e-10 * (s + np.abs(w))) & (np.abs(d) <= 1e-6)
     return FixedPointResult(np.stack([w, x], axis=1), np.abs(f) + np.abs(d), it, ok)

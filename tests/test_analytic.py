@@ -116,3 +116,27 @@ def test_bad_input_is_a_type_error():
 def test_fixed_point_problem_is_abstract():
     with pytest.raises(NotImplementedError):
         FixedPointProblem().phi(np.zeros(1, complex), np.zeros(1, complex))
+
+
+def test_multiplicative_identity_and_two_atom_population():
+    # eq. (12.4): with b = delta_1 the fixed point is u = 1/z and G = G_a.
+    from freeattn._analytic import analytic_multiplicative
+
+    mp = freeattn.marchenko_pastur(1.0, 0.5)
+    one = analytic_multiplicative(mp, freeattn.point_masses([1.0]))
+    z = np.array([0.3 + 0.2j, 2.0 + 1j, 5.0 + 1e-3j])
+    res = iterate(one._problem, z)
+    assert res.converged.all() and np.max(np.abs(res.value * z - 1.0)) <= 1e-14
+    g = one._problem.cauchy(res.value, z)
+    assert np.max(np.abs(g / mp.stieltjes(z) - 1.0)) <= 1e-13
+    # MP(1, 1/2) ⊠ (two atoms) against the algebraic path (the degree-3 Silverstein
+    # equation, whose edges are roots of its discriminant, theory note 08): edges by
+    # eq. (12.5), G off the axis, mass and mean.
+    pop = freeattn.point_masses([1.0, 3.0], [0.5, 0.5])
+    law = analytic_multiplicative(mp, pop)
+    ref = freeattn.sample_covariance(pop, 0.5)
+    assert np.allclose(law.intervals(), ref.intervals(), rtol=1e-12, atol=0)
+    zz = np.array([0.5 + 0.01j, 3.0 + 1e-6j, 0.05 + 0j])
+    assert np.max(np.abs(law.stieltjes(zz) / ref.stieltjes(zz) - 1.0)) <= 1e-11
+    assert abs(law.total_mass() - 1.0) <= 1e-10
+    assert abs(law.mean() - 2.0) <= 1e-10
