@@ -140,3 +140,11 @@ def test_multiplicative_identity_and_two_atom_population():
     assert np.max(np.abs(law.stieltjes(zz) / ref.stieltjes(zz) - 1.0)) <= 1e-11
     assert abs(law.total_mass() - 1.0) <= 1e-10
     assert abs(law.mean() - 2.0) <= 1e-10
+
+
+def test_marchenko_pastur_hard_edge_stieltjes_raises():
+    # G of MP(1, 1) is (z - sqrt(z^2 - 4z))/(2z) ~ z**(-1/2) at 0: no value there.
+    with pytest.raises(ValueError, match="hard edge"):
+        freeattn.marchenko_pastur(1.0, 1.0).stieltjes(0.0)
+    g = freeattn.marchenko_pastur(1.0, 1.0).stieltjes(-1.0)     # closed form at z = -1
+    assert abs(g - (1.0 - math.sqrt(5.0)) / 2.0) <= 1e-15
