@@ -148,3 +148,53 @@ def test_marchenko_pastur_hard_edge_stieltjes_raises():
         freeattn.marchenko_pastur(1.0, 1.0).stieltjes(0.0)
     g = freeattn.marchenko_pastur(1.0, 1.0).stieltjes(-1.0)     # closed form at z = -1
     assert abs(g - (1.0 - math.sqrt(5.0)) / 2.0) <= 1e-15
+
+
+_REF = None
+
+
+def _ref(case):
+    import json
+    import pathlib
+
+    global _REF
+    if _REF is None:
+        path = pathlib.Path(__file__).parent / "reference" / "analytic_references.json"
+        _REF = json.loads(path.read_text())["cases"]
+    return _REF[case]
+
+
+#: Accuracy against the 40-digit references of tests/reference/make_analytic_references.py
+#: (eqs. (12.1), (12.4), (12.5) solved by mpmath.findroot at 40 digits).
+EDGE_RTOL = 1e-12
+DENSITY_RTOL = 1e-10
+
+
+def _check_against(law, case):
+    ref = _ref(case)
+    edges = np.array([e for iv in law.intervals() for e in iv])
+    ref_edges = np.array([float(e) for e in ref["edges"]])
+    assert edges.shape == ref_edges.shape
+    assert np.max(np.abs(edges - ref_edges) / np.abs(ref_edges).max()) <= EDGE_RTOL
+    x = np.array([float(p[0]) for p in ref["density"]])
+    f = np.array([float(p[1]) for p in ref["density"]])
+    assert np.max(np.abs(law._density(x) / f - 1.0)) <= DENSITY_RTOL
+    assert np.max(np.abs(law.pdf(x) / f - 1.0)) <= DENSITY_RTOL
+
+
+def test_three_band_against_mpmath_reference():
+    a = freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4])
+    b = freeattn.point_masses([0.0, 1.0], [0.5, 0.5])
+    _check_against(freeattn.free_additive(a, b), "three_band")
+
+
+@pytest.mark.slow
+def test_500_atom_population_against_mpmath_reference():
+    # eq. (12.4)-(12.5): sample_covariance of a 500-atom population (> 400 atoms: the
+    # analytic path), against the 40-digit reference.
+    t = np.array([float(v) for v in _ref("population_500")["atoms"]])
+    law = freeattn.sample_covariance(freeattn.point_masses(t, np.full(t.size, 1 / t.size)), 0.5)
+    assert isinstance(law, AnalyticLaw)
+    _check_against(law, "population_500")
+    assert abs(law.total_mass() - 1.0) <= 1e-10
+    assert abs(law.mean() - t.mean()) <= 1e-10 * t.mean()
