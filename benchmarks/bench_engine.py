@@ -54,7 +54,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
-    limit_blas_threads(argv)
+    limit_blas_threads(sys.argv[1:] if argv is None else argv)
     c = time_eigvals_baseline(quick=args.quick)["min"]
     print(f"C = {c * 1e3:.3f} ms")
     for name, build in cases(args.quick):
