@@ -1,4 +1,4 @@
-"""Speed of the analytic subordination path (theory section 12): a new law + pdf on 2000 points.
+"""Speed of the analytic subordination path (theory section 14): a new law + pdf on 2000 points.
 
 Run ``python benchmarks/bench_engine.py`` (``--quick``: one timing each, the
 smallest population only).  Every time is a ratio to C, the batched LAPACK

@@ -1,11 +1,11 @@
-"""Free convolutions of arbitrary laws by analytic subordination (theory section 12).
+"""Free convolutions of arbitrary laws by analytic subordination (theory section 14).
 
 For any two laws whose Cauchy transforms are computable off the real axis,
 ``a ⊞ b`` and ``a ⊠ b`` are solved by the fixed-point problems of theory
-eqs. (12.1)-(12.4) (Belinschi & Bercovici 2007): the iteration reaches the
+eqs. (14.1)-(14.4) (Belinschi & Bercovici 2007): the iteration reaches the
 branch from any start, Newton polishes it, and continuation in ``Im z`` brings
 it to the real axis.  Edges are the real points where the fixed-point map's
-Jacobian is singular (eq. (12.5)), found by bordered Newton; discrete laws with
+Jacobian is singular (eq. (14.5)), found by bordered Newton; discrete laws with
 many atoms are evaluated by a chunked sum over the atoms (cost linear in
 their number).
 """
@@ -27,7 +27,7 @@ __all__ = ["AnalyticLaw", "analytic_additive", "analytic_multiplicative"]
 SUPPORT_GRID = 1200
 #: ``Im w`` relative to ``|w| + scale`` above which a real point is taken as
 #: inside the support to start the edge solve (a start, never the answer: the
-#: edge itself solves eq. (12.5)).
+#: edge itself solves eq. (14.5)).
 INSIDE_RTOL = 1e-7
 #: The continuation ``z = x + i y`` starts at ``y = CONT_START * scale`` and
 #: divides ``y`` by ``CONT_FACTOR`` until ``y < CONT_STOP * scale``, then solves at
@@ -84,7 +84,7 @@ def _reciprocal_pair(law, u):
 
 
 class _Additive(FixedPointProblem):
-    """``w1 = z + h_b(z + h_a(w1))``, ``h(u) = 1/G(u) - u`` (theory eq. (12.1))."""
+    """``w1 = z + h_b(z + h_a(w1))``, ``h(u) = 1/G(u) - u`` (theory eq. (14.1))."""
 
     sign = 1
 
@@ -108,7 +108,7 @@ class _Additive(FixedPointProblem):
 
 
 class _Multiplicative(FixedPointProblem):
-    """``w1 = u k_b(u k_a(w1))``, ``u = 1/z``, ``k(w) = 1/w - F(1/w)`` (theory eq. (12.4))."""
+    """``w1 = u k_b(u k_a(w1))``, ``u = 1/z``, ``k(w) = 1/w - F(1/w)`` (theory eq. (14.4))."""
 
     sign = -1
 
@@ -135,7 +135,7 @@ class _Multiplicative(FixedPointProblem):
 
 
 class AnalyticLaw(SpectralLaw):
-    """``a ⊞ b`` or ``a ⊠ b`` of any two laws by analytic subordination (theory section 12).
+    """``a ⊞ b`` or ``a ⊠ b`` of any two laws by analytic subordination (theory section 14).
 
     Build it with :func:`analytic_additive` or :func:`analytic_multiplicative`.
     Every :class:`SpectralLaw` method works.
@@ -221,7 +221,7 @@ class AnalyticLaw(SpectralLaw):
             k = int(np.argmax(bad))
             raise ConvergenceError(
                 f"subordination solve at z={complex(z[k])!r}: residual {r.residual[k]:.3e} "
-                f"> {tol[k]:.1e} after {r.iterations} Newton steps (theory eq. (12.3))",
+                f"> {tol[k]:.1e} after {r.iterations} Newton steps (theory eq. (14.3))",
                 point=complex(z[k]), residual=float(r.residual[k]), tolerance=float(tol[k]),
                 iterations=r.iterations)
         return w
@@ -261,7 +261,7 @@ class AnalyticLaw(SpectralLaw):
         kinds = ["lo" if not inside[i] else "hi" for i in idx]
         x_out = np.array([xs[i] if not inside[i] else xs[i + 1] for i in idx])
         x_in = np.array([xs[i + 1] if not inside[i] else xs[i] for i in idx])
-        # bisect each cell (a start for eq. (12.5), not the edge itself)
+        # bisect each cell (a start for eq. (14.5), not the edge itself)
         for _ in range(EDGE_BISECTIONS):
             mid = 0.5 * (x_out + x_in)
             wm = self._continue(mid, np.zeros(mid.size))
@@ -275,7 +275,7 @@ class AnalyticLaw(SpectralLaw):
             k = int(np.argmin(res.converged))
             raise ConvergenceError(
                 f"edge of {self._describe()} near x={starts_x[k]!r}: bordered Newton "
-                f"(theory eq. (12.5)) did not converge, residual {res.residual[k]:.3e}",
+                f"(theory eq. (14.5)) did not converge, residual {res.residual[k]:.3e}",
                 point=starts_x[k], residual=float(res.residual[k]))
         wx = res.value
         xe = wx[:, 1]
@@ -324,7 +324,7 @@ def _check(law, name):
 
 
 def analytic_additive(a, b, *, options=None):
-    """``a ⊞ b`` of any two laws by analytic subordination (theory eqs. (12.1)-(12.3)).
+    """``a ⊞ b`` of any two laws by analytic subordination (theory eqs. (14.1)-(14.3)).
 
     Parameters
     ----------
@@ -350,7 +350,7 @@ def analytic_additive(a, b, *, options=None):
 
 
 def analytic_multiplicative(a, b, *, options=None):
-    """``a ⊠ b`` of two laws on ``[0, oo)`` by analytic subordination (theory eq. (12.4)).
+    """``a ⊠ b`` of two laws on ``[0, oo)`` by analytic subordination (theory eq. (14.4)).
 
     Parameters
     ----------

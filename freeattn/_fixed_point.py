@@ -1,7 +1,7 @@
 """Fixed-point problems of analytic subordination and their strategies.
 
 A :class:`FixedPointProblem` is the subordination equation ``w = phi(w, z)``
-of one free convolution (theory eqs. (12.1)-(12.4)), vectorized over points
+of one free convolution (theory eqs. (14.1)-(14.4)), vectorized over points
 ``z``.  Three strategies solve it:
 
 * :func:`iterate` -- the Belinschi-Bercovici iteration ``w <- phi(w, z)``,
@@ -10,7 +10,7 @@ of one free convolution (theory eqs. (12.1)-(12.4)), vectorized over points
 * :func:`newton` -- Newton on ``w - phi(w, z) = 0`` to polish to rounding,
   damped so that ``w`` never leaves its half-plane;
 * :func:`edge_newton` -- bordered Newton on the real system
-  ``w = phi(w, x)``, ``1 = d phi/d w`` (theory eq. (12.5)): the edges of the
+  ``w = phi(w, x)``, ``1 = d phi/d w`` (theory eq. (14.5)): the edges of the
   support are where the Jacobian of the fixed-point map is singular.
 
 Each returns a :class:`FixedPointResult` (value, residual, iterations,
@@ -97,7 +97,7 @@ def _tol(problem, w):
 
 
 def iterate(problem, z, w0=None, max_iterations=MAX_ITERATIONS):
-    """Belinschi-Bercovici iteration ``w <- phi(w, z)`` (theory eq. (12.2)).
+    """Belinschi-Bercovici iteration ``w <- phi(w, z)`` (theory eq. (14.2)).
 
     Parameters
     ----------
@@ -130,7 +130,7 @@ def iterate(problem, z, w0=None, max_iterations=MAX_ITERATIONS):
 
 
 def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS):
-    """Damped Newton on ``w - phi(w, z) = 0`` (theory eq. (12.3)).
+    """Damped Newton on ``w - phi(w, z) = 0`` (theory eq. (14.3)).
 
     A step that would take ``w`` into the wrong half-plane, or increase the
     residual, is halved (up to 30 times).
@@ -191,7 +191,7 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS):
 
 def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
     """Bordered Newton for an edge: real ``(w, x)`` with ``w = phi(w, x)`` and
-    ``d phi/d w (w, x) = 1`` (theory eq. (12.5)).
+    ``d phi/d w (w, x) = 1`` (theory eq. (14.5)).
 
     Parameters
     ----------

@@ -1643,7 +1643,7 @@ class SubordinationLaw(SpectralLaw):
 # --------------------------------------------------------------------------- #
 
 #: Point-mass populations with more atoms than this go to the analytic path of
-#: theory section 12 (the algebraic tower costs 4.9 s at 400 atoms and fails at
+#: theory section 14 (the algebraic tower costs 4.9 s at 400 atoms and fails at
 #: 1000); at most this many keep the algebraic path, which the tests check.
 ANALYTIC_MIN_ATOMS = 400
 
@@ -1715,7 +1715,7 @@ def sample_covariance(population, ratio, *, options=None):
     if isinstance(population, PointMasses) and population.values.size > ANALYTIC_MIN_ATOMS \
             and population.values.min() > 0:
         # Many atoms: the algebraic tower has degree ~ atoms; analytic subordination
-        # (theory eqs. (12.4)-(12.5)) costs linear in them.
+        # (theory eqs. (14.4)-(14.5)) costs linear in them.
         from ._analytic import analytic_multiplicative
         return analytic_multiplicative(marchenko_pastur(1.0, ratio), population,
                                        options=None if options is None else
@@ -1758,7 +1758,7 @@ def free_additive(a, b, *, options=None):
     ra, rb = a._r_transform(), b._r_transform()
     from ._elementary import PointMasses
     if ra is None and rb is None and isinstance(a, PointMasses) and isinstance(b, PointMasses):
-        # Two discrete laws: analytic subordination, theory eqs. (12.1)-(12.5).
+        # Two discrete laws: analytic subordination, theory eqs. (14.1)-(14.5).
         from ._analytic import analytic_additive
         return analytic_additive(a, b, options=opts)
     if ra is None and rb is None:

@@ -1,4 +1,4 @@
-"""Analytic subordination engine (theory section 12, freeattn/_analytic.py)."""
+"""Analytic subordination engine (theory section 14, freeattn/_analytic.py)."""
 
 import math
 
@@ -11,7 +11,7 @@ from freeattn._analytic import AnalyticLaw, analytic_additive
 from freeattn._fixed_point import FixedPointProblem, edge_newton, iterate, newton
 
 BER = freeattn.point_masses([-1.0, 1.0], [0.5, 0.5])
-#: Closed form (theory section 12.5): Bernoulli ⊞ Bernoulli is the arcsine law on
+#: Closed form (theory section 14.5): Bernoulli ⊞ Bernoulli is the arcsine law on
 #: [-2, 2], density 1/(pi sqrt(4 - x^2)), G(z) = 1/sqrt(z^2 - 4).
 ARCSINE_RTOL = 1e-10
 
@@ -24,14 +24,14 @@ def test_arcsine_is_an_analytic_law_with_exact_edges():
     law = _arcsine()
     assert isinstance(law, AnalyticLaw)
     (lo, hi), = law.intervals()
-    # closed form: the support is [-2, 2]; the bordered Newton of eq. (12.5)
+    # closed form: the support is [-2, 2]; the bordered Newton of eq. (14.5)
     assert abs(lo + 2.0) <= 1e-12 and abs(hi - 2.0) <= 1e-12
     iv = law.interval_details()[0]
     assert float(iv.lo_exponent) == -0.5 and float(iv.hi_exponent) == -0.5
 
 
 def test_arcsine_density_and_stieltjes_closed_form():
-    # eq. (12.1) solved by eq. (12.2) then eq. (12.3), against the closed form.
+    # eq. (14.1) solved by eq. (14.2) then eq. (14.3), against the closed form.
     law = _arcsine()
     x = np.linspace(-1.99, 1.99, 41)
     exact = 1.0 / (math.pi * np.sqrt(4.0 - x ** 2))
@@ -45,7 +45,7 @@ def test_arcsine_density_and_stieltjes_closed_form():
 
 
 def test_iteration_converges_from_any_start():
-    # eq. (12.2): the Belinschi-Bercovici iteration from far starts reaches the
+    # eq. (14.2): the Belinschi-Bercovici iteration from far starts reaches the
     # closed-form subordination point (z - sqrt(z^2-4))... the root with Im >= Im z.
     law = _arcsine()
     z = np.full(4, 0.3 + 0.5j)
@@ -58,7 +58,7 @@ def test_iteration_converges_from_any_start():
 
 
 def test_newton_polishes_to_rounding():
-    # eq. (12.3): Newton from a rough start converges to residual at rounding.
+    # eq. (14.3): Newton from a rough start converges to residual at rounding.
     law = _arcsine()
     z = np.array([0.7 + 1e-3j, -1.5 + 1e-6j])
     root = (z + np.sqrt(z - 2) * np.sqrt(z + 2)) / 2
@@ -67,7 +67,7 @@ def test_newton_polishes_to_rounding():
 
 
 def _mp_edge(a, b, w, x):
-    """Independent 40-digit solve of eq. (12.5) for two discrete laws."""
+    """Independent 40-digit solve of eq. (14.5) for two discrete laws."""
     mpmath.mp.dps = 40
 
     def h(law, u):
@@ -86,7 +86,7 @@ def _mp_edge(a, b, w, x):
 
 
 def test_three_band_discrete_sum_edges():
-    # The silent-wrong-support case: three bands, edges from eq. (12.5), checked
+    # The silent-wrong-support case: three bands, edges from eq. (14.5), checked
     # by an independent 40-digit mpmath solve of the same fold condition started
     # from the float edge, and the mass/moments against the exact ones.
     a = freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4])
@@ -119,7 +119,7 @@ def test_fixed_point_problem_is_abstract():
 
 
 def test_multiplicative_identity_and_two_atom_population():
-    # eq. (12.4): with b = delta_1 the fixed point is u = 1/z and G = G_a.
+    # eq. (14.4): with b = delta_1 the fixed point is u = 1/z and G = G_a.
     from freeattn._analytic import analytic_multiplicative
 
     mp = freeattn.marchenko_pastur(1.0, 0.5)
@@ -131,7 +131,7 @@ def test_multiplicative_identity_and_two_atom_population():
     assert np.max(np.abs(g / mp.stieltjes(z) - 1.0)) <= 1e-13
     # MP(1, 1/2) ⊠ (two atoms) against the algebraic path (the degree-3 Silverstein
     # equation, whose edges are roots of its discriminant, theory note 08): edges by
-    # eq. (12.5), G off the axis, mass and mean.
+    # eq. (14.5), G off the axis, mass and mean.
     pop = freeattn.point_masses([1.0, 3.0], [0.5, 0.5])
     law = analytic_multiplicative(mp, pop)
     ref = freeattn.sample_covariance(pop, 0.5)
@@ -165,7 +165,7 @@ def _ref(case):
 
 
 #: Accuracy against the 40-digit references of tests/reference/make_analytic_references.py
-#: (eqs. (12.1), (12.4), (12.5) solved by mpmath.findroot at 40 digits).
+#: (eqs. (14.1), (14.4), (14.5) solved by mpmath.findroot at 40 digits).
 EDGE_RTOL = 1e-12
 DENSITY_RTOL = 1e-10
 
@@ -191,7 +191,7 @@ def test_three_band_against_mpmath_reference():
 
 @pytest.mark.slow
 def test_500_atom_population_against_mpmath_reference():
-    # eq. (12.4)-(12.5): sample_covariance of a 500-atom population (> 400 atoms: the
+    # eq. (14.4)-(14.5): sample_covariance of a 500-atom population (> 400 atoms: the
     # analytic path), against the 40-digit reference.
     t = np.array([float(v) for v in _ref("population_500")["atoms"]])
     law = freeattn.sample_covariance(freeattn.point_masses(t, np.full(t.size, 1 / t.size)), 0.5)

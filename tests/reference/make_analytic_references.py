@@ -1,4 +1,4 @@
-"""40-digit references for the analytic subordination path (theory section 12).
+"""40-digit references for the analytic subordination path (theory section 14).
 
 Run from the repository root:
 
@@ -6,8 +6,8 @@ Run from the repository root:
 
 It writes ``tests/reference/analytic_references.json``: for each case the edges
 of every band (the real solutions ``(w, x)`` of the fold condition, theory
-eq. (12.5)) and the density ``-Im G(x + i0)/pi`` at the midpoint and the
-quarter points of every band (the complex solution of eq. (12.1) or (12.4)),
+eq. (14.5)) and the density ``-Im G(x + i0)/pi`` at the midpoint and the
+quarter points of every band (the complex solution of eq. (14.1) or (14.4)),
 as decimal strings with ``DPS`` = 40 digits of working precision.
 
 Method: each equation is solved by ``mpmath.findroot`` at ``DPS`` digits with
