@@ -345,6 +345,20 @@ class MarchenkoPastur(SpectralLaw):
             out[x == 0.0] = np.inf
         return out
 
+    def stieltjes(self, z):
+        """Cauchy-Stieltjes transform (see :meth:`SpectralLaw.stieltjes`).
+
+        Raises
+        ------
+        ValueError
+            Also when ``ratio == 1`` and ``z = 0``: the hard edge, where ``G``
+            diverges like ``z**(-1/2)`` (as at an atom, no finite value exists).
+        """
+        if self.ratio == 1.0 and np.any(np.asarray(z) == 0):
+            raise ValueError("z = 0 is the hard edge of a Marchenko-Pastur law with ratio 1, "
+                             "where G diverges; evaluate at z != 0")
+        return super().stieltjes(z)
+
     def _stieltjes_exact(self, z):
         v, c = self.variance, self.ratio
         lo, hi = self._lo, self._hi

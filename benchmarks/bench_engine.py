@@ -1,0 +1,71 @@
+"""Speed of the analytic subordination path (theory section 14): a new law + pdf on 2000 points.
+
+Run ``python benchmarks/bench_engine.py`` (``--quick``: one timing each, the
+smallest population only).  Every time is a ratio to C, the batched LAPACK
+``eigvals`` of 10^4 companion 3 x 3 matrices (``_common.time_eigvals_baseline``),
+timed in the same run right before the cases:
+
+* ``free_additive(Bernoulli, Bernoulli)`` (the arcsine law), target <= 2 C;
+* the three-band ``free_additive`` of two discrete laws;
+* ``sample_covariance(point_masses(t, 1/k), 0.5)`` with ``t`` chi-square(3) draws
+  (``numpy.random.default_rng(1)``), k = 500 and 1000 (> 400 atoms: the
+  analytic path), target <= 10 C at k = 500 and cost linear in k.
+
+Each case builds a new law (cold: perturbed by ``_common.cold_value``) and
+evaluates ``pdf`` on 2000 points spanning its support.
+"""
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from _common import cold_value, limit_blas_threads, time_eigvals_baseline
+
+
+def cases(quick):
+    import freeattn as fa
+
+    def arcsine():
+        ber = fa.point_masses([-1.0, 1.0], [0.5, 0.5])
+        return fa.free_additive(fa.point_masses([-cold_value(1.0), 1.0], [0.5, 0.5]), ber)
+
+    def three():
+        return fa.free_additive(fa.point_masses([-1.0, 0.0, cold_value(2.0)], [0.3, 0.3, 0.4]),
+                                fa.point_masses([0.0, 1.0], [0.5, 0.5]))
+
+    def population(n):
+        t = np.random.default_rng(1).chisquare(3, n)
+
+        def build():
+            return fa.sample_covariance(fa.point_masses(t * cold_value(1.0),
+                                                        np.full(n, 1.0 / n)), 0.5)
+        return build
+
+    out = [("Bernoulli ⊞ Bernoulli (arcsine)", arcsine), ("three-band discrete ⊞", three),
+           ("population, 500 atoms", population(500))]
+    if not quick:
+        out.append(("population, 1000 atoms", population(1000)))
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    limit_blas_threads(sys.argv[1:] if argv is None else argv)
+    c = time_eigvals_baseline(quick=args.quick)["min"]
+    print(f"C = {c * 1e3:.3f} ms")
+    for name, build in cases(args.quick):
+        t0 = time.perf_counter()
+        law = build()
+        lo, hi = law.support()
+        law.pdf(np.linspace(lo, hi, 2000))
+        dt = time.perf_counter() - t0
+        print(f"{name:34s} {dt:9.3f} s  {dt / c:10.1f} C  bands {len(law.intervals())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""Analytic subordination engine (theory section 14, freeattn/compose/_analytic.py)."""
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn.compose._analytic import AnalyticLaw, analytic_additive
+from freeattn.compose._fixed_point import FixedPointProblem, edge_newton, iterate, newton
+
+BER = freeattn.point_masses([-1.0, 1.0], [0.5, 0.5])
+#: Closed form (theory section 14.5): Bernoulli ⊞ Bernoulli is the arcsine law on
+#: [-2, 2], density 1/(pi sqrt(4 - x^2)), G(z) = 1/sqrt(z^2 - 4).
+ARCSINE_RTOL = 1e-10
+
+
+def _arcsine():
+    return freeattn.free_additive(BER, BER)
+
+
+def test_arcsine_is_an_analytic_law_with_exact_edges():
+    law = _arcsine()
+    assert isinstance(law, AnalyticLaw)
+    (lo, hi), = law.intervals()
+    # closed form: the support is [-2, 2]; the bordered Newton of eq. (14.5)
+    assert abs(lo + 2.0) <= 1e-12 and abs(hi - 2.0) <= 1e-12
+    iv = law.interval_details()[0]
+    assert float(iv.lo_exponent) == -0.5 and float(iv.hi_exponent) == -0.5
+
+
+def test_arcsine_density_and_stieltjes_closed_form():
+    # eq. (14.1) solved by eq. (14.2) then eq. (14.3), against the closed form.
+    law = _arcsine()
+    x = np.linspace(-1.99, 1.99, 41)
+    exact = 1.0 / (math.pi * np.sqrt(4.0 - x ** 2))
+    direct = law._density(x)
+    assert np.max(np.abs(direct / exact - 1.0)) <= ARCSINE_RTOL
+    z = np.array([1j, 0.5 + 0.1j, -3.0 + 2j, 3.0 + 0j])
+    g_exact = 1.0 / (np.sqrt(z - 2.0) * np.sqrt(z + 2.0))
+    assert np.max(np.abs(law.stieltjes(z) / g_exact - 1.0)) <= 1e-12
+    assert abs(law.total_mass() - 1.0) <= 1e-10
+    assert abs(law.var() - 2.0) <= 1e-10                     # variances add
+
+
+def test_iteration_converges_from_any_start():
+    # eq. (14.2): the Belinschi-Bercovici iteration from far starts reaches the
+    # closed-form subordination point (z - sqrt(z^2-4))... the root with Im >= Im z.
+    law = _arcsine()
+    z = np.full(4, 0.3 + 0.5j)
+    w0 = np.array([1j, 100j, 5.0 + 0.01j, -40.0 + 3j])
+    res = iterate(law._problem, z, w0)
+    assert res.converged.all()
+    root = (z + np.sqrt(z - 2) * np.sqrt(z + 2)) / 2
+    root = np.where(root.imag >= z.imag, root, z - root)
+    assert np.max(np.abs(res.value - root)) <= 1e-12
+
+
+def test_newton_polishes_to_rounding():
+    # eq. (14.3): Newton from a rough start converges to residual at rounding.
+    law = _arcsine()
+    z = np.array([0.7 + 1e-3j, -1.5 + 1e-6j])
+    root = (z + np.sqrt(z - 2) * np.sqrt(z + 2)) / 2
+    res = newton(law._problem, z, root * (1 + 1e-3))
+    assert res.converged.all() and np.max(np.abs(res.value - root)) <= 1e-13
+
+
+def _mp_edge(a, b, w, x):
+    """Independent 40-digit solve of eq. (14.5) for two discrete laws."""
+    mpmath.mp.dps = 40
+
+    def h(law, u):
+        g = mpmath.fsum(mpmath.mpf(float(m)) / (u - mpmath.mpf(float(t)))
+                        for t, m in zip(law.values, law.weights))
+        return 1 / g - u
+
+    def phi(w, x):
+        return x + h(b, x + h(a, w))
+
+    def eqs(w, x):
+        return [w - phi(w, x), 1 - mpmath.diff(lambda v: phi(v, x), w)]
+
+    sol = mpmath.findroot(eqs, (mpmath.mpf(w), mpmath.mpf(x)))
+    return float(sol[1])
+
+
+def test_three_band_discrete_sum_edges():
+    # The silent-wrong-support case: three bands, edges from eq. (14.5), checked
+    # by an independent 40-digit mpmath solve of the same fold condition started
+    # from the float edge, and the mass/moments against the exact ones.
+    a = freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4])
+    b = freeattn.point_masses([0.0, 1.0], [0.5, 0.5])
+    law = freeattn.free_additive(a, b)
+    ivs = law.intervals()
+    assert len(ivs) == 3
+    ws = np.array([ivs[0][0], ivs[0][1], ivs[1][0], ivs[1][1], ivs[2][0], ivs[2][1]])
+    # the subordination point at each edge from the real continuation just outside
+    for e in ws:
+        side = -1 if e in (ivs[0][0], ivs[1][0], ivs[2][0]) else 1
+        xo = e + side * 1e-4
+        w = law._continue(np.array([xo]), np.zeros(1))[0].real
+        res = edge_newton(law._problem, np.array([w]), np.array([xo]))
+        ref = _mp_edge(a, b, res.value[0, 0], res.value[0, 1])
+        assert abs(e - ref) <= 1e-12 * 3
+    assert abs(law.total_mass() - 1.0) <= 1e-10
+    m1 = 0.3 * -1 + 0.4 * 2 + 0.5
+    assert abs(law.mean() - m1) <= 1e-10
+
+
+def test_bad_input_is_a_type_error():
+    with pytest.raises(TypeError, match="a must be a freeattn law"):
+        analytic_additive(1.0, BER)
+
+
+def test_fixed_point_problem_is_abstract():
+    with pytest.raises(NotImplementedError):
+        FixedPointProblem().phi(np.zeros(1, complex), np.zeros(1, complex))
+
+
+def test_multiplicative_identity_and_two_atom_population():
+    # eq. (14.4): with b = delta_1 the fixed point is u = 1/z and G = G_a.
+    from freeattn.compose._analytic import analytic_multiplicative
+
+    mp = freeattn.marchenko_pastur(1.0, 0.5)
+    one = analytic_multiplicative(mp, freeattn.point_masses([1.0]))
+    z = np.array([0.3 + 0.2j, 2.0 + 1j, 5.0 + 1e-3j])
+    res = iterate(one._problem, z)
+    assert res.converged.all() and np.max(np.abs(res.value * z - 1.0)) <= 1e-14
+    g = one._problem.cauchy(res.value, z)
+    assert np.max(np.abs(g / mp.stieltjes(z) - 1.0)) <= 1e-13
+    # MP(1, 1/2) ⊠ (two atoms) against the algebraic path (the degree-3 Silverstein
+    # equation, whose edges are roots of its discriminant, theory note 08): edges by
+    # eq. (14.5), G off the axis, mass and mean.
+    pop = freeattn.point_masses([1.0, 3.0], [0.5, 0.5])
+    law = analytic_multiplicative(mp, pop)
+    ref = freeattn.sample_covariance(pop, 0.5)
+    assert np.allclose(law.intervals(), ref.intervals(), rtol=1e-12, atol=0)
+    zz = np.array([0.5 + 0.01j, 3.0 + 1e-6j, 0.05 + 0j])
+    assert np.max(np.abs(law.stieltjes(zz) / ref.stieltjes(zz) - 1.0)) <= 1e-11
+    assert abs(law.total_mass() - 1.0) <= 1e-10
+    assert abs(law.mean() - 2.0) <= 1e-10
+
+
+def test_marchenko_pastur_hard_edge_stieltjes_raises():
+    # G of MP(1, 1) is (z - sqrt(z^2 - 4z))/(2z) ~ z**(-1/2) at 0: no value there.
+    with pytest.raises(ValueError, match="hard edge"):
+        freeattn.marchenko_pastur(1.0, 1.0).stieltjes(0.0)
+    g = freeattn.marchenko_pastur(1.0, 1.0).stieltjes(-1.0)     # closed form at z = -1
+    assert abs(g - (1.0 - math.sqrt(5.0)) / 2.0) <= 1e-15
+
+
+_REF = None
+
+
+def _ref(case):
+    import json
+    import pathlib
+
+    global _REF
+    if _REF is None:
+        path = pathlib.Path(__file__).parent / "reference" / "analytic_references.json"
+        _REF = json.loads(path.read_text())["cases"]
+    return _REF[case]
+
+
+#: Accuracy against the 40-digit references of tests/reference/make_analytic_references.py
+#: (eqs. (14.1), (14.4), (14.5) solved by mpmath.findroot at 40 digits).
+EDGE_RTOL = 1e-12
+DENSITY_RTOL = 1e-10
+
+
+def _check_against(law, case, representation=True):
+    ref = _ref(case)
+    edges = np.array([e for iv in law.intervals() for e in iv])
+    ref_edges = np.array([float(e) for e in ref["edges"]])
+    assert edges.shape == ref_edges.shape
+    assert np.max(np.abs(edges - ref_edges) / np.abs(ref_edges).max()) <= EDGE_RTOL
+    x = np.array([float(p[0]) for p in ref["density"]])
+    f = np.array([float(p[1]) for p in ref["density"]])
+    assert np.max(np.abs(law._density(x) / f - 1.0)) <= DENSITY_RTOL
+    if representation:
+        assert np.max(np.abs(law.pdf(x) / f - 1.0)) <= DENSITY_RTOL
+
+
+def test_three_band_against_mpmath_reference():
+    a = freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4])
+    b = freeattn.point_masses([0.0, 1.0], [0.5, 0.5])
+    _check_against(freeattn.free_additive(a, b), "three_band")
+
+
+@pytest.mark.slow
+def test_500_atom_population_against_mpmath_reference():
+    # eq. (14.4)-(14.5): sample_covariance of a 500-atom population (> 400 atoms: the
+    # analytic path), against the 40-digit reference.
+    t = np.array([float(v) for v in _ref("population_500")["atoms"]])
+    law = freeattn.sample_covariance(freeattn.point_masses(t, np.full(t.size, 1 / t.size)), 0.5)
+    assert isinstance(law, AnalyticLaw)
+    # the density solve itself (the piecewise-Chebyshev representation, ~20 s more,
+    # is checked on the three-band case)
+    _check_against(law, "population_500", representation=False)
+    assert abs(law.mean() - t.mean()) <= 1e-10 * t.mean()
+
+
+@pytest.mark.slow
+def test_random_discrete_sums_solve_or_raise_convergence_error():
+    # A small hypothesis campaign over free sums of two random discrete laws
+    # (2-3 atoms each, weights bounded away from 0): each either solves -- unit mass,
+    # a non-negative density, mean and variance adding (free cumulants of order 1, 2)
+    # -- or raises ConvergenceError; never another exception.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    atoms = st.lists(st.tuples(st.floats(-3, 3), st.floats(0.15, 1.0)), min_size=2,
+                     max_size=3, unique_by=lambda p: round(p[0], 1))
+
+    solved = []
+
+    @settings(max_examples=6, deadline=None, derandomize=True)
+    @given(atoms, atoms)
+    def check(pa, pb):
+        def law(p):
+            v = np.array([q[0] for q in p])
+            w = np.array([q[1] for q in p])
+            return freeattn.point_masses(v, w / w.sum())
+        a, b = law(pa), law(pb)
+        try:
+            c = freeattn.free_additive(a, b)
+            mass = c.total_mass()
+            x = np.linspace(*c.support(), 50)
+            dens = c.pdf(x)
+        except freeattn.ConvergenceError:
+            return
+        assert abs(mass - 1.0) <= 1e-9
+        assert np.all(dens >= 0)
+        assert abs(c.mean() - a.mean() - b.mean()) <= 1e-9 * (1 + abs(a.mean()) + abs(b.mean()))
+        assert abs(c.var() - a.var() - b.var()) <= 1e-8 * (1 + a.var() + b.var())
+        solved.append(len(c.intervals()))
+
+    check()
+    print("solved", len(solved), "bands", solved)
+    assert solved                      # the campaign is not vacuous
