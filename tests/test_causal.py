@@ -796,9 +796,11 @@ def test_cli_causal_command_every_format(fmt, capsys):
         assert data["squared_edge"] == pytest.approx(edge, rel=1e-15)
         assert data["m1"] == pytest.approx(m1, rel=1e-15)
     elif fmt == "csv":
-        header, row = out.strip().splitlines()[:2]
-        data = dict(zip(header.split(","), row.split(",")))
-        assert float(data["squared_edge"]) == pytest.approx(edge, rel=1e-15)
-        assert float(data["m1"]) == pytest.approx(m1, rel=1e-15)
+        # csv is the density/CDF table (as for every law command): its last
+        # point is the upper edge, where the CDF reaches 1.
+        lines = out.strip().splitlines()
+        assert lines[0] == "x,pdf,cdf"
+        x, _, cdf = (float(v) for v in lines[-1].split(","))
+        assert x == pytest.approx(edge, rel=1e-15) and cdf == pytest.approx(1.0, abs=1e-14)
     else:
         assert f"{edge:.8g}" in out and f"{m1:.8g}" in out
