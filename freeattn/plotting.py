@@ -952,11 +952,30 @@ def figure_multihead(beta=1.0, n=600, draws=4, *, heads=4, gamma_k=0.5, gamma_v=
 # registry, saving
 
 
+def _finite_width_cell(task):
+    """The three distances of :func:`figure_finite_width` at one ``(beta, d)`` (picklable)."""
+    from scipy.stats import ks_2samp, kstest
+
+    fa = _library()
+    n, d, beta, draws, seeds = task
+    seeds = iter(seeds)
+
+    def attention():
+        return np.concatenate([fa.squared_singular_values(
+            np.sqrt(n) * (fa.sample_attention(n, d, beta, rng=next(seeds)) - 1.0 / n))
+            for _ in range(draws)])
+
+    att = attention()
+    paper = kstest(att, fa.attention_law(beta, d / n).squared().cdf).statistic
+    law = fa.finite_width_law(beta, n=n, d=d, draws=draws, rng=next(seeds))
+    return paper, ks_2samp(att, law.values).statistic, ks_2samp(att, attention()).statistic
+
+
 @gallery_figure(8, "finite-width", "Kolmogorov distance to softmax attention against the head width d: the paper's law and the harmonic Gaussian equivalent",
                 defaults={"n": FINITE_WIDTH_N, "draws": FINITE_WIDTH_DRAWS, "seed": GALLERY_SEED},
                 size_argument="n")
 def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws=2, *,
-                        rng=None):
+                        rng=None, executor=None):
     """Kolmogorov distance to softmax attention against the head width ``d`` at fixed ``n``.
 
     For each ``beta`` and ``d``: the one-sample KS of the pooled squared
@@ -978,6 +997,9 @@ def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws
         Draws pooled per estimate.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Seed of all draws.
+    executor : concurrent.futures.Executor, optional
+        Runs the ``(beta, d)`` points (its ``map``); by default one after the
+        other in this process.  The result does not depend on it.
 
     Returns
     -------
@@ -989,27 +1011,17 @@ def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws
     >>> fig.axes[0].get_xlabel()
     'head width d'
     """
-    from scipy.stats import ks_2samp, kstest
-
-    fa = _library()
-    seeds = iter(np.random.default_rng(rng).spawn(3 * len(betas) * len(widths) * (draws + 1)))
-
-    def attention(d, beta):
-        return np.concatenate([fa.squared_singular_values(
-            np.sqrt(n) * (fa.sample_attention(n, d, beta, rng=next(seeds)) - 1.0 / n))
-            for _ in range(draws)])
+    seeds = iter(np.random.default_rng(rng).spawn(len(betas) * len(widths) * (2 * draws + 1)))
+    tasks = [(n, d, beta, draws, [next(seeds) for _ in range(2 * draws + 1)])
+             for beta in betas for d in widths]
+    cells = list((executor.map if executor is not None else map)(_finite_width_cell, tasks))
 
     fig = _figure((6.4, 4.6))
     ax = fig.add_subplot(1, 1, 1)
     for i, beta in enumerate(betas):
         colour = _MODEL_COLOURS[i % len(_MODEL_COLOURS)]
-        paper, harmonic, floor = [], [], []
-        for d in widths:
-            att = attention(d, beta)
-            paper.append(kstest(att, fa.attention_law(beta, d / n).squared().cdf).statistic)
-            law = fa.finite_width_law(beta, n=n, d=d, draws=draws, rng=next(seeds))
-            harmonic.append(ks_2samp(att, law.values).statistic)
-            floor.append(ks_2samp(att, attention(d, beta)).statistic)
+        rows = cells[i * len(widths):(i + 1) * len(widths)]
+        paper, harmonic, floor = ([row[k] for row in rows] for k in range(3))
         ax.plot(widths, paper, "o--", color=colour, label=rf"paper's law, $\beta$ = {beta:g}")
         ax.plot(widths, harmonic, "s-", color=colour,
                 label=rf"harmonic equivalent (15.8), $\beta$ = {beta:g}")

@@ -386,3 +386,15 @@ def test_a_registered_family_gets_a_command_with_the_common_options(capsys):
     finally:
         FAMILIES.pop("scaled-law", None)
     assert "scaled-law" not in subcommands()
+
+
+def test_every_monte_carlo_figure_takes_what_reproduce_passes():
+    """reproduce passes rng, executor and the size argument to every Monte Carlo figure
+    (a figure without ``executor`` made ``freeattn reproduce`` exit 2 after drawing seven)."""
+    import inspect
+
+    for spec in plotting.FIGURES.values():
+        if spec.monte_carlo:
+            params = inspect.signature(spec.function).parameters
+            assert {"rng", "executor", "draws"} <= set(params), spec.name
+            assert (spec.size_argument or "n") in params, spec.name
