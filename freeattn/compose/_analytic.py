@@ -16,7 +16,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..core._errors import ConvergenceError
-from ._fixed_point import (FixedPointProblem, edge_newton, iterate, newton)
+from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
+                           newton)
 from ..laws._law_base import Interval, SpectralLaw
 
 __all__ = ["AnalyticLaw", "analytic_additive", "analytic_multiplicative"]
@@ -30,20 +31,46 @@ SUPPORT_GRID = 1200
 #: edge itself solves eq. (14.5)).
 INSIDE_RTOL = 1e-7
 #: The continuation ``z = x + i y`` starts at ``y = CONT_START * scale`` and
-#: divides ``y`` by ``CONT_FACTOR`` until ``y < CONT_STOP * scale``, then solves at
-#: ``y = 0``.
+#: divides ``y`` by a per-point factor in ``[CONT_FACTOR_MIN, CONT_FACTOR_MAX]``
+#: until ``y < CONT_STOP * scale``, then solves at ``y = 0``.
 CONT_START = 1.0
-CONT_FACTOR = 4.0
+CONT_FACTOR_MAX = 16.0
+CONT_FACTOR_MIN = 1.05
 CONT_STOP = 1e-15
-#: Bisections of a grid cell holding an edge before the bordered Newton.
+#: Newton steps allowed per continuation level; a level that needs more is
+#: retried with a smaller step in ``y`` (Newton from the secant predictor
+#: converges quadratically in 2-4 steps when the step is small enough).
+LEVEL_NEWTON_STEPS = 6
+#: Relative error (Newton's estimate) at which an intermediate level is
+#: accepted; it only has to keep the next level's start on the branch (the
+#: last level is polished to :data:`FIXED_POINT_RTOL`).
+LEVEL_RTOL = 1e-9
+
+#: With a support that may reach 0 (a ⊠ whose factors' supports start at 0),
+#: the geometric locator grid starts at this fraction of the upper bound; a
+#: first grid point inside the support means a hard edge at 0 (eq. (14.6)).
+HARD_EDGE_GRID_START = 1e-9
+#: Bisections of a grid cell holding an edge before the bordered Newton is
+#: retried, where it did not converge from the grid point outside the edge.
 EDGE_BISECTIONS = 20
+#: Newton steps of a warm start at ``y = 0`` (eq. (14.7)) before the point is
+#: handed to the continuation.
+WARM_NEWTON_STEPS = 12
+#: A warm-started root is the subordination point only strictly inside the
+#: half-plane: ``Im w`` above this fraction of ``|w| + scale`` ...
+WARM_INSIDE_RTOL = 1e-6
+#: ... and where the fixed point is not degenerate (``|1 - phi'|`` above this).
+WARM_JACOBIAN_MIN = 1e-6
 #: Complex entries per block of the chunked sum over atoms.
 ATOM_BLOCK = 2 ** 20
 #: An edge where ``|F| = 1/|G|`` at the subordination point is below this
 #: fraction of the scale has ``G -> oo``: a density ``~ |x - e|**(-1/2)``.
 POLE_EDGE_RTOL = 1e-6
-#: Relative residual at which the boundary value is accepted.
+#: Relative error (Newton's estimate) at which the boundary value is accepted.
 BOUNDARY_RTOL = 1e-11
+#: A residual ``|w - phi(w)|`` below this (relative) is the rounding of ``phi``:
+#: accepted next to a fold, where ``|1 - phi'|`` is small and no step can do better.
+FOLD_RESIDUAL_RTOL = 1e-13
 
 
 def _cauchy_pair(law, u):
@@ -161,6 +188,10 @@ class AnalyticLaw(SpectralLaw):
             scale = max(ha - la, hb - lb, abs(la + lb), abs(ha + hb), np.finfo(float).tiny)
             self._problem = _Additive(a, b, scale)
         self._xscale = scale
+        # solved boundary values w(x + i0) inside the support, sorted by x: the
+        # warm starts of eq. (14.7)
+        self._warm_x = np.empty(0)
+        self._warm_w = np.empty(0, dtype=complex)
 
     def _describe(self):
         op = "⊠" if self.multiplicative else "⊞"
@@ -198,32 +229,82 @@ class AnalyticLaw(SpectralLaw):
         """The problem's variable: ``z`` (⊞) or ``1/z`` (⊠)."""
         return z
 
-    def _continue(self, x, y_final):
-        """Continuation from ``x + i CONT_START*scale`` down to ``x + i y_final``."""
+    def _continue(self, x, y_final, check=True):
+        """Continuation from ``x + i CONT_START*scale`` down to ``x + i y_final`` (eq. (14.3)).
+
+        Each point divides ``y`` by its own factor (first ``CONT_FACTOR_MAX``),
+        starting Newton from the secant extrapolation of its last two levels;
+        a level Newton does not solve within ``LEVEL_NEWTON_STEPS`` is retried
+        with the factor's square root, and a solved one doubles the factor
+        (up to ``CONT_FACTOR_MAX``).  Points whose factor falls below
+        ``CONT_FACTOR_MIN`` raise :class:`ConvergenceError`, and so do points whose
+        final value misses :data:`BOUNDARY_RTOL` unless ``check`` is false (the
+        support locator only needs to tell the inside from the outside).
+        """
         pr = self._problem
         s = self._xscale
+        x = np.asarray(x, dtype=float)
+        y_final = np.asarray(y_final, dtype=float)
         y = np.maximum(CONT_START * s, y_final)
         z = x + 1j * y
         r = iterate(pr, self._pz(z))
         r = newton(pr, self._pz(z), r.value)
         w = r.value
-        while True:
-            y = np.maximum(y / CONT_FACTOR, y_final)
-            y = np.where(y < CONT_STOP * s, y_final, y)
-            z = x + 1j * y
-            r = newton(pr, self._pz(z), w)
-            w = r.value
-            if np.all(y == y_final):
-                break
+        w_prev = w.copy()
+        y_prev = np.full(x.shape, np.nan)
+        factor = np.full(x.shape, CONT_FACTOR_MAX)
+        active = y > y_final
+        res = r.residual
+        levels = 0
+        while active.any():
+            levels += 1
+            idx = np.flatnonzero(active)
+            ya, fa = y[idx], factor[idx]
+            yn = np.maximum(ya / fa, y_final[idx])
+            yn = np.where(yn < CONT_STOP * s, y_final[idx], yn)
+            slope = np.where(np.isfinite(y_prev[idx]),
+                             (w[idx] - w_prev[idx]) / np.where(np.isfinite(y_prev[idx]),
+                                                                ya - y_prev[idx], 1.0), 0.0)
+            guess = w[idx] + slope * (yn - ya)
+            # the predictor must stay in the problem's half-plane
+            guess = np.where(pr.sign * guess.imag >= 0, guess, w[idx])
+            rn = newton(pr, self._pz(x[idx] + 1j * yn), guess, max_steps=LEVEL_NEWTON_STEPS,
+                        rtol=LEVEL_RTOL)
+            ok = rn.converged
+            good, bad = idx[ok], idx[~ok]
+            w_prev[good], y_prev[good] = w[good], y[good]
+            w[good], y[good], res[good] = rn.value[ok], yn[ok], rn.residual[ok]
+            factor[good] = np.minimum(factor[good] * 2.0, CONT_FACTOR_MAX)
+            factor[bad] = np.sqrt(factor[bad])
+            if (factor[bad] < CONT_FACTOR_MIN).any():
+                k = int(bad[np.argmin(factor[bad])])
+                raise ConvergenceError(
+                    f"subordination continuation at x={float(x[k])!r} stalled at "
+                    f"y={float(y[k]):.3e} (step factor below {CONT_FACTOR_MIN}; "
+                    f"theory eq. (14.3))", point=float(x[k]), iterations=levels)
+            active = y > y_final
+        # polish at the final level to rounding (a few steps from a converged point)
+        zf = self._pz(x + 1j * y)
+        r = newton(pr, zf, w)
+        w, err = r.value, r.residual
+        if not check:
+            return w
         tol = BOUNDARY_RTOL * (pr.scale + np.abs(w))
-        bad = ~(r.residual <= tol)
+        # next to a fold (an edge) phi' -> 1 and Newton's error estimate carries the
+        # rounding of phi divided by |1 - phi'|: there a residual at rounding is the
+        # most the formulation gives, and is accepted
+        with np.errstate(all="ignore"):
+            p, _ = pr.phi(w, zf)
+        floor = np.abs(w - p) <= FOLD_RESIDUAL_RTOL * (pr.scale + np.abs(w))
+        bad = ~((err <= tol) | floor)
         if bad.any():
             k = int(np.argmax(bad))
             raise ConvergenceError(
-                f"subordination solve at z={complex(z[k])!r}: residual {r.residual[k]:.3e} "
-                f"> {tol[k]:.1e} after {r.iterations} Newton steps (theory eq. (14.3))",
-                point=complex(z[k]), residual=float(r.residual[k]), tolerance=float(tol[k]),
-                iterations=r.iterations)
+                f"subordination solve at z={complex(x[k] + 1j * y[k])!r}: estimated error "
+                f"{err[k]:.3e} > {tol[k]:.1e} after {r.iterations} Newton steps "
+                f"(theory eq. (14.3))",
+                point=complex(x[k] + 1j * y[k]), residual=float(err[k]),
+                tolerance=float(tol[k]), iterations=r.iterations)
         return w
 
     # -- hooks ----------------------------------------------------------------------
@@ -238,45 +319,54 @@ class AnalyticLaw(SpectralLaw):
         lo, hi = self._bounds
         pad = 1e-3 * self._xscale
         if self.multiplicative:
-            if not lo > 0:
-                raise ConvergenceError(
-                    f"the support of {self._describe()} may reach 0 (a hard edge): not "
-                    f"handled by the analytic path")
-            xs = np.geomspace(lo * (1 - 1e-3), hi * (1 + 1e-3), SUPPORT_GRID)
+            # a support reaching 0 (a hard edge) starts at the first grid point
+            start = lo * (1 - 1e-3) if lo > 0 else HARD_EDGE_GRID_START * hi
+            xs = np.geomspace(start, hi * (1 + 1e-3), SUPPORT_GRID)
         else:
             xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
-        w = self._continue(xs, np.zeros(xs.size))
+        w = self._continue(xs, np.zeros(xs.size), check=False)
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
+        seed = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
+        self._warm_x, self._warm_w = xs[seed], w[seed]
         if not inside.any():
             raise ConvergenceError(
                 f"no point of the support of {self._describe()} found on a grid of "
                 f"{xs.size} points over [{lo!r}, {hi!r}]")
         edges = []
+        hard = bool(self.multiplicative and not lo > 0 and inside[0])
+        if hard:
+            # eq. (14.6): the support reaches 0; no fold there
+            edges.append((0.0, "lo", self._hard_edge_exponent()))
+            inside = inside.copy()
+            inside[0] = False
         idx = np.flatnonzero(np.diff(inside.astype(int)))
-        if inside[0] or inside[-1]:
+        if (inside[0] and not hard) or inside[-1]:
             raise ConvergenceError(
                 f"the support of {self._describe()} reaches the end of its bounding interval "
                 f"[{lo!r}, {hi!r}] (a hard edge): not handled by the analytic path")
+        if hard and idx.size and idx[0] == 0:
+            idx = idx[1:]          # the hard edge's own cell
         kinds = ["lo" if not inside[i] else "hi" for i in idx]
         x_out = np.array([xs[i] if not inside[i] else xs[i + 1] for i in idx])
         x_in = np.array([xs[i + 1] if not inside[i] else xs[i] for i in idx])
-        # bisect each cell (a start for eq. (14.5), not the edge itself)
-        for _ in range(EDGE_BISECTIONS):
-            mid = 0.5 * (x_out + x_in)
-            wm = self._continue(mid, np.zeros(mid.size))
-            ins = np.abs(wm.imag) > INSIDE_RTOL * (pr.scale + np.abs(wm))
-            x_in = np.where(ins, mid, x_in)
-            x_out = np.where(ins, x_out, mid)
-        w_out = self._continue(x_out, np.zeros(x_out.size)).real
-        starts_x = list(x_out)
-        res = edge_newton(pr, w_out, x_out)
+        # eq. (14.5) by bordered Newton from the real solution at the outer grid point;
+        # where that start is too far from the fold, bisect the cell and retry
+        res = self._edges(x_out, x_in, 0)
+        if not res.converged.all():
+            again = ~res.converged
+            retry = self._edges(x_out[again], x_in[again], EDGE_BISECTIONS)
+            value, resid = res.value.copy(), res.residual.copy()
+            value[again], resid[again] = retry.value, retry.residual
+            conv = res.converged.copy()
+            conv[again] = retry.converged
+            res = FixedPointResult(value, resid, res.iterations + retry.iterations, conv)
         if not res.converged.all():
             k = int(np.argmin(res.converged))
             raise ConvergenceError(
-                f"edge of {self._describe()} near x={starts_x[k]!r}: bordered Newton "
+                f"edge of {self._describe()} near x={float(x_out[k])!r}: bordered Newton "
                 f"(theory eq. (14.5)) did not converge, residual {res.residual[k]:.3e}",
-                point=starts_x[k], residual=float(res.residual[k]))
+                point=float(x_out[k]), residual=float(res.residual[k]))
         wx = res.value
         xe = wx[:, 1]
         for k in range(len(kinds)):
@@ -297,8 +387,87 @@ class AnalyticLaw(SpectralLaw):
             ivs.append(Interval(float(x0), float(x1), e0, e1))
         return tuple(ivs)
 
+    def _edges(self, x_out, x_in, bisections):
+        """Bordered Newton (eq. (14.5)) from cells ``[x_out, x_in]`` across an edge,
+        after ``bisections`` bisections of each cell (a start, never the edge)."""
+        pr = self._problem
+        x_out, x_in = x_out.copy(), x_in.copy()
+        for _ in range(bisections):
+            mid = 0.5 * (x_out + x_in)
+            wm = self._continue(mid, np.zeros(mid.size), check=False)
+            ins = np.abs(wm.imag) > INSIDE_RTOL * (pr.scale + np.abs(wm))
+            x_in = np.where(ins, mid, x_in)
+            x_out = np.where(ins, x_out, mid)
+        if not x_out.size:
+            return FixedPointResult(np.empty((0, 2)), np.empty(0), 0, np.empty(0, dtype=bool))
+        w_out = self._continue(x_out, np.zeros(x_out.size), check=False).real
+        return edge_newton(pr, w_out, x_out)
+
+    def _hard_edge_exponent(self):
+        """Exponent ``-p/(p + 1)`` of the density at a hard edge at 0 (eq. (14.6)).
+
+        A factor whose density is ``~ x**(-q/(q + 1))`` at 0 has an S-transform
+        with a pole of order ``q`` at ``w = -1``; the poles multiply, so the
+        orders add: ``p = q_a + q_b`` (a factor whose support starts above 0
+        has ``q = 0``).
+        """
+        order = Fraction(0)
+        for law in (self.a, self.b):
+            ivs = law.interval_details()
+            if not ivs or ivs[0].lo > 0:
+                continue
+            e = ivs[0].lo_exponent
+            if not isinstance(e, Fraction) or not -1 < e < 0:
+                raise ConvergenceError(
+                    f"the support of {self._describe()} reaches 0 where a factor's density "
+                    f"behaves as x**{e!s}: only x**(-q/(q + 1)) ends are handled "
+                    f"(theory eq. (14.6))")
+            order += -e / (1 + e)
+        if order == 0:
+            raise ConvergenceError(
+                f"the support of {self._describe()} reaches 0 although no factor's does: "
+                f"not handled by the analytic path (theory eq. (14.6))")
+        return -order / (order + 1)
+
+    def _boundary(self, x):
+        """``w(x + i0)`` at real points inside the support (eq. (14.7)).
+
+        Newton at ``y = 0`` from the interpolation of already solved
+        neighbours; a root strictly inside the problem's half-plane is the
+        subordination point (a holomorphic self-map of the half-plane that is
+        not an automorphism has at most one fixed point there), so it is kept
+        when it converged with ``|1 - phi'|`` away from 0; every other point is
+        solved by the continuation of eq. (14.3).
+        """
+        pr = self._problem
+        x = np.asarray(x, dtype=float)
+        w = np.empty(x.shape, dtype=complex)
+        todo = np.ones(x.shape, dtype=bool)
+        if self._warm_x.size >= 2 and x.size:
+            guess = np.interp(x, self._warm_x, self._warm_w.real) + 1j * np.interp(
+                x, self._warm_x, self._warm_w.imag)
+            zf = self._pz(x.astype(complex))
+            r = newton(pr, zf, guess, max_steps=WARM_NEWTON_STEPS)
+            with np.errstate(all="ignore"):
+                _, dp = pr.phi(r.value, zf)
+            size = pr.scale + np.abs(r.value)
+            ok = r.converged & (pr.sign * r.value.imag > WARM_INSIDE_RTOL * size) & (
+                np.abs(1.0 - dp) > WARM_JACOBIAN_MIN)
+            w[ok] = r.value[ok]
+            todo = ~ok
+        if todo.any():
+            w[todo] = self._continue(x[todo], np.zeros(int(todo.sum())))
+        inside = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
+        if inside.any():
+            xs = np.concatenate([self._warm_x, x[inside]])
+            ws = np.concatenate([self._warm_w, w[inside]])
+            order = np.argsort(xs, kind="stable")
+            self._warm_x, self._warm_w = xs[order], ws[order]
+        return w
+
     def _density(self, x):
-        w = self._continue(np.asarray(x, dtype=float), np.zeros(len(x)))
+        x = np.asarray(x, dtype=float)
+        w = self._boundary(x)
         g = self._g(w, x.astype(complex))
         return np.maximum(-g.imag, 0.0) / math.pi
 

@@ -50,7 +50,9 @@ class FixedPointResult:
         The solution (complex ``w`` per point, or for :func:`edge_newton` the
         real pairs ``(w, x)``).
     residual : ndarray
-        ``|w - phi(w, z)|`` per point.
+        Per point: Newton's error estimate ``|w - phi| / |1 - phi'|``
+        (:func:`newton`), the last step (:func:`iterate`), or ``|f| + |d|`` of
+        the bordered system (:func:`edge_newton`).
     iterations : int
         Iterations (or Newton steps) used.
     converged : ndarray of bool
@@ -129,11 +131,25 @@ def iterate(problem, z, w0=None, max_iterations=MAX_ITERATIONS):
     return FixedPointResult(w, res, it, res <= _tol(problem, w))
 
 
-def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS):
+def _newton_error(f, dp):
+    """Newton's estimate ``|f / (1 - phi')|`` of the distance to the fixed point
+    (0 where ``f = 0``)."""
+    with np.errstate(all="ignore"):
+        err = np.abs(f) / np.abs(1.0 - dp)
+    return np.where(np.abs(f) == 0, 0.0, err)
+
+
+def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS, rtol=FIXED_POINT_RTOL):
     """Damped Newton on ``w - phi(w, z) = 0`` (theory eq. (14.3)).
 
     A step that would take ``w`` into the wrong half-plane, or increase the
-    residual, is halved (up to 30 times).
+    residual, is halved (up to 30 times).  A point is converged when Newton's
+    own error estimate ``|w - phi| / |1 - phi'|`` (the length of the next
+    step) is below the tolerance -- where ``phi' -> 1`` a small residual does
+    not mean a small error -- or when the residual is at the rounding of
+    ``phi`` (:data:`FIXED_POINT_RTOL`), where a step would only follow rounding
+    noise (at a degenerate point such as ``z -> 0`` for Bernoulli ⊞ Bernoulli,
+    ``phi`` is the identity to rounding near the fixed point).
 
     Parameters
     ----------
@@ -141,16 +157,30 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS):
     z, w0 : ndarray
         Points and starting values (same shape).
     max_steps : int
+    rtol : float
+        Relative error ``|w - phi| / |1 - phi'| / (scale + |w|)`` at which a
+        point is converged (default :data:`FIXED_POINT_RTOL`).
 
     Returns
     -------
     FixedPointResult
+        ``residual`` holds the estimated error ``|w - phi| / |1 - phi'|``.
     """
+    def _tol(problem, w):
+        return rtol * (problem.scale + np.abs(w))
+
+    def _done(f, err, w):
+        # converged: the estimated error is below the tolerance, or the residual is
+        # at the rounding of phi (a step would then only move w along rounding noise,
+        # which where phi' -> 1 can be large)
+        return (err <= _tol(problem, w)) | (np.abs(f) <= FIXED_POINT_RTOL * (
+            problem.scale + np.abs(w)))
+
     w = w0.astype(complex).copy()
     with np.errstate(all="ignore"):
         f, dp = _residual(problem, w, z)
-    res = np.abs(f)
-    active = ~(res <= _tol(problem, w))
+    err = _newton_error(f, dp)
+    active = ~_done(f, err, w)
     it = 0
     for it in range(1, max_steps + 1):
         if not active.any():
@@ -164,6 +194,7 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS):
         ok = np.zeros(idx.size, dtype=bool)
         fn = np.empty(idx.size, dtype=complex)
         dn = np.empty(idx.size, dtype=complex)
+        floor = FIXED_POINT_RTOL * (problem.scale + np.abs(wa))
         for _ in range(30):
             todo = ~ok
             if not todo.any():
@@ -172,7 +203,7 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS):
             with np.errstate(all="ignore"):
                 fc, dc = _residual(problem, cand, za[todo])
             good = np.isfinite(fc) & (problem.sign * cand.imag >= 0) & (
-                np.abs(fc) <= np.maximum(np.abs(fa[todo]), _tol(problem, cand)))
+                np.abs(fc) <= np.maximum(np.abs(fa[todo]), floor[todo]))
             t = np.flatnonzero(todo)
             ok[t[good]] = True
             new[t[good]] = cand[good]
@@ -180,13 +211,16 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS):
             dn[t[good]] = dc[good]
             lam[t[~good]] *= 0.5
         # points with no acceptable step stop where they are
+        moved = np.abs(new - wa)
         w[idx[ok]] = new[ok]
         f[idx[ok]] = fn[ok]
         dp[idx[ok]] = dn[ok]
-        res[idx] = np.abs(f[idx])
-        done = ~ok | (res[idx] <= _tol(problem, w[idx]))
+        err[idx] = _newton_error(f[idx], dp[idx])
+        # a full step that changed w by less than the tolerance also ends the solve
+        done = ~ok | _done(f[idx], err[idx], w[idx]) | (
+            ok & (lam == 1.0) & (moved <= _tol(problem, w[idx])))
         active[idx[done]] = False
-    return FixedPointResult(w, res, it, res <= _tol(problem, w))
+    return FixedPointResult(w, err, it, _done(f, err, w))
 
 
 def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):

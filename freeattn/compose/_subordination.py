@@ -40,7 +40,6 @@ from ..algebra._levels import AffineLevel, RLevel, SLevel
 from ..algebra._rational import batched_roots, hval, padd, pmul, trim
 from ..core._errors import ConvergenceError
 from ..laws._law_base import SOFT, Interval, SpectralLaw
-from ._numerical import numerical_r_transform, numerical_s_transform
 
 from ._moments import MAX_REVERSION_ORDER, additive_moments, multiplicative_moments  # noqa: F401
 
@@ -1267,14 +1266,12 @@ def free_additive(a, b, *, options=None):
     _check_law(b, "b")
     opts = check_options(options) if options is not None else a.options
     ra, rb = a._r_transform(), b._r_transform()
-    from ..laws._elementary import PointMasses
-    if ra is None and rb is None and isinstance(a, PointMasses) and isinstance(b, PointMasses):
-        # Two discrete laws: analytic subordination, theory eqs. (14.1)-(14.5).
+    if ra is None and rb is None:
+        # Neither law has a rational R-transform: analytic subordination of the two
+        # Cauchy transforms, theory eqs. (14.1)-(14.5).
         from ._analytic import analytic_additive
         return analytic_additive(a, b, options=opts)
-    if ra is None and rb is None:
-        ra = numerical_r_transform(a)
-    elif ra is None:
+    if ra is None:
         a, b, ra = b, a, rb
     # Collapse R-levels: (c ⊞ d) ⊞ a = d ⊞ (R_a + R_c).
     if isinstance(b, SubordinationLaw) and b.level.kind == "R" and getattr(
@@ -1326,8 +1323,11 @@ def free_multiplicative(a, b, *, options=None):
     opts = check_options(options) if options is not None else a.options
     sa, sb = a._s_transform(), b._s_transform()
     if sa is None and sb is None:
-        sa = numerical_s_transform(a)
-    elif sa is None:
+        # Neither law has a rational S-transform: analytic subordination,
+        # theory eqs. (14.4)-(14.6).
+        from ._analytic import analytic_multiplicative
+        return analytic_multiplicative(a, b, options=opts)
+    if sa is None:
         a, b, sa = b, a, sb
     if isinstance(b, SubordinationLaw) and b.level.kind == "S" and getattr(
             sa, "rational", True) and getattr(b.level.transform, "rational", True):
