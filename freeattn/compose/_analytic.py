@@ -133,6 +133,13 @@ class _Additive(FixedPointProblem):
     def cauchy(self, w, z):
         return _cauchy_pair(self.a, w)[0]
 
+    def cauchy_derivative(self, w, z):
+        """``dG/dz`` at the fixed point: ``G_a'(w) dw/dz``, ``dw/dz = phi_z/(1 - phi_w)``."""
+        ha, dha = self._h(self.a, w)
+        hb, dhb = self._h(self.b, z + ha)
+        dwdz = (1.0 + dhb) / (1.0 - dhb * dha)
+        return _cauchy_pair(self.a, w)[1] * dwdz
+
 
 class _Multiplicative(FixedPointProblem):
     """``w1 = u k_b(u k_a(w1))``, ``u = 1/z``, ``k(w) = 1/w - F(1/w)`` (theory eq. (14.4))."""
@@ -159,6 +166,17 @@ class _Multiplicative(FixedPointProblem):
     def cauchy(self, w, z):
         u = 1.0 / z
         return u * _cauchy_pair(self.a, 1.0 / w)[0] / w
+
+    def cauchy_derivative(self, w, z):
+        """``dG/dz`` at the fixed point, by the chain rule through ``u = 1/z`` and ``w(u)``."""
+        u = 1.0 / z
+        ka, dka = self._k(self.a, w)
+        kb, dkb = self._k(self.b, u * ka)
+        dwdu = (kb + u * dkb * ka) / (1.0 - u * u * dkb * dka)
+        ga, dga = _cauchy_pair(self.a, 1.0 / w)
+        dg_du = ga / w
+        dg_dw = u * (-dga / w ** 3 - ga / w ** 2)
+        return -(u * u) * (dg_du + dg_dw * dwdu)
 
 
 class AnalyticLaw(SpectralLaw):
@@ -475,8 +493,15 @@ class AnalyticLaw(SpectralLaw):
         return self._solve(z)[1]
 
     def _stieltjes_pair(self, zs):
-        # derivative by the Cauchy integral of the representation (generic)
-        return self._stieltjes(zs), SpectralLaw._stieltjes_derivative(self, zs)
+        """``(G, G')`` from one subordination solve (``G'`` by the chain rule)."""
+        zs = np.asarray(zs, dtype=complex)
+        w, g = self._solve(zs)
+        with np.errstate(all="ignore"):
+            d = self._problem.cauchy_derivative(w, zs)
+        return g, d
+
+    def _stieltjes_derivative(self, zs):
+        return self._stieltjes_pair(zs)[1]
 
     def _moments_exact(self, kmax):
         from ._moments import additive_moments, multiplicative_moments
