@@ -440,7 +440,7 @@ def _newton(pr, b, w1, w2, max_steps=MAX_NEWTON_STEPS):
     return w1, w2, res
 
 
-def _solve_at(pr, x, y_final):
+def _solve_at(pr, x, y_final, polish_real=False):
     """Subordination point at ``b = (x + i y, x + i y)`` by continuation in ``y``.
 
     From ``y = CONT_START * scale`` (iteration (16.6), then Newton (16.7)) down
@@ -449,8 +449,10 @@ def _solve_at(pr, x, y_final):
     (up to ``CONT_MAX_FACTOR``) after a level that Newton solves and falls to its
     square root after one it does not (the level is then retried from the last
     solution); a solution with ``Im w < Im b`` is off the branch (eq. (16.6)) and
-    rejected.  Raises ``ConvergenceError`` with the numbers when a point cannot
-    be continued or its final residual is above ``BOUNDARY_RTOL``.
+    rejected.  With ``polish_real``, points of the axis whose solution is real to
+    ``INSIDE_RTOL`` are polished in real arithmetic (outside the support the
+    fixed point is real).  Raises ``ConvergenceError`` with the numbers when a
+    point cannot be continued or its final residual is above ``BOUNDARY_RTOL``.
     """
     s = pr.scale
     x = np.asarray(x, dtype=float)
@@ -487,6 +489,21 @@ def _solve_at(pr, x, y_final):
                 point=bk, residual=float(nres[~good][0]))
         done = y == y_final
     tol = BOUNDARY_RTOL * (s + np.maximum(np.abs(w1), np.abs(w2)))
+    # On the axis outside the support the fixed point is real; next to an edge the
+    # continuation ends a rounding-sized Im w off it (a nearly double root), so with
+    # ``polish_real`` (the Stieltjes transform on the axis) the nearly real points are
+    # polished by Newton in real arithmetic, kept if it converges.
+    size = s + np.maximum(np.abs(w1), np.abs(w2))
+    with np.errstate(invalid="ignore"):
+        near = np.flatnonzero((y_final == 0) & (np.maximum(np.abs(w1.imag), np.abs(w2.imag))
+                                                <= INSIDE_RTOL * size) & (res <= tol))
+    if polish_real and near.size:
+        r1, r2, rres = _newton(pr, x[near] + 0j, w1[near].real + 0j, w2[near].real + 0j)
+        with np.errstate(invalid="ignore"):
+            real = ((r1.imag == 0) & (r2.imag == 0)
+                    & (rres <= BOUNDARY_RTOL * (s + np.maximum(np.abs(r1), np.abs(r2)))))
+        k = near[real]
+        w1[k], w2[k], res[k] = r1[real], r2[real], rres[real]
     bad = ~(res <= tol)
     if bad.any():
         k = int(np.argmax(bad))
@@ -513,7 +530,7 @@ def _solve_complex(pr, z):
             a1[bad], a2[bad] = _solve_at(pr, zh[bad].real, zh[bad].imag)
         w1[high], w2[high] = a1, a2
     if (~high).any():
-        w1[~high], w2[~high] = _solve_at(pr, z[~high].real, z[~high].imag)
+        w1[~high], w2[~high] = _solve_at(pr, z[~high].real, z[~high].imag, polish_real=True)
     return w1, w2
 
 
