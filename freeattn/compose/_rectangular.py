@@ -708,6 +708,22 @@ def rectangular_moments(cumulants, ratio):
     """``E[s**2], ..., E[s**2n]`` from the rectangular free cumulants (theory eq. (16.11)).
 
     The inverse of :func:`rectangular_cumulants`.
+
+    Parameters
+    ----------
+    cumulants : array_like
+        ``c_2k``, ``k = 1..n``.
+    ratio : float
+
+    Returns
+    -------
+    ndarray
+        ``E[s**2k]``, ``k = 1..n``.
+
+    Examples
+    --------
+    >>> rectangular_moments([1.0, 0.0], 0.5)        # MP(1, 1/2): E s^2 = 1, E s^4 = 1 + λ
+    array([1. , 1.5])
     """
     c = np.concatenate([[0.0], np.asarray(cumulants, dtype=float)])
     n = c.size - 1
