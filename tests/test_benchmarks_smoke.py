@@ -218,3 +218,17 @@ def test_bench_startup_quick(capsys):
         assert row["heavy_modules"]
     assert all(r["meets_target"] in ("yes", "no") for r in rows[1:])
     assert "× import numpy" in out
+
+
+def test_bench_rectangular_quick(capsys):
+    """One case of benchmarks/bench_rectangular.py: a finite ratio to C, the bands, and the
+    density against the Gaussian closed form (theory eq. (16.13)) at round-off."""
+    bench = _load("bench_rectangular")
+    result = bench.main(["--quick"])
+    out = capsys.readouterr().out
+    (row,) = result["rows"]
+    assert "error" not in row, row.get("error")
+    assert _positive_finite(row["time"]) and _positive_finite(row["baseline_time"])
+    assert row["ratio"] > 0 and row["bands"] == 1
+    assert row["max_rel_error"] < 1e-12
+    assert "| MP_sv(1, 1/2) ⊞_1/2 MP_sv(1, 1/2) |" in out
