@@ -9,7 +9,13 @@ timed in the same run right before the cases:
 * the three-band ``free_additive`` of two discrete laws;
 * ``sample_covariance(point_masses(t, 1/k), 0.5)`` with ``t`` chi-square(3) draws
   (``numpy.random.default_rng(1)``), k = 500 and 1000 (> 400 atoms: the
-  analytic path), target <= 10 C at k = 500 and cost linear in k.
+  analytic path), target <= 10 C at k = 500 and cost linear in k (k = 5000
+  in the full run);
+* ``free_multiplicative(attention, attention)`` (beta = gamma = 1, a hard edge
+  at 0, theory eq. (14.6)), target <= 10 C, and the product of three attention
+  laws (one system in the three factors, eq. (14.8); full run only);
+* the attention law with Wishart tokens ``MP(1, 1/2)`` at beta = gamma = 1
+  (theory eq. (13.7), whose outer sample covariance takes eq. (14.4)).
 
 Each case builds a new law (cold: perturbed by ``_common.cold_value``) and
 evaluates ``pdf`` on 2000 points spanning its support.
@@ -43,10 +49,24 @@ def cases(quick):
                                                         np.full(n, 1.0 / n)), 0.5)
         return build
 
+    def attention_product(layers):
+        def build():
+            from freeattn.attention._stack_law import attention_stack_law
+            return attention_stack_law(cold_value(1.0), 1.0, layers=layers)
+        return build
+
+    def wishart_tokens():
+        return fa.attention_law(cold_value(1.0), 1.0,
+                                tokens=fa.marchenko_pastur(1.0, 0.5)).squared()
+
     out = [("Bernoulli ⊞ Bernoulli (arcsine)", arcsine), ("three-band discrete ⊞", three),
-           ("population, 500 atoms", population(500))]
+           ("population, 500 atoms", population(500)),
+           ("attention ⊠ attention", attention_product(2)),
+           ("attention, Wishart tokens", wishart_tokens)]
     if not quick:
-        out.append(("population, 1000 atoms", population(1000)))
+        out += [("population, 1000 atoms", population(1000)),
+                ("population, 5000 atoms", population(5000)),
+                ("attention ⊠ attention ⊠ attention", attention_product(3))]
     return out
 
 
@@ -57,11 +77,20 @@ def main(argv=None):
     limit_blas_threads(sys.argv[1:] if argv is None else argv)
     c = time_eigvals_baseline(quick=args.quick)["min"]
     print(f"C = {c * 1e3:.3f} ms")
+    from freeattn import ConvergenceError
+
+    # warm-up: imports and first-call costs are not part of any case
+    cases(True)[0][1]().pdf(0.0)
     for name, build in cases(args.quick):
         t0 = time.perf_counter()
-        law = build()
-        lo, hi = law.support()
-        law.pdf(np.linspace(lo, hi, 2000))
+        try:
+            law = build()
+            lo, hi = law.support()
+            law.pdf(np.linspace(lo, hi, 2000))
+        except ConvergenceError as exc:
+            dt = time.perf_counter() - t0
+            print(f"{name:34s} {dt:9.3f} s  {dt / c:10.1f} C  ConvergenceError: {str(exc)[:90]}")
+            continue
         dt = time.perf_counter() - t0
         print(f"{name:34s} {dt:9.3f} s  {dt / c:10.1f} C  bands {len(law.intervals())}")
     return 0

@@ -31,6 +31,8 @@ of each figure function; numbers and names accepted by ``freeattn plot``):
 8. ``finite-width`` -- Kolmogorov distance to softmax attention against the
    head width ``d`` for the paper's law and the harmonic Gaussian equivalent
    (Monte Carlo).
+9. ``stacks`` -- squared singular values of a stack of attention layers against
+   the stack law and the Marchenko-Pastur product, per depth (Monte Carlo).
 
 ``freeattn reproduce`` (or :func:`reproduce`) writes all of them as PNG.
 """
@@ -45,6 +47,7 @@ from .core._checks import key_width
 __all__ = [
     "FIGURES",
     "figure_finite_width",
+    "figure_stacks",
     "chain_samples",
     "figure_chain",
     "figure_law_vs_mp",
@@ -69,7 +72,7 @@ from .interop._analyze_plot import plot_analysis  # noqa: E402  (freeattn analyz
 #: committed docs/figures implicitly).
 DEFAULT_FIGURE_DIR = "."
 
-#: Default Monte Carlo sizes of the gallery figures 1, 4, 6 and 7, chosen so
+#: Default Monte Carlo sizes of the gallery figures 1, 4, 6, 7, 8 and 9, chosen so
 #: that ``freeattn reproduce`` stays within about 90 s of CPU on a loaded
 #: two-core machine (benchmarks/RESULTS.md); the ``--n``/``--draws`` options
 #: of ``plot`` and ``reproduce`` raise them.
@@ -78,6 +81,7 @@ CONVERGENCE_N, CONVERGENCE_DRAWS = 1000, 3
 CAUSAL_N, CAUSAL_DRAWS = 600, 3
 MULTIHEAD_N, MULTIHEAD_DRAWS = 800, 3
 FINITE_WIDTH_N, FINITE_WIDTH_DRAWS = 512, 2
+STACK_N, STACK_DRAWS = 300, 2
 
 #: Resolution of the PNGs in docs/figures: legible on a laptop screen and in
 #: a GitHub README without being heavy (about 100-200 kB each).
@@ -1033,6 +1037,103 @@ def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws
     ax.set_ylabel("Kolmogorov distance to softmax attention")
     ax.set_title(f"Finite head width, n = {n}, {draws} draws")
     ax.legend(fontsize=7)
+    return fig
+
+
+def _stack_cell(task):
+    """Pooled spectra of the stack models of :func:`figure_stacks` at one depth (picklable)."""
+    from .montecarlo._models import iter_models, resolve_models
+
+    n, beta, layers, names, seeds = task
+    out = {name: [] for name in names}
+    models = resolve_models(list(names))
+    for seed in seeds:
+        for model, matrix in iter_models(n, n, beta, models, seed, options={"layers": layers}):
+            out[model.name].append(model.spectrum(matrix)[model.zeros:])
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+@gallery_figure(9, "stacks", "A stack of attention layers: the law of the product against independent and residual + LayerNorm layers, and the Marchenko-Pastur product",
+                defaults={"n": STACK_N, "draws": STACK_DRAWS, "seed": GALLERY_SEED},
+                size_argument="n")
+def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_linear",
+                  "stack_residual", "stack_pure"), rng=None, executor=None, points=CURVE_POINTS):
+    """The squared singular values of ``B_L ... B_1`` against the stack law, per depth.
+
+    One panel per depth ``L``: histograms of the pooled spectra of the stack
+    models (independent linear layers, coupled residual + LayerNorm layers,
+    pure attention without residual: the documented counterexample, theory
+    note 13), the density of ``attention_stack_law(beta, 1, layers=L)``
+    (theory eq. (13.2), solved by eqs. (14.4)-(14.6)) and, dashed, the
+    ``⊠``-product of Marchenko-Pastur laws of the same mean; the legend gives
+    each model's Kolmogorov distance to the law.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature of every layer.
+    n : int
+        Tokens (and head width: ``gamma = 1``).
+    depths : sequence of int
+        Depths ``L``, one panel each.
+    draws : int
+        Draws pooled per model and depth.
+    models : sequence of str
+        Stack models of the registry.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Seed of all draws.
+    executor : concurrent.futures.Executor, optional
+        Runs the depths (its ``map``); by default one after the other in this
+        process.  The result does not depend on it.
+    points : int
+        Points per curve.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = figure_stacks(n=24, depths=(1,), draws=1, rng=0, points=40)
+    >>> fig.axes[0].get_title()
+    'L = 1'
+    """
+    from scipy.stats import kstest
+
+    fa = _library()
+    from .attention._stack_law import attention_stack_law
+
+    depths = list(depths)
+    seeds = iter(np.random.default_rng(rng).spawn(len(depths) * draws))
+    tasks = [(n, beta, L, tuple(models), [next(seeds) for _ in range(draws)]) for L in depths]
+    pooled = list((executor.map if executor is not None else map)(_stack_cell, tasks))
+    theta1 = float(fa.linear_coefficients(beta).theta1)
+    fig = _figure((5.2 * len(depths), 3.8))
+    for i, (L, spectra) in enumerate(zip(depths, pooled)):
+        ax = fig.add_subplot(1, len(depths), i + 1)
+        law = attention_stack_law(beta, 1.0, layers=L)
+        mp = fa.marchenko_pastur(theta1, 1.0)
+        product = mp
+        for _ in range(L - 1):
+            product = fa.free_multiplicative(product, mp)
+        edge = law.support()[1]
+        bins = np.linspace(0.0, 1.15 * edge, HISTOGRAM_BINS)
+        for k, name in enumerate(models):
+            values = spectra[name]
+            ks = kstest(values, law.cdf).statistic
+            ax.hist(values, bins=bins, density=True, histtype="step",
+                    color=_MODEL_COLOURS[k % len(_MODEL_COLOURS)], label=f"{name} (KS {ks:.3f})")
+        x = np.linspace(EDGE_FRACTION * edge / 10, 1.15 * edge, points)
+        dens = law.pdf(x)
+        ax.plot(x, dens, "k-", lw=1.4, label="stack law (13.2)")
+        ax.plot(x, product.pdf(x), "k--", lw=1.0, label="Marchenko-Pastur product")
+        top = float(np.max(dens[x >= EDGE_FRACTION * edge]))
+        ax.set_ylim(0.0, 1.6 * top)
+        ax.set_title(f"L = {L}")
+        ax.set_xlabel("squared singular value of $B_L \\cdots B_1$")
+        ax.set_ylabel("density")
+        ax.legend(fontsize=7)
+    fig.suptitle(rf"Attention stack, $\beta$ = {beta:g}, n = {n}, {draws} draws", fontsize=9)
     return fig
 
 
