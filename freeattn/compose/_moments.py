@@ -39,14 +39,17 @@ def law_series(law, kmax, prec):
     -------
     MomentSeries or None
     """
-    series = law._series(kmax, prec)
-    if series is not None:
-        return series
     pair = _analytic_pair(law)
     if pair is None:
-        return None
+        return law._series(kmax, prec)
+    cache = law.__dict__.get("_series_cache", {})
+    for key in (0, prec):
+        hit = cache.get(key)
+        if hit is not None and hit.order >= kmax:
+            return hit.truncated(kmax)
     a, b, multiplicative = pair
-    return (multiplicative_series if multiplicative else additive_series)(a, b, kmax, prec)
+    series = (multiplicative_series if multiplicative else additive_series)(a, b, kmax, prec)
+    return None if series is None else law._store_series(series, prec)
 
 
 def additive_series(a, b, kmax, prec):

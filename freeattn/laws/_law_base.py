@@ -751,6 +751,8 @@ class SpectralLaw:
         the same precision serves a shorter request.
         """
         cache = self.__dict__.setdefault("_series_cache", {})
+        if cache.get("none"):
+            return None
         for key in (0, prec):
             hit = cache.get(key)
             if hit is not None and hit.order >= kmax:
@@ -758,9 +760,14 @@ class SpectralLaw:
         series = self._moment_series(kmax, prec)
         if series is None:
             return None
+        return self._store_series(series, prec)
+
+    def _store_series(self, series, prec):
+        """Keep ``series`` (computed at ``prec``, or exact) in the law's cache; returns it."""
+        cache = self.__dict__.setdefault("_series_cache", {})
         key = 0 if series.exact else prec
         if key and key not in cache:
-            fixed = [k for k in cache if k]
+            fixed = [k for k in cache if isinstance(k, int) and k]
             if len(fixed) >= SERIES_CACHE_SIZE:
                 del cache[fixed[0]]
         cache[key] = series
@@ -783,8 +790,12 @@ class SpectralLaw:
             def compute(prec):
                 series = self._series(kmax, prec)
                 return None if series is None else free_cumulant_series(series)
+        if cache.get("none"):
+            return None
         series = verified_series(compute, kmax, self._describe())
-        if series is not None:
+        if series is None:
+            cache["none"] = True         # no moment series, whatever the order
+        else:
             cache[kind] = series
         return series
 
@@ -796,7 +807,14 @@ class SpectralLaw:
         series = self._verified_series(kmax)
         if series is not None:
             return series.scaled_floats()
-        return self._moments_exact(kmax)
+        cache = self.__dict__.setdefault("_legacy_moment_cache", {})
+        hit = cache.get("moments")
+        if hit is not None and hit[1].size > kmax:
+            return hit[0], hit[1][:kmax + 1]
+        exact = self._moments_exact(kmax)
+        if exact is not None:
+            cache["moments"] = (exact[0], np.asarray(exact[1], dtype=float))
+        return exact
 
     def _scaled_moments(self, kmax):
         """``(scale, m_j / scale**j for j = 0..kmax)``: exact when available."""
@@ -939,7 +957,7 @@ class SpectralLaw:
             series = self._verified_series(k)
             if series is not None:
                 return series.to_float(k)
-            exact = self._moments_exact(k)
+            exact = self._exact_scaled_moments(k)
             if exact is not None:
                 scale, m = exact
                 return _rescale(float(m[k]), scale, k)
