@@ -17,6 +17,12 @@ the pooled squared singular values:
 and the seconds one draw of the default (signed) predictor takes (one thread).  The table is the one
 in ``docs/finite_width.md`` and theory note 15, section 15.4; the JSON goes to
 ``benchmarks/results/finite_width.json``.
+
+``--regime`` instead prints the points around the edges of the regime in which the
+trained-model report uses the predictor (theory eq. (12.11),
+``freeattn.interop._analyze.finite_width_regime``), without the Gaussian version, and with
+``floor error``: ``|KS(signed, law) - KS(attention, law)|``, how far the finite-size floor
+of theory eq. (12.12) computed from the predictor is from the one sampled from attention.
 """
 
 import argparse
@@ -35,6 +41,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 GRID = [(512, 16, 0.5), (512, 16, 1.0), (512, 32, 0.5), (512, 32, 1.0), (512, 32, 1.5),
         (512, 64, 0.5), (512, 64, 1.0), (512, 128, 1.0), (1024, 64, 0.5), (1024, 64, 1.0)]
 QUICK = [(512, 32, 0.5), (512, 32, 1.0)]
+REGIME = [(256, 32, 0.5), (256, 32, 1.0), (256, 32, 1.4), (256, 16, 0.5), (256, 16, 1.0),
+          (256, 64, 1.0), (256, 128, 1.0), (512, 32, 1.4), (1024, 32, 1.0)]
 
 
 def attention_spectrum(n, d, beta, seed):
@@ -46,29 +54,51 @@ def attention_spectrum(n, d, beta, seed):
     return freeattn.squared_singular_values(np.sqrt(n) * (a - 1.0 / n))
 
 
-def row(n, d, beta, draws):
+def row(n, d, beta, draws, *, gaussian=True):
     att = np.concatenate([attention_spectrum(n, d, beta, s) for s in range(1, draws + 1)])
     other = np.concatenate([attention_spectrum(n, d, beta, 2000 + s)
                             for s in range(1, draws + 1)])
     paper = freeattn.attention_law(beta, d / n).squared()
-    gaussian = freeattn.finite_width_law(beta, n=n, d=d, draws=draws, noise="gaussian",
-                                         rng=1000)
     start = time.perf_counter()
     signed = freeattn.finite_width_law(beta, n=n, d=d, draws=draws, noise="signed", rng=1000)
     seconds = (time.perf_counter() - start) / draws
-    return {"n": n, "d": d, "beta": beta, "draws": draws,
-            "paper": float(kstest(att, paper.cdf).statistic),
-            "gaussian": float(ks_2samp(att, gaussian.values).statistic),
-            "signed": float(ks_2samp(att, signed.values).statistic),
-            "noise": float(ks_2samp(att, other).statistic),
-            "seconds_per_draw": seconds}
+    out = {"n": n, "d": d, "beta": beta, "draws": draws,
+           "paper": float(kstest(att, paper.cdf).statistic),
+           "signed": float(ks_2samp(att, signed.values).statistic),
+           "noise": float(ks_2samp(att, other).statistic),
+           "floor_error": abs(float(kstest(signed.values, paper.cdf).statistic)
+                              - float(kstest(att, paper.cdf).statistic)),
+           "seconds_per_draw": seconds}
+    if gaussian:
+        law = freeattn.finite_width_law(beta, n=n, d=d, draws=draws, noise="gaussian", rng=1000)
+        out["gaussian"] = float(ks_2samp(att, law.values).statistic)
+    return out
+
+
+def regime_table(draws):
+    """The rows of ``--regime``: the predictor around the edges of theory eq. (12.11)."""
+    from freeattn.interop._analyze import finite_width_regime
+
+    print("| n | d | beta | eq. (12.11) | paper's law | (15.8) signed | noise floor "
+          "| floor error |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n, d, beta in REGIME:
+        r = row(n, d, beta, draws, gaussian=False)
+        inside = "yes" if finite_width_regime(beta, n, d) else "no"
+        print(f"| {n} | {d} | {beta} | {inside} | {r['paper']:.3f} | {r['signed']:.3f} | "
+              f"{r['noise']:.3f} | {r['floor_error']:.3f} |", flush=True)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two rows only")
     parser.add_argument("--draws", type=int, default=4)
+    parser.add_argument("--regime", action="store_true",
+                        help="the points around the edges of theory eq. (12.11) instead")
     args = parser.parse_args(argv)
+    if args.regime:
+        regime_table(args.draws)
+        return 0
     rows = []
     print("| n | d | beta | paper's law | (15.6) gaussian | (15.8) signed | noise floor "
           "| s / draw |")

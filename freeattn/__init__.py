@@ -36,6 +36,7 @@ _EXPORTS = {
     "algebra._cumulants": ("free_cumulants_to_moments", "moments_to_free_cumulants"),
     "laws._elementary": ("point_masses", "semicircle"),
     "compose._subordination": ("free_additive", "free_multiplicative", "sample_covariance"),
+    "compose._rectangular": ("rectangular_free_additive",),
     "attention._coefficients": (
         "LinearCoefficients", "conditional_covariance", "conditional_mean",
         "gaussian_equivalent_covariance", "linear_coefficients"
@@ -123,6 +124,7 @@ __all__ = [
     "sample_covariance",
     "free_additive",
     "free_multiplicative",
+    "rectangular_free_additive",
     "free_cumulants_to_moments",
     "moments_to_free_cumulants",
     "AttentionLaw",

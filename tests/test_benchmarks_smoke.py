@@ -204,6 +204,22 @@ def test_bench_multihead_quick(capsys):
     assert "multi-head min (ms)" in out
 
 
+def test_bench_fit_quick(capsys):
+    """The fit benchmark's three rows at the quick size: finite positive times, a finite
+    ratio to C and the estimate of each fit (gamma given: the given gamma)."""
+    bench = _load("bench_fit")
+    result = bench.main(["--quick"])
+    out = capsys.readouterr().out
+    rows = result["rows"]
+    assert [r["task"] for r in rows] == list(bench.TASKS) * len(bench.QUICK_CASES)
+    for row in rows:
+        assert "error" not in row, row.get("error")
+        assert _positive_finite(row["cold"]) and math.isfinite(row["ratio_c"])
+        assert 0 < row["ks"] < row["ks_mp"]
+    assert rows[2]["gamma_hat"] == bench.QUICK_CASES[0][2]
+    assert "| fit, gamma fitted |" in out and "× C" in out
+
+
 def test_bench_startup_quick(capsys):
     """One round of the start-up benchmark: four timed rows, the baseline first with
     ratio 1, and the heavy-module column filled for each command."""
@@ -218,3 +234,17 @@ def test_bench_startup_quick(capsys):
         assert row["heavy_modules"]
     assert all(r["meets_target"] in ("yes", "no") for r in rows[1:])
     assert "× import numpy" in out
+
+
+def test_bench_rectangular_quick(capsys):
+    """One case of benchmarks/bench_rectangular.py: a finite ratio to C, the bands, and the
+    density against the Gaussian closed form (theory eq. (16.13)) at round-off."""
+    bench = _load("bench_rectangular")
+    result = bench.main(["--quick"])
+    out = capsys.readouterr().out
+    (row,) = result["rows"]
+    assert "error" not in row, row.get("error")
+    assert _positive_finite(row["time"]) and _positive_finite(row["baseline_time"])
+    assert row["ratio"] > 0 and row["bands"] == 1
+    assert row["max_rel_error"] < 1e-12
+    assert "| MP_sv(1, 1/2) ⊞_1/2 MP_sv(1, 1/2) |" in out

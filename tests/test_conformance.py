@@ -102,6 +102,15 @@ CASES = [
     LawCase("nested_samplecov",
             lambda: fa.sample_covariance(fa.sample_covariance(fa.point_masses([1.0, 4.0]), 0.2),
                                          0.5), True),
+    # Rectangular free convolution (theory note 16): singular values of two Gaussian
+    # matrices, and the squared singular values of information plus noise (two bands).
+    LawCase("rectangular_gauss_half",
+            lambda: fa.rectangular_free_additive(_mp(1.0, 0.5).singular_values(),
+                                                 _mp(1.0, 0.5).singular_values(), 0.5), True),
+    LawCase("rectangular_info_noise_squared",
+            lambda: fa.rectangular_free_additive(fa.point_masses([1.0, 3.0], [0.3, 0.7]),
+                                                 _mp(0.09, 0.3).singular_values(),
+                                                 0.3).squared(), True),
     LawCase("generic_path_samplecov_of_sv",
             lambda: fa.sample_covariance(_mp(1.0, 0.5).singular_values(), 0.3), True),
 ]

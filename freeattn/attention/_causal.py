@@ -1349,9 +1349,10 @@ def _solver_ab(alpha2, theta2, gamma):
 
 
 def _law(beta, gamma):
-    b, g = _check_args(beta, gamma)
-    theta1, alpha2, theta2 = _coefficients(b)
-    return _solver_ab(alpha2, theta2, g)
+    """The solver of the law and its unit, for ``beta``, ``gamma`` already checked
+    (floats in :data:`CAUSAL_BETA`, :data:`CAUSAL_GAMMA`)."""
+    theta1, alpha2, theta2 = _coefficients(beta)
+    return _solver_ab(alpha2, theta2, gamma)
 
 
 def _real_axis(solver, lam, want_cdf):
@@ -1432,7 +1433,7 @@ def causal_density(beta, gamma, x):
     >>> bool(d[0] > d[1] > 0.0), float(d[2])
     (True, 0.0)
     """
-    solver, scale = _law(beta, gamma)
+    solver, scale = _law(*_check_args(beta, gamma))
     xs = as_real_array(x, "x", finite=True)
     dens, _ = _real_axis(solver, np.ravel(xs) / scale, False)
     return (dens / scale).reshape(xs.shape)
@@ -1462,7 +1463,7 @@ def causal_cdf(beta, gamma, x):
     >>> bool(0.0 < F[0] < 0.002), round(float(F[1]), 4), float(F[2])
     (True, 0.7022, 1.0)
     """
-    solver, scale = _law(beta, gamma)
+    solver, scale = _law(*_check_args(beta, gamma))
     xs = as_real_array(x, "x", finite=True)
     _, cdf = _real_axis(solver, np.ravel(xs) / scale, True)
     return cdf.reshape(xs.shape)
@@ -1495,7 +1496,7 @@ def causal_stieltjes(beta, gamma, z):
     >>> round(float((g * 1e6j).real), 9), bool(g.imag < 0)
     (1.0, True)
     """
-    solver, scale = _law(beta, gamma)
+    solver, scale = _law(*_check_args(beta, gamma))
     zs = np.asarray(z)
     if zs.dtype == object or zs.dtype.kind not in "iufc":
         raise TypeError(f"z must be a complex number or array, got {z!r}")
@@ -1505,13 +1506,19 @@ def causal_stieltjes(beta, gamma, z):
     if np.any(zs.imag < 0):
         raise ValueError("z must have Im z >= 0 (the transform of the lower half-plane is the "
                          "conjugate)")
-    flat = zs.ravel() / scale
-    out = np.empty(flat.shape, complex)
-    for i, w in enumerate(flat):
+    return stieltjes_values(solver, scale, zs.ravel()).reshape(zs.shape)
+
+
+def stieltjes_values(solver, scale, zs):
+    """``G`` of the law of ``(solver, scale)`` (:func:`_law`) at the finite points
+    ``zs`` (1-d complex, ``Im z >= 0``), unchecked: :func:`causal_stieltjes` and the
+    law's own transform check them."""
+    out = np.empty(zs.shape, complex)
+    for i, w in enumerate(zs / scale):
         sig, kap, grid = _solve_vertical(solver, w.real, w.imag)
         st = solver.system.evaluate(sig[None], np.array([kap]), grid, jac=False)
         out[i] = _stieltjes_from_state(st, np.array([np.log(w)]))[0]
-    return (out / scale).reshape(zs.shape)
+    return out / scale
 
 
 @dataclass(frozen=True)
@@ -1552,7 +1559,7 @@ def causal_support(beta, gamma):
     >>> len(s.intervals), round(s.upper, 6)
     (1, 5.52391)
     """
-    solver, scale = _law(beta, gamma)
+    solver, scale = _law(*_check_args(beta, gamma))
     intervals = tuple((lo * scale, hi * scale) for lo, hi in solver.intervals())
     masses = (solver.gap_mass(),) if len(intervals) > 1 else ()
     return CausalSupport(intervals, masses)
@@ -1569,7 +1576,7 @@ def causal_edge(beta, gamma):
     >>> round(causal_edge(4.0, 1.0) / float(np.expm1(16.0)), 9)   # Dykema-Haagerup: e
     2.718281828
     """
-    solver, scale = _law(beta, gamma)
+    solver, scale = _law(*_check_args(beta, gamma))
     return float(solver.top_fold().edge * scale)
 
 

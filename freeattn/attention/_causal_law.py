@@ -76,7 +76,7 @@ class CausalLaw(SpectralLaw):
                          if options is None else options)
         self.beta = float(beta)
         self.gamma = float(gamma)
-        self._solver, self.theta1 = _causal._law(beta, gamma)
+        self._solver, self.theta1 = _causal._law(self.beta, self.gamma)
 
     def __repr__(self):
         return f"CausalLaw(beta={self.beta!r}, gamma={self.gamma!r})"
@@ -110,7 +110,7 @@ class CausalLaw(SpectralLaw):
         return xf
 
     def _stieltjes_exact(self, z):
-        return _causal.causal_stieltjes(self.beta, self.gamma, z)
+        return _causal.stieltjes_values(self._solver, self.theta1, z)
 
     def _moments_exact(self, kmax):
         # the recursion of eq. (10.16) up to its order; beyond it moment() integrates

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..core._checks import ATTENTION_BETA, ATTENTION_GAMMA, as_real_array, check_int
+from ..core._checks import ATTENTION_BETA, ATTENTION_GAMMA, Integer
 from ._coefficients import linear_coefficients
 from ..laws._elementary import MarchenkoPastur, marchenko_pastur
 from ..compose._subordination import sample_covariance
@@ -37,6 +37,7 @@ __all__ = [
     "MIN_LAW_BETA",
     "MAX_LAW_BETA",
     "GAMMA_RANGE",
+    "check_law_args",
 ]
 
 #: Accuracy range of the laws in beta.  Beyond it ``exp(beta**2)`` still fits in
@@ -57,30 +58,11 @@ GAMMA_RANGE = ATTENTION_GAMMA.range
 from ..laws._law_base import SpectralLaw as EigenvalueLaw  # noqa: E402
 
 
-def _scalar(arr, name):
-    """``float(arr)`` for a 0-d checked array; TypeError naming ``name`` otherwise."""
-    if arr.ndim != 0:
-        raise TypeError(f"{name} must be a real scalar, got array of shape {arr.shape}")
-    return float(arr)
-
-
-def _check_gamma(gamma):
-    return ATTENTION_GAMMA.check(gamma, "gamma")
-
-
-def _check_beta(beta):
-    b = _scalar(as_real_array(beta, "beta"), "beta")
-    if not (MIN_LAW_BETA <= b <= MAX_LAW_BETA):
-        raise ValueError(
-            f"beta must be in [{MIN_LAW_BETA}, {MAX_LAW_BETA}] for the spectral laws (below, "
-            f"the law in units of theta1 is its beta -> 0 limit, the two-Wishart product law, "
-            f"to better than 1e-16; above, theta2/theta1 < 1.8e-6 and the law is "
-            f"Marchenko-Pastur of variance theta1 to that order), got {beta!r}")
-    return b
-
-
-def _check_law_args(beta, gamma):
-    return _check_beta(beta), _check_gamma(gamma)
+def check_law_args(beta, gamma):
+    """``beta`` and ``gamma`` checked against :data:`ATTENTION_BETA` and
+    :data:`ATTENTION_GAMMA` (the public entry points' one check; the functions
+    below them take floats in range)."""
+    return ATTENTION_BETA.check(beta, "beta"), ATTENTION_GAMMA.check(gamma, "gamma")
 
 
 class AttentionLaw(AffineLaw):
@@ -188,7 +170,7 @@ def attention_law(beta, gamma=1.0, *, tokens=None, options=None):
     """
     from ..core._options import check_options
 
-    b, g = _check_law_args(beta, gamma)
+    b, g = check_law_args(beta, gamma)
     if tokens is not None:
         from ._token_law import check_tokens, is_unit_point_mass, token_attention_law
 
@@ -255,7 +237,7 @@ def operator_norm(beta, gamma=1.0):
     >>> round(r.squared_edge, 6), round(r.mp_squared_edge, 6)
     (9.009543, 6.873127)
     """
-    b, g = _check_law_args(beta, gamma)
+    b, g = check_law_args(beta, gamma)
     edge, theta1 = _normalized_upper_edge(b, g)
     sq = edge * theta1
     return OperatorNorm(beta=b, gamma=g, squared_edge=sq, norm=float(np.sqrt(sq)),
@@ -314,8 +296,8 @@ def linearization_threshold(n, gamma=1.0):
     """
     from scipy.optimize import brentq
 
-    n = check_int(n, "n", minimum=2)
-    g = _check_gamma(gamma)
+    n = Integer(2).check(n, "n")
+    g = ATTENTION_GAMMA.check(gamma, "gamma")
     log_n = math.log(n)
 
     def gap(b):

@@ -26,11 +26,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..core._checks import check_int, real_scalar
+from ..core._checks import ATTENTION_BETA, Integer, Real, check_int, real_scalar
 from ._coefficients import linear_coefficients
 from ..laws._elementary import MarchenkoPastur
 from ..core._errors import ConvergenceError
-from ._laws import GAMMA_RANGE, _check_beta, attention_law
+from ._laws import GAMMA_RANGE, attention_law
 from ..core._options import DEFAULT_OPTIONS, check_options
 from ..algebra._rational import padd, pmul, pscale
 from ..algebra._levels import SLevel, edge_at_zero
@@ -85,12 +85,16 @@ HARD_EDGE_TIE_RTOL = 1e-9
 _real_scalar = real_scalar
 
 
+#: The domains of ``heads`` and ``gamma_o`` (:data:`HEADS_RANGE`,
+#: :data:`MULTIHEAD_RATIO_RANGE`); the per-head ratios' range scales with
+#: ``heads`` (:func:`_check_per_head`).
+HEADS = Integer(*HEADS_RANGE)
+GAMMA_O = Real(*MULTIHEAD_RATIO_RANGE)
+
+
 def _check_heads(heads, kv_groups):
     """``heads`` in :data:`HEADS_RANGE` and ``kv_groups`` dividing it (``None``: ``heads``)."""
-    h = check_int(heads, "heads", minimum=1)
-    if h > HEADS_RANGE[1]:
-        raise ValueError(f"heads must be an integer in [{HEADS_RANGE[0]}, {HEADS_RANGE[1]}], "
-                         f"got {heads!r}")
+    h = HEADS.check(heads, "heads")
     if kv_groups is None:
         return h, h
     g = check_int(kv_groups, "kv_groups", minimum=1)
@@ -108,14 +112,6 @@ def _check_per_head(value, name, heads):
         raise ValueError(f"{name} must be in [{lo:g} * heads, {hi:g} * heads] = "
                          f"[{lo * heads:g}, {hi * heads:g}] (per-head width over n in "
                          f"[{lo:g}, {hi:g}]), got {value!r}")
-    return g
-
-
-def _check_output(value):
-    g = _real_scalar(value, "gamma_o")
-    lo, hi = MULTIHEAD_RATIO_RANGE
-    if not lo <= g <= hi:
-        raise ValueError(f"gamma_o must be in [{lo:g}, {hi:g}], got {value!r}")
     return g
 
 
@@ -403,10 +399,10 @@ def has_hard_edge(heads, gamma_v, gamma_o):
 def check_multihead_args(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups):
     """All checks of :func:`multihead_law`'s arguments; return them normalized."""
     h, g = _check_heads(heads, kv_groups)
-    b = _check_beta(beta)
+    b = ATTENTION_BETA.check(beta, "beta")
     gk = _check_per_head(gamma_k, "gamma_k", h)
     gv = _check_per_head(gamma_v, "gamma_v", h)
-    go = _check_output(gamma_o)
+    go = GAMMA_O.check(gamma_o, "gamma_o")
     # Ties up to HARD_EDGE_TIE_RTOL are made exact (a square factor, eq. (9.22)).
     if abs(gv - 1.0) <= HARD_EDGE_TIE_RTOL:
         gv = 1.0

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..core._checks import check_int
+from ..core._checks import Integer, check_int
 from ._token_law import engine_build
 
 __all__ = [
@@ -47,11 +47,9 @@ MAX_STACK_LAYERS = 64
 
 def _layer_parameters(beta, gamma, layers):
     """``(betas, gammas)`` as tuples of floats of length ``layers`` (checked)."""
-    from ._laws import _check_law_args
+    from ._laws import check_law_args
 
-    layers = check_int(layers, "layers", minimum=1)
-    if layers > MAX_STACK_LAYERS:
-        raise ValueError(f"layers must be in [1, {MAX_STACK_LAYERS}], got {layers}")
+    layers = Integer(1, MAX_STACK_LAYERS).check(layers, "layers")
 
     def per_layer(value, name):
         if isinstance(value, (str, bytes)):
@@ -65,7 +63,7 @@ def _layer_parameters(beta, gamma, layers):
                              f"got {len(seq)}")
         return seq
 
-    pairs = [_check_law_args(b, g)
+    pairs = [check_law_args(b, g)
              for b, g in zip(per_layer(beta, "beta"), per_layer(gamma, "gamma"))]
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 

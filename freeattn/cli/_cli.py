@@ -902,7 +902,7 @@ def _family_commands():
 
 
 def _options_analyze(p):
-    from ..interop._analyze import NULL_DRAWS
+    from ..interop._analyze import FINITE_WIDTH_CHOICES, NULL_DRAWS
     from ..interop._analyze_torch import DEFAULT_N, DEFAULT_WINDOWS
 
     p.add_argument("checkpoint", metavar="CHECKPOINT",
@@ -916,12 +916,17 @@ def _options_analyze(p):
                         "max_position_embeddings)")
     p.add_argument("--windows", type=int, default=DEFAULT_WINDOWS, metavar="W",
                    help="consecutive windows of text, spectra pooled per head")
-    p.add_argument("--layers", type=_int_list, default=None, metavar="L1,L2",
+    p.add_argument("--layers", type=_index_list, default=None, metavar="L1,L2",
                    help="only these layers (0-based)")
-    p.add_argument("--heads", type=_int_list, default=None, metavar="H1,H2",
+    p.add_argument("--heads", type=_index_list, default=None, metavar="H1,H2",
                    help="only these heads (0-based)")
     p.add_argument("--null-draws", type=int, default=NULL_DRAWS, metavar="K",
                    help="draws of the finite-size null model per head")
+    p.add_argument("--finite-width", choices=FINITE_WIDTH_CHOICES, default="column",
+                   help="where the finite-width prediction (theory note 15) is in regime: "
+                        "the head's distance to it (column), that and the finite-size "
+                        "floor ks_null_law from it instead of the sampled null model "
+                        "(floor), or neither (off) (theory eqs. (12.11), (12.12))")
     _add_seed(p)
     p.add_argument("--plot", default=None, metavar="PATH",
                    help="also draw per layer the measured spectrum against the law and the "
@@ -929,7 +934,8 @@ def _options_analyze(p):
     _add_output(p, "the report")
 
 
-def _int_list(text):
+def _index_list(text):
+    """Argument type of ``--layers``/``--heads``: comma-separated integers (may be empty)."""
     try:
         return [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -948,7 +954,7 @@ def _cmd_analyze(args, emit):
             tokens = handle.read()
     report = analyze(args.checkpoint, tokens, n=args.n, windows=args.windows,
                      layers=args.layers, heads=args.heads, null_draws=args.null_draws,
-                     rng=args.seed)
+                     finite_width=args.finite_width, rng=args.seed)
     table = r.Table([r.Column(c, align="left") if c == "regime" else c for c in COLUMNS],
                     [[rec[c] for c in COLUMNS] for rec in report.records()])
     if args.plot is not None:
@@ -1077,7 +1083,8 @@ def commands():
                   "the actual scores, token statistics, attention sinks, the regime, and the\n"
                   "KS/W1 distances of the squared singular values of sqrt(n)(A - 11^T/n) to the\n"
                   "law, to the head's linear surrogate, to a finite-size null model (Gaussian\n"
-                  "softmax attention at the same n, d, beta) and to Marchenko-Pastur\n"
+                  "softmax attention at the same n, d, beta), to its finite-width prediction\n"
+                  "where that is in regime (theory note 15) and to Marchenko-Pastur\n"
                   "(theory section 12).  Needs the models extra (safetensors, tokenizers).",
                   _options_analyze, _cmd_analyze)
     yield Command("stack", "the law of a stack of attention layers",

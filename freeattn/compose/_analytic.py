@@ -32,7 +32,7 @@ SUPPORT_GRID = 1200
 INSIDE_RTOL = 1e-7
 #: The continuation ``z = x + i y`` starts at ``y = CONT_START * scale`` and
 #: divides ``y`` by a per-point factor in ``[CONT_FACTOR_MIN, CONT_FACTOR_MAX]``
-#: until ``y < CONT_STOP * scale``, then solves at ``y = 0``.
+#: until ``y < CONT_STOP * scale`` (``CONT_STOP * |x|`` for ⊠), then solves at ``y = 0``.
 CONT_START = 1.0
 CONT_FACTOR_MAX = 16.0
 CONT_FACTOR_MIN = 1.05
@@ -53,9 +53,16 @@ HARD_EDGE_GRID_START = 1e-9
 #: Bisections of a grid cell holding an edge before the bordered Newton is
 #: retried, where it did not converge from the grid point outside the edge.
 EDGE_BISECTIONS = 20
+#: Belinschi-Bercovici iterations (eq. (14.2)) taken to reach Newton's basin
+#: before Newton polishes; the iteration converges only linearly, slowly as
+#: ``Im z -> 0``, and points it leaves unsolved go to the continuation.
+REACH_ITERATIONS = 24
 #: Newton steps of a warm start at ``y = 0`` (eq. (14.7)) before the point is
 #: handed to the continuation.
 WARM_NEWTON_STEPS = 12
+#: An off-axis point is warm-started from the last call's nearest point when
+#: they are this close (relative to ``|z|``).
+WARM_NEIGHBOUR_RTOL = 0.05
 #: A warm-started root is the subordination point only strictly inside the
 #: half-plane: ``Im w`` above this fraction of ``|w| + scale`` ...
 WARM_INSIDE_RTOL = 1e-6
@@ -133,6 +140,13 @@ class _Additive(FixedPointProblem):
     def cauchy(self, w, z):
         return _cauchy_pair(self.a, w)[0]
 
+    def cauchy_derivative(self, w, z):
+        """``dG/dz`` at the fixed point: ``G_a'(w) dw/dz``, ``dw/dz = phi_z/(1 - phi_w)``."""
+        ha, dha = self._h(self.a, w)
+        hb, dhb = self._h(self.b, z + ha)
+        dwdz = (1.0 + dhb) / (1.0 - dhb * dha)
+        return _cauchy_pair(self.a, w)[1] * dwdz
+
 
 class _Multiplicative(FixedPointProblem):
     """``w1 = u k_b(u k_a(w1))``, ``u = 1/z``, ``k(w) = 1/w - F(1/w)`` (theory eq. (14.4))."""
@@ -159,6 +173,17 @@ class _Multiplicative(FixedPointProblem):
     def cauchy(self, w, z):
         u = 1.0 / z
         return u * _cauchy_pair(self.a, 1.0 / w)[0] / w
+
+    def cauchy_derivative(self, w, z):
+        """``dG/dz`` at the fixed point, by the chain rule through ``u = 1/z`` and ``w(u)``."""
+        u = 1.0 / z
+        ka, dka = self._k(self.a, w)
+        kb, dkb = self._k(self.b, u * ka)
+        dwdu = (kb + u * dkb * ka) / (1.0 - u * u * dkb * dka)
+        ga, dga = _cauchy_pair(self.a, 1.0 / w)
+        dg_du = ga / w
+        dg_dw = u * (-dga / w ** 3 - ga / w ** 2)
+        return -(u * u) * (dg_du + dg_dw * dwdu)
 
 
 class AnalyticLaw(SpectralLaw):
@@ -192,6 +217,9 @@ class AnalyticLaw(SpectralLaw):
         # warm starts of eq. (14.7)
         self._warm_x = np.empty(0)
         self._warm_w = np.empty(0, dtype=complex)
+        # the last off-axis solve, sorted by Re z: warm starts of _solve
+        self._last_z = np.empty(0, dtype=complex)
+        self._last_w = np.empty(0, dtype=complex)
 
     def _describe(self):
         op = "⊠" if self.multiplicative else "⊞"
@@ -208,17 +236,39 @@ class AnalyticLaw(SpectralLaw):
         w = np.empty(z.shape, dtype=complex)
         off = z.imag > 0
         pr = self._problem
+        if off.any() and self._last_z.size >= 2:
+            # warm start from the nearest point of the last call (a law nested in
+            # another is called at slowly moving points): for Im z > 0 the fixed
+            # point in the open half-plane is unique (eq. (14.2)), so a converged
+            # Newton root strictly inside it is the subordination point
+            idx = np.flatnonzero(off)
+            zo = z[idx]
+            pos = np.clip(np.searchsorted(self._last_z.real, zo.real), 1,
+                          self._last_z.size - 1)
+            left, right = self._last_z[pos - 1], self._last_z[pos]
+            pick = np.where(np.abs(zo - left) <= np.abs(zo - right), pos - 1, pos)
+            near = np.abs(zo - self._last_z[pick]) <= WARM_NEIGHBOUR_RTOL * np.abs(zo)
+            if near.any():
+                r = newton(pr, zo[near], self._last_w[pick[near]], max_steps=WARM_NEWTON_STEPS)
+                good = r.converged & (pr.sign * r.value.imag > 0)
+                hit = idx[near][good]
+                w[hit] = r.value[good]
+                off[hit] = False
         if off.any():
-            r = iterate(pr, z[off])
+            r = iterate(pr, z[off], max_iterations=REACH_ITERATIONS)
             r2 = newton(pr, z[off], r.value)
             w[off] = r2.value
             if not r2.converged.all():
                 # far from the axis the iteration converges; near it, continue down
                 bad = np.flatnonzero(off)[~r2.converged]
                 w[bad] = self._continue(z[bad].real, z[bad].imag)
-        real = ~off
+        real = z.imag <= 0
         if real.any():
             w[real] = self._continue(z[real].real, np.zeros(int(real.sum())))
+        up = z.imag > 0
+        if up.any():
+            order = np.argsort(z[up].real)
+            self._last_z, self._last_w = z[up][order], w[up][order]
         return w, self._g(w, z)
 
     def _g(self, w, z):
@@ -247,12 +297,15 @@ class AnalyticLaw(SpectralLaw):
         y_final = np.asarray(y_final, dtype=float)
         y = np.maximum(CONT_START * s, y_final)
         z = x + 1j * y
-        r = iterate(pr, self._pz(z))
+        r = iterate(pr, self._pz(z), max_iterations=REACH_ITERATIONS)
         r = newton(pr, self._pz(z), r.value)
         w = r.value
         w_prev = w.copy()
         y_prev = np.full(x.shape, np.nan)
         factor = np.full(x.shape, CONT_FACTOR_MAX)
+        # ⊠ is scale-free: next to 0 the continuation goes on to y << |x|
+        stop = CONT_STOP * (np.maximum(np.abs(x), np.finfo(float).tiny) if self.multiplicative
+                            else np.full(x.shape, s))
         active = y > y_final
         res = r.residual
         levels = 0
@@ -261,7 +314,7 @@ class AnalyticLaw(SpectralLaw):
             idx = np.flatnonzero(active)
             ya, fa = y[idx], factor[idx]
             yn = np.maximum(ya / fa, y_final[idx])
-            yn = np.where(yn < CONT_STOP * s, y_final[idx], yn)
+            yn = np.where(yn < stop[idx], y_final[idx], yn)
             slope = np.where(np.isfinite(y_prev[idx]),
                              (w[idx] - w_prev[idx]) / np.where(np.isfinite(y_prev[idx]),
                                                                 ya - y_prev[idx], 1.0), 0.0)
@@ -475,8 +528,15 @@ class AnalyticLaw(SpectralLaw):
         return self._solve(z)[1]
 
     def _stieltjes_pair(self, zs):
-        # derivative by the Cauchy integral of the representation (generic)
-        return self._stieltjes(zs), SpectralLaw._stieltjes_derivative(self, zs)
+        """``(G, G')`` from one subordination solve (``G'`` by the chain rule)."""
+        zs = np.asarray(zs, dtype=complex)
+        w, g = self._solve(zs)
+        with np.errstate(all="ignore"):
+            d = self._problem.cauchy_derivative(w, zs)
+        return g, d
+
+    def _stieltjes_derivative(self, zs):
+        return self._stieltjes_pair(zs)[1]
 
     def _moments_exact(self, kmax):
         from ._moments import additive_moments, multiplicative_moments

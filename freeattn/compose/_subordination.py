@@ -1345,9 +1345,22 @@ def free_multiplicative(a, b, *, options=None):
     opts = check_options(options) if options is not None else a.options
     sa, sb = a._s_transform(), b._s_transform()
     if sa is None and sb is None:
-        # Neither law has a rational S-transform: analytic subordination,
-        # theory eqs. (14.4)-(14.6).
-        from ._analytic import analytic_multiplicative
+        # Neither law has a rational S-transform: analytic subordination, theory
+        # eqs. (14.4)-(14.6) for two factors, one system in all of them (eq. (14.8))
+        # when a factor is itself such a product.
+        from ._analytic import AnalyticLaw, analytic_multiplicative
+        from ._chain import ProductChainLaw
+
+        def factors(law):
+            if isinstance(law, ProductChainLaw):
+                return list(law.factors)
+            if isinstance(law, AnalyticLaw) and law.multiplicative:
+                return [law.a, law.b]
+            return [law]
+
+        parts = factors(a) + factors(b)
+        if len(parts) > 2:
+            return ProductChainLaw(parts, opts)
         return analytic_multiplicative(a, b, options=opts)
     if sa is None:
         a, b, sa = b, a, sb

@@ -84,16 +84,6 @@ def as_real_array(value, name, *, finite=False):
     return arr
 
 
-def real_scalar(value, name):
-    """A finite real Python float; TypeError/ValueError naming ``name``."""
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    arr = as_real_array(value, name, finite=True)
-    if arr.ndim != 0:
-        raise TypeError(f"{name} must be a real scalar, got an array of shape {arr.shape}")
-    return float(arr)
-
-
 def check_positive(value, name, *, upper=None, upper_name=None, inclusive_upper=True):
     """Check ``0 < value (<= upper)`` elementwise and return a float array.
 
@@ -283,15 +273,24 @@ def Probability(*, open_low=True, open_high=True):
     --------
     >>> Probability().text
     '(0.0, 1.0)'
+    >>> Probability().check(0.95, "level")
+    0.95
+    >>> Probability().check(1, "level")
+    Traceback (most recent call last):
+    ...
+    ValueError: level must be in (0.0, 1.0), got 1
     """
     return Real(0.0, 1.0, low_closed=not open_low, high_closed=not open_high)
 
 
 #: Inverse temperatures served by the spectral laws (single-head, multi-head,
-#: head-average): below 1e-8 the law in units of theta1 is its beta -> 0
-#: limit (theory eq. (6.11)) to O(beta**2) = 1e-16; above 4,
+#: head-average, stacks): below 1e-8 the law in units of theta1 is its
+#: beta -> 0 limit (theory eq. (6.11)) to O(beta**2) = 1e-16; above 4,
 #: ``theta2/theta1 < 1.8e-6`` and the law is Marchenko-Pastur to that order.
-ATTENTION_BETA = Real(1e-8, 4.0)
+ATTENTION_BETA = Real(1e-8, 4.0, why="below, the law in units of theta1 is its beta -> 0 "
+                                     "limit, the two-Wishart product law, to better than "
+                                     "1e-16; above, theta2/theta1 < 1.8e-6 and the law is "
+                                     "Marchenko-Pastur of variance theta1 to that order")
 
 #: Width ratios ``gamma = d_qk/n`` served by the attention laws: down to 1e-4
 #: (long contexts: d_head = 64 at n = 128k is 5e-4) and up to 1e4.

@@ -13,6 +13,9 @@ distances of the squared singular values of ``sqrt(n) (A - 11^T/n)`` to
 * a finite-size null model: softmax attention with Gaussian queries and keys
   at the same ``n``, ``d`` and ``beta`` (eq. (12.8)), sampled, whose own
   distance to the law is the part of the gap finite size alone explains,
+* the finite-width prediction of that null model,
+  :func:`freeattn.finite_width_law` (theory note 15), where it is accurate
+  (eqs. (12.11), (12.12)),
 * the Marchenko-Pastur law of the same variance.
 
 A head is *in regime* (eq. (12.10)) when every assumption of the law holds to
@@ -33,6 +36,7 @@ __all__ = [
     "TokenStatistics",
     "bert_attention_inputs",
     "bert_layers",
+    "finite_width_regime",
     "head_rows",
     "linear_surrogate_spectrum",
     "null_distance",
@@ -75,6 +79,42 @@ NULL_BETA_MAX = 40.0
 
 #: Draws of the finite-size null model per head (their spectra are pooled).
 NULL_DRAWS = 2
+
+#: The finite-width prediction (theory note 15) is used only at ``n >=`` this
+#: (eq. (12.11)).  At ``n = 512, 1024`` it is 0.007-0.021 (KS, 4 draws) from softmax
+#: attention for ``d = 32-64``, ``beta <= 1`` (theory section 15.4); at ``n = 256``,
+#: ``d = 32`` it is 0.021 / 0.030 / 0.039 at ``beta`` = 0.5 / 1 / 1.4 against a noise
+#: floor of 0.013-0.015 (``benchmarks/finite_width.py --regime``).
+FINITE_WIDTH_MIN_N = 512
+
+#: Narrowest head the prediction is used at (eq. (12.11)): at ``d = 16``, ``n = 512`` it
+#: is 0.029-0.038 from attention against a floor of 0.008 (theory section 15.5).
+FINITE_WIDTH_MIN_D = 32
+
+#: Widest head the prediction is used at (eq. (12.11)): at ``d = 128``, ``n = 512``,
+#: ``beta = 1`` it is 0.025 from attention against a floor of 0.005 (theory section 15.5:
+#: with ``N_2 >> n`` degree 2 is noise-like and its Gaussian product is the wrong model).
+FINITE_WIDTH_MAX_D = 64
+
+#: Degree 3 of the harmonic expansion must be noise-like (eq. (12.11)): its dimension
+#: ``N_3`` at least this many times ``n`` (theory eq. (15.3), section 15.5: it holds at
+#: ``N_3/n = 5.8``, (n, d) = (1024, 32), 0.010 against a floor of 0.008, and fails at 1.6,
+#: (512, 16)).
+FINITE_WIDTH_DEGREE3_RATIO = 5.0
+
+#: The prediction is used only at ``beta <`` this (eq. (12.11)): at ``beta = 1.5``,
+#: ``(n, d) = (512, 32)`` it is 0.028 from attention against a floor of 0.015 and the
+#: error grows with ``beta`` (theory section 15.5).
+FINITE_WIDTH_BETA_LIMIT = 1.5
+
+#: Draws of the finite-width prediction per head (pooled, as the null model's).
+FINITE_WIDTH_DRAWS = 2
+
+#: What the report does with the finite-width prediction (eq. (12.12)): nothing
+#: (``"off"``), the per-head distance to it where it is in regime (``"column"``), or that
+#: and also the floor ``D_null`` computed from it instead of the sampled null model
+#: (``"floor"``).
+FINITE_WIDTH_CHOICES = ("off", "column", "floor")
 
 
 @dataclass(frozen=True)
@@ -460,6 +500,60 @@ def null_distance(n, d, beta, *, draws=NULL_DRAWS, rng=None):
     return _law_distances(law, null_spectrum(n, d, beta, draws=draws, rng=rng))[0]
 
 
+def finite_width_regime(beta, n, d):
+    """Whether the finite-width prediction is used at ``(n, d, beta)`` (theory eq. (12.11)).
+
+    Parameters
+    ----------
+    beta : array_like
+        Inverse temperature (the head's ``beta_scores``).
+    n, d : array_like of int
+        Tokens and head width.
+
+    Returns
+    -------
+    numpy.ndarray or numpy.bool_
+        True where ``n >= FINITE_WIDTH_MIN_N`` (512),
+        ``FINITE_WIDTH_MIN_D <= d <= FINITE_WIDTH_MAX_D`` (32-64),
+        ``N_3(d) >= FINITE_WIDTH_DEGREE3_RATIO * n`` (degree 3 of the harmonic
+        expansion noise-like, theory eq. (15.3)) and
+        ``0 < beta < FINITE_WIDTH_BETA_LIMIT`` (1.5): the points where
+        :func:`freeattn.finite_width_law` is measured within about twice the
+        Monte Carlo noise of softmax attention (theory sections 15.4, 15.5).
+        Broadcast over the arguments.
+
+    Raises
+    ------
+    ValueError
+        If an argument is not finite, or ``n`` or ``d`` is not a positive integer.
+
+    Examples
+    --------
+    >>> finite_width_regime(1.0, 512, 32), finite_width_regime(1.0, 256, 32)
+    (np.True_, np.False_)
+    >>> finite_width_regime([0.5, 1.5, 1.0], 512, [32, 32, 16]).tolist()
+    [True, False, False]
+    """
+    b = np.asarray(beta, dtype=float)
+    values = {}
+    for name, value in (("n", n), ("d", d)):
+        a = np.asarray(value)
+        if a.dtype.kind not in "iu" or np.any(a < 1):
+            raise ValueError(f"{name} must be a positive integer (or an array of them), got "
+                             f"{value!r}")
+        values[name] = a.astype(np.int64)
+    if not np.all(np.isfinite(b)):
+        raise ValueError(f"beta must be finite, got {beta!r}")
+    n, d = values["n"], values["d"]
+    # N_3 = C(d + 2, 3) - C(d, 1) (theory eq. (15.3)), in int64: d is capped at 2^20 (far
+    # above FINITE_WIDTH_MAX_D) so that d^3 cannot overflow
+    w = np.minimum(d, 2 ** 20)
+    n3 = w * (w + 1) * (w + 2) // 6 - w
+    return ((n >= FINITE_WIDTH_MIN_N) & (d >= FINITE_WIDTH_MIN_D) & (d <= FINITE_WIDTH_MAX_D)
+            & (n3 >= FINITE_WIDTH_DEGREE3_RATIO * n) & (b > 0.0)
+            & (b < FINITE_WIDTH_BETA_LIMIT))
+
+
 @dataclass(frozen=True)
 class HeadRow:
     """One head of one layer, measured against the law (theory section 12).
@@ -510,8 +604,20 @@ class HeadRow:
         ``beta_scores > MP_BETA_MAX``: its noise variance overflows).
     ks_null, w1_null : float
         Two-sample distances to the finite-size null model, eq. (12.8).
+    finite_regime : bool
+        Eq. (12.11): the finite-width prediction of theory note 15 is accurate at
+        the head's ``n``, ``d`` and ``beta_scores``.
+    ks_finite, w1_finite : float
+        Two-sample distances to the finite-width prediction,
+        :func:`freeattn.finite_width_law` at the head's ``n``, ``d`` and
+        ``beta_scores`` (eq. (12.12)); NaN outside its regime or when the report
+        is made with ``finite_width="off"``.
     ks_null_law : float
         The null model's own KS distance to the law: the finite-size floor.
+    null_law_source : str
+        How ``ks_null_law`` was obtained: ``"sampled"`` (the null model's
+        draws, eq. (12.8)), ``"finite-width"`` (the prediction, eq. (12.12), only
+        in its regime and with ``finite_width="floor"``) or ``"none"`` (no law).
     ks_mp, w1_mp : float
         Distances to the Marchenko-Pastur law of variance ``exp(beta^2) - 1``
         (NaN when ``beta_scores > MP_BETA_MAX``).
@@ -553,7 +659,11 @@ class HeadRow:
     w1_linear: float
     ks_null: float
     w1_null: float
+    finite_regime: bool
+    ks_finite: float
+    w1_finite: float
     ks_null_law: float
+    null_law_source: str
     ks_mp: float
     w1_mp: float
     in_regime: bool
@@ -565,6 +675,11 @@ class HeadRow:
 #: Columns of :meth:`AnalysisReport.records` (every field but the spectra).
 COLUMNS = tuple(f.name for f in fields(HeadRow) if f.name not in ("values", "null_values"))
 
+#: The dtype of each column in :meth:`AnalysisReport.to_pandas` (from the field's type;
+#: strings stay pandas' default for text, ``object`` or ``str``).
+_PANDAS_DTYPES = {f.name: {int: "int64", float: "float64", bool: "bool", str: None}[f.type]
+                  for f in fields(HeadRow) if f.name in COLUMNS}
+
 
 def _threshold(n, gamma):
     from ..attention._laws import linearization_threshold
@@ -575,7 +690,14 @@ def _threshold(n, gamma):
         return LAW_BETA_MAX
 
 
-def head_rows(layer, windows, *, null_draws=NULL_DRAWS, rng=None):
+def _check_finite_width(finite_width):
+    if finite_width not in FINITE_WIDTH_CHOICES:
+        raise ValueError(f"finite_width must be one of {FINITE_WIDTH_CHOICES}, got "
+                         f"{finite_width!r}")
+    return finite_width
+
+
+def head_rows(layer, windows, *, null_draws=NULL_DRAWS, finite_width="column", rng=None):
     """Rows of every head of one layer (theory section 12).
 
     Parameters
@@ -590,18 +712,34 @@ def head_rows(layer, windows, *, null_draws=NULL_DRAWS, rng=None):
         have the same ``n`` and heads.
     null_draws : int, optional
         Draws of the null model per head.
+    finite_width : {"column", "floor", "off"}, optional
+        Where the finite-width prediction is in regime (eq. (12.11)):
+        ``"column"`` gives the head's distance to it (``ks_finite``,
+        ``w1_finite``); ``"floor"`` also computes the floor ``ks_null_law`` from
+        it instead of from the sampled null model (eq. (12.12)); ``"off"`` does
+        neither.  Outside the regime the floor is always the sampled one.
     rng : None, int or numpy.random.Generator, optional
-        Seeds the null model and the surrogate.
+        Seeds the null model and the surrogate; the prediction's draws are
+        seeded by children spawned from it (``Generator.spawn``), so they leave
+        the other columns unchanged.
 
     Returns
     -------
     list of HeadRow
         Spectra of all windows pooled; scalar statistics averaged over windows.
+
+    Raises
+    ------
+    ValueError
+        If ``windows`` is empty, the windows differ in ``n``, or
+        ``finite_width`` is not one of ``FINITE_WIDTH_CHOICES``.
     """
     from ..laws._elementary import marchenko_pastur
     from ..core._errors import ConvergenceError
     from ..attention._laws import attention_law
+    from ..montecarlo._finite_width import finite_width_law
 
+    finite_width = _check_finite_width(finite_width)
     rng = np.random.default_rng(rng)
     if not windows:
         raise ValueError("windows must hold at least one window")
@@ -634,12 +772,23 @@ def head_rows(layer, windows, *, null_draws=NULL_DRAWS, rng=None):
         beta = float(np.mean(beta_s))
         gamma = d / n
         null, null_share = _null_sample(n, d, min(beta, NULL_BETA_MAX), null_draws, rng)
+        finite = bool(finite_width_regime(beta, n, d))
+        predicted = None
+        ks_finite = w1_finite = math.nan
+        if finite and finite_width != "off":                  # eq. (12.12)
+            predicted = finite_width_law(beta, n, d, draws=FINITE_WIDTH_DRAWS, rng=rng).values
+            ks_finite = _ks_two_sample(values, predicted)
+            w1_finite = _w1_two_sample(values, predicted)
         ks_law = w1_law = ks_null_law = math.nan
+        source = "none"
         if beta <= LAW_BETA_MAX:
             try:
                 law = attention_law(beta, gamma).squared()
                 ks_law, w1_law = _law_distances(law, values)
-                ks_null_law = _law_distances(law, null)[0]
+                if finite_width == "floor" and predicted is not None:
+                    ks_null_law, source = _law_distances(law, predicted)[0], "finite-width"
+                else:
+                    ks_null_law, source = _law_distances(law, null)[0], "sampled"
             except (ValueError, ConvergenceError):        # reported as NaN, reason below
                 pass
         ks_mp = w1_mp = math.nan
@@ -685,7 +834,8 @@ def head_rows(layer, windows, *, null_draws=NULL_DRAWS, rng=None):
             ks_linear=math.nan if linear is None else _ks_two_sample(values, linear),
             w1_linear=math.nan if linear is None else _w1_two_sample(values, linear),
             ks_null=_ks_two_sample(values, null), w1_null=_w1_two_sample(values, null),
-            ks_null_law=ks_null_law, ks_mp=ks_mp, w1_mp=w1_mp,
+            finite_regime=finite, ks_finite=ks_finite, w1_finite=w1_finite,
+            ks_null_law=ks_null_law, null_law_source=source, ks_mp=ks_mp, w1_mp=w1_mp,
             in_regime=not reasons, regime="; ".join(reasons) or "in regime",
             values=values, null_values=null))
     return rows
@@ -713,13 +863,30 @@ class AnalysisReport:
         return [{name: getattr(row, name) for name in COLUMNS} for row in self.rows]
 
     def to_pandas(self):
-        """The rows as a :class:`pandas.DataFrame` (needs pandas)."""
+        """The rows as a :class:`pandas.DataFrame` (needs pandas).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per head, the columns :data:`COLUMNS` in order, with the
+            dtypes of the :class:`HeadRow` fields (``int64``, ``float64``,
+            ``bool``; ``regime`` and ``null_law_source`` as strings), also for
+            an empty report.
+
+        Raises
+        ------
+        ImportError
+            Without pandas (:meth:`records` gives the same rows).
+        """
         try:
             import pandas
         except ImportError:
             raise ImportError("AnalysisReport.to_pandas needs pandas: pip install pandas; "
                               "records() gives the same rows as dictionaries") from None
-        return pandas.DataFrame(self.records(), columns=list(COLUMNS))
+        records = self.records()
+        return pandas.DataFrame({name: pandas.Series([r[name] for r in records],
+                                                     dtype=_PANDAS_DTYPES[name])
+                                 for name in COLUMNS}, columns=list(COLUMNS))
 
     def layer_medians(self, column="ks_law"):
         """Median of a column over each layer's heads (NaN rows skipped).
@@ -753,6 +920,12 @@ class AnalysisReport:
             lines.append(f"KS to the law: median {np.nanmedian(ks):.3f} (range "
                          f"{np.nanmin(ks):.3f}-{np.nanmax(ks):.3f}); the finite-size null "
                          f"model alone is {np.nanmedian(floor):.3f} from it (median)")
+        finite = np.array([r.ks_finite for r in rows], float)
+        lines.append(f"finite-width prediction (theory note 15) in regime for "
+                     f"{sum(r.finite_regime for r in rows)} of {count} heads (eq. (12.11))"
+                     + (f"; KS to it: median {np.nanmedian(finite):.3f} (range "
+                        f"{np.nanmin(finite):.3f}-{np.nanmax(finite):.3f})"
+                        if np.isfinite(finite).any() else ""))
         lines.append(f"beta from the scores > linearization threshold: "
                      f"{sum(r.beta_scores > r.threshold for r in rows)} of {count}; "
                      f"non-isotropic tokens: {sum(not r.isotropic for r in rows)} of {count}; "

@@ -427,7 +427,7 @@ def _checkpoint_windows(c, tokens, n, windows, layer_filter, head_filter, num_he
 
 
 def analyze(model, tokens=None, *, n=DEFAULT_N, windows=DEFAULT_WINDOWS, layers=None, heads=None,
-            num_heads=None, null_draws=core.NULL_DRAWS, rng=0):
+            num_heads=None, null_draws=core.NULL_DRAWS, finite_width="column", rng=0):
     """Every attention head of a model on real text, against the law and null models.
 
     Parameters
@@ -453,15 +453,23 @@ def analyze(model, tokens=None, *, n=DEFAULT_N, windows=DEFAULT_WINDOWS, layers=
         Heads per layer of a weight mapping (a checkpoint's config gives it).
     null_draws : int, optional
         Draws of the finite-size null model per head.
+    finite_width : {"column", "floor", "off"}, optional
+        Use of the finite-width prediction (:func:`freeattn.finite_width_law`)
+        where it is in regime (theory eqs. (12.11), (12.12)): the head's
+        distance to it (``"column"``), that and the finite-size floor
+        ``ks_null_law`` computed from it instead of the sampled null model
+        (``"floor"``), or neither (``"off"``).
     rng : None, int or numpy.random.Generator, optional
-        Seeds the null models and the surrogates (default 0: reproducible).
+        Seeds the null models, the surrogates and the predictions (default 0:
+        reproducible).
 
     Returns
     -------
     freeattn.interop._analyze.AnalysisReport
         One row per layer and head: ``layer``, ``head``, ``beta_weights``,
         ``beta_scores``, ``gamma``, the token statistics, ``sink``, ``ks_law``,
-        ``ks_linear``, ``ks_null``, ``ks_null_law``, ``ks_mp`` (and W1),
+        ``ks_linear``, ``ks_null``, ``ks_finite``, ``ks_null_law`` (with
+        ``null_law_source``), ``ks_mp`` (and W1), ``finite_regime``,
         ``in_regime`` with the reasons in ``regime`` (theory section 12).
 
     Raises
@@ -470,7 +478,8 @@ def analyze(model, tokens=None, *, n=DEFAULT_N, windows=DEFAULT_WINDOWS, layers=
         If ``model`` or ``tokens`` is of an unsupported kind.
     ValueError
         If the text is too short for the windows, the model has no attention
-        modules, or text is given to a model without a tokenizer.
+        modules, text is given to a model without a tokenizer, or
+        ``finite_width`` is not one of ``"column"``, ``"floor"``, ``"off"``.
     ImportError
         Without ``safetensors``/``tokenizers`` (the ``[models]`` extra) when a
         checkpoint or text is read, or without PyTorch for a module.
@@ -491,6 +500,7 @@ def analyze(model, tokens=None, *, n=DEFAULT_N, windows=DEFAULT_WINDOWS, layers=
 
     n = check_int(n, "n", minimum=3)
     windows = check_int(windows, "windows", minimum=1)
+    core._check_finite_width(finite_width)
     layer_filter = None if layers is None else {int(v) for v in layers}
     head_filter = None if heads is None else {int(v) for v in heads}
     if _is_module(model):
@@ -523,6 +533,7 @@ def analyze(model, tokens=None, *, n=DEFAULT_N, windows=DEFAULT_WINDOWS, layers=
     rng = np.random.default_rng(rng)
     rows = []
     for L in sorted(per_layer):
-        rows.extend(core.head_rows(L, per_layer[L], null_draws=null_draws, rng=rng))
+        rows.extend(core.head_rows(L, per_layer[L], null_draws=null_draws,
+                                   finite_width=finite_width, rng=rng))
     count = len(next(iter(per_layer.values()))) if per_layer else 0
     return core.AnalysisReport(rows=tuple(rows), source=source, windows=count)

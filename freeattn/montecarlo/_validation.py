@@ -16,12 +16,12 @@ import time
 import numpy as np
 
 from . import _statistics as stats
-from ..core._checks import check_int, check_positive, key_width
+from ..core._checks import ATTENTION_BETA, Integer, Real, key_width
 from ..attention._coefficients import linear_coefficients
 from ._draws import (DrawError, ValidationInterrupted, check_progress, root_seed, run_draws,
                      seed_dict)
-from ._models import (CHAIN_MODELS, GAMMA_RANGE, MAX_LAW_BETA, MIN_LAW_BETA, check_options,
-                      resolve_models, same_variance_mp, single_head_law)
+from ._models import (CHAIN_MODELS, GAMMA_RANGE, check_options, resolve_models,
+                      same_variance_mp, single_head_law)
 from ..core._render import Column, Document, Table, jsonable, render, to_json
 
 __all__ = [
@@ -266,25 +266,26 @@ def _law_range_error(name, value, lo, hi, extra=""):
                       f"got {value!r}")
 
 
+#: ``gamma`` before rounding: any positive ratio; the sampled ratio ``d_qk/n``
+#: must then lie in the law's range (checked in :func:`_check_validate_args`).
+POSITIVE_GAMMA = Real(0.0, math.inf, low_closed=False, high_closed=False)
+
+
 def _check_validate_args(beta, gamma, n, draws, models, progress, options=None):
     """All checks of :func:`validate`'s arguments; return them normalized."""
-    b = check_positive(beta, "beta", upper=MAX_LAW_BETA)
-    g = check_positive(gamma, "gamma")
-    if b.ndim or g.ndim:
-        raise ValueError("beta and gamma must be scalars")
-    if float(b) < MIN_LAW_BETA:
-        raise _law_range_error("beta", beta, MIN_LAW_BETA, MAX_LAW_BETA)
-    n = check_int(n, "n", minimum=2)
-    draws = check_int(draws, "draws", minimum=1)
+    b = ATTENTION_BETA.check(beta, "beta")
+    g = POSITIVE_GAMMA.check(gamma, "gamma")
+    n = Integer(2).check(n, "n")
+    draws = Integer(1).check(draws, "draws")
     models = resolve_models(models)
     options = check_options(options, models)
     check_progress(progress)
     # d_qk/n is within 1/(2n) of gamma, so a gamma beyond the law's range by
     # more than that can never sample an allowed ratio (and gamma * n could
     # overflow a float before rounding).
-    if float(g) > GAMMA_RANGE[1] + 0.5 / n:
+    if g > GAMMA_RANGE[1] + 0.5 / n:
         raise _law_range_error("gamma", gamma, GAMMA_RANGE[0], GAMMA_RANGE[1])
-    d_qk = key_width(float(g), n)
+    d_qk = key_width(g, n)
     # The samples have width ratio d_qk/n; the law they are compared with must
     # be the law at that ratio, which is gamma itself when gamma*n is an integer.
     ratio = d_qk / n
@@ -298,7 +299,7 @@ def _check_validate_args(beta, gamma, n, draws, models, progress, options=None):
             raise ValueError(f"n must be >= {smallest} for model {model.name!r} (it removes "
                              f"up to {smallest - 1} non-bulk values), got {n}")
         model.check_sizes(n, d_qk, options)
-    return float(b), ratio, n, d_qk, draws, models, options
+    return b, ratio, n, d_qk, draws, models, options
 
 
 def _ks(law, sorted_x, floor=None):

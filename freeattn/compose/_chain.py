@@ -1,0 +1,428 @@
+"""The free multiplicative convolution of many laws at once (theory section 14.8).
+
+``nu_1 ⊠ ... ⊠ nu_L`` by one subordination system in ``L`` unknowns,
+
+    eta_1(omega_1) = ... = eta_L(omega_L) = eta(t),
+    omega_1 ... omega_L = t eta(t)**(L - 1),            t = 1/z,
+
+(theory eq. (14.8)), solved by Newton (an arrowhead Jacobian: ``O(L)`` per
+step) with continuation from ``|z| >> 1`` to the real axis.  Nesting ``L - 1``
+two-law solves (eq. (14.4)) would instead cost a full solve of the inner law
+at every evaluation of the outer one; the chain costs ``L`` Cauchy transforms
+per Newton step.
+"""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from ..core._errors import ConvergenceError
+from ..laws._law_base import Interval, SpectralLaw
+from ._analytic import _cauchy_pair
+
+__all__ = ["ProductChainLaw", "product_chain"]
+
+#: Points of the geometric grid on which the support is located.
+CHAIN_GRID = 1200
+#: Bisections of a grid cell that holds an edge (to ``2**-24`` of its width,
+#: about 1e-9 relative) before the square-root extrapolation of eq. (14.9).
+CHAIN_EDGE_BISECTIONS = 24
+#: ``|Im G| * |z|`` above which a real point is inside the support.
+CHAIN_INSIDE_RTOL = 1e-9
+#: The continuation starts at ``y = CHAIN_START * scale`` from the large-``|z|``
+#: asymptotics ``omega_i ~ t prod_{j != i} m1_j``.
+CHAIN_START = 64.0
+#: Per-point factor by which ``y`` shrinks, between these bounds.
+CHAIN_FACTOR_MAX = 64.0
+CHAIN_FACTOR_MIN = 1.05
+#: Newton steps per continuation level, and the relative step length at which
+#: a level (``CHAIN_LEVEL_RTOL``) and the final point (``CHAIN_FINAL_RTOL``) are
+#: converged.
+CHAIN_LEVEL_STEPS = 8
+CHAIN_LEVEL_RTOL = 1e-10
+CHAIN_FINAL_RTOL = 1e-14
+#: A Newton step moves no unknown by more than this fraction of its size.
+CHAIN_STEP_RATIO = 0.5
+#: A relative residual of eq. (14.8) below this is the rounding of the system.
+CHAIN_RESIDUAL_RTOL = 4e-16
+#: Extra Newton steps at the final level.
+CHAIN_FINAL_STEPS = 20
+#: ``y`` below ``CHAIN_STOP * |x|`` is replaced by the target (eq. (14.8) is scale-free).
+CHAIN_STOP = 1e-15
+#: Relative accuracy at which the final point is accepted (Newton's step length).
+CHAIN_ACCEPT_RTOL = 1e-11
+#: ``Im omega`` up to this fraction of ``|omega|`` counts as real (rounding).
+CHAIN_REAL_RTOL = 1e-12
+#: With a support reaching 0, the grid starts at this fraction of the upper bound.
+CHAIN_HARD_START = 1e-9
+
+
+def _eta_pair(law, w):
+    """``eta(w) = 1 - w/G(1/w)`` and ``eta'(w)`` (theory eq. (14.4))."""
+    g, dg = _cauchy_pair(law, 1.0 / w)
+    with np.errstate(all="ignore"):
+        eta = 1.0 - w / g
+        deta = -1.0 / g - dg / (w * g * g)
+    return eta, deta
+
+
+class _MomentsOnly:
+    """A stand-in carrying only the scaled moments of a partial product."""
+
+    def __init__(self, scaled):
+        self._scaled = scaled
+
+    def _scaled_moments(self, kmax):
+        scale, m = self._scaled
+        return scale, np.asarray(m[:kmax + 1])
+
+
+class ProductChainLaw(SpectralLaw):
+    """``nu_1 ⊠ ... ⊠ nu_L`` of laws on ``[0, oo)`` (theory eq. (14.8)).
+
+    Build it with :func:`product_chain` (or :func:`freeattn.free_multiplicative`,
+    which flattens nested products of laws without a rational S-transform).
+
+    Attributes
+    ----------
+    factors : tuple of SpectralLaw
+    """
+
+    def __init__(self, factors, options=None):
+        super().__init__(options if options is not None else factors[0].options)
+        self.factors = tuple(factors)
+        sup = [f.support() for f in self.factors]
+        self._bounds = (math.prod(s[0] for s in sup), math.prod(s[1] for s in sup))
+        self._m1 = np.array([f.mean() for f in self.factors])
+        self._xscale = max(self._bounds[1], np.finfo(float).tiny)
+        self._warm_x = np.empty(0)
+        self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
+
+    def _describe(self):
+        parts = []
+        for f in self.factors:
+            text = f._describe()
+            parts.append(f"({text if len(text) <= 60 else text[:57] + '...'})")
+        return " ⊠ ".join(parts)
+
+    # -- the system (eq. (14.8)) -----------------------------------------------------
+    def _system(self, om, t):
+        """Residuals, Newton step and ``(eta, d eta_L)`` at unknowns ``om`` (L, n)."""
+        L = om.shape[0]
+        etas = np.empty(om.shape, dtype=complex)
+        detas = np.empty(om.shape, dtype=complex)
+        for i, f in enumerate(self.factors):
+            etas[i], detas[i] = _eta_pair(f, om[i])
+        eL, dL = etas[-1], detas[-1]
+        with np.errstate(all="ignore"):
+            res = np.empty(om.shape, dtype=complex)
+            res[:-1] = etas[:-1] - eL
+            prod = np.prod(om, axis=0)
+            res[-1] = prod - t * eL ** (L - 1)
+            # arrowhead elimination: d_i = (-r_i + dL d_L)/eta_i'
+            p = prod / om                              # prod_{j != i} omega_j
+            q = p[-1] - t * (L - 1) * eL ** (L - 2) * dL
+            ratio = dL / detas[:-1]
+            denom = np.sum(p[:-1] * ratio, axis=0) + q
+            dlast = (-res[-1] + np.sum(p[:-1] * res[:-1] / detas[:-1], axis=0)) / denom
+            step = np.empty(om.shape, dtype=complex)
+            step[-1] = dlast
+            step[:-1] = (-res[:-1] + dL * dlast) / detas[:-1]
+        return res, step, eL, denom
+
+    def _newton(self, om, t, steps, rtol):
+        """Newton on eq. (14.8); converged where the step is below ``rtol`` relative."""
+        om = om.copy()
+        conv = np.zeros(t.shape, dtype=bool)
+        failed = np.zeros(t.shape, dtype=bool)
+        for _ in range(steps):
+            act = ~(conv | failed)
+            if not act.any():
+                break
+            idx = np.flatnonzero(act)
+            res, step, eL, _ = self._system(om[:, idx], t[idx])
+            # at the rounding floor (next to a fold, where the Jacobian is nearly
+            # singular, a step would only follow rounding noise) the point is done
+            with np.errstate(all="ignore"):
+                rel = np.maximum(np.abs(res[:-1]).max(axis=0, initial=0.0) / np.abs(eL),
+                                 np.abs(res[-1]) / np.abs(np.prod(om[:, idx], axis=0)))
+            floor = rel <= CHAIN_RESIDUAL_RTOL
+            conv[idx[floor]] = True
+            step[:, floor] = 0.0
+            # damping: no unknown moves by more than CHAIN_STEP_RATIO of its size
+            with np.errstate(all="ignore"):
+                big = np.max(np.abs(step) / (CHAIN_STEP_RATIO * np.abs(om[:, idx])), axis=0)
+            step = step / np.maximum(big, 1.0)
+            new = om[:, idx] + step
+            ok = np.all(np.isfinite(new), axis=0)
+            failed[idx[~ok]] = True
+            om[:, idx[ok]] = new[:, ok]
+            length = np.abs(step[:, ok]).max(axis=0)
+            conv[idx[ok]] |= length <= rtol * np.abs(new[:, ok]).max(axis=0)
+        # the solution lies in the closed lower half-plane (real outside the support)
+        good = conv & ~failed & np.all(om.imag <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        return om, good
+
+    def _start(self, t):
+        m1 = self._m1
+        tot = np.prod(m1)
+        return np.stack([t * (tot / m) for m in m1])
+
+    def _continue(self, x, y_final, check=True):
+        """Continuation from ``x + i CHAIN_START*scale`` to ``x + i y_final``."""
+        s = self._xscale
+        x = np.asarray(x, dtype=float)
+        y_final = np.asarray(y_final, dtype=float)
+        y = np.maximum(CHAIN_START * s, y_final)
+        t = 1.0 / (x + 1j * y)
+        om, ok = self._newton(self._start(t), t, 4 * CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
+        if not ok.all():
+            k = int(np.argmin(ok))
+            raise ConvergenceError(f"{self._describe()}: no solution of eq. (14.8) far from the "
+                                   f"axis at z={complex(x[k] + 1j * y[k])!r}")
+        om_prev = om.copy()
+        y_prev = np.full(x.shape, np.nan)
+        factor = np.full(x.shape, CHAIN_FACTOR_MAX)
+        stop = CHAIN_STOP * np.maximum(np.abs(x), np.finfo(float).tiny)
+        active = y > y_final
+        while active.any():
+            idx = np.flatnonzero(active)
+            ya = y[idx]
+            yn = np.maximum(ya / factor[idx], y_final[idx])
+            yn = np.where(yn < stop[idx], y_final[idx], yn)
+            has = np.isfinite(y_prev[idx])
+            slope = np.where(has, (om[:, idx] - om_prev[:, idx]) / np.where(
+                has, ya - y_prev[idx], 1.0), 0.0)
+            guess = om[:, idx] + slope * (yn - ya)
+            guess = np.where(guess.imag <= 0, guess, guess.real - 0j)
+            tn = 1.0 / (x[idx] + 1j * yn)
+            new, ok = self._newton(guess, tn, CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
+            good, bad = idx[ok], idx[~ok]
+            om_prev[:, good], y_prev[good] = om[:, good], y[good]
+            om[:, good], y[good] = new[:, ok], yn[ok]
+            factor[good] = np.minimum(2 * factor[good], CHAIN_FACTOR_MAX)
+            factor[bad] = np.sqrt(factor[bad])
+            stalled = bad[factor[bad] < CHAIN_FACTOR_MIN]
+            if stalled.size and not check:
+                # the locator only classifies: a point next to a fold keeps its last level
+                y_final = y_final.copy()
+                y_final[stalled] = y[stalled]
+            elif stalled.size:
+                k = int(stalled[0])
+                raise ConvergenceError(
+                    f"{self._describe()}: continuation of eq. (14.8) stalled at "
+                    f"z={complex(x[k] + 1j * y[k])!r}", point=float(x[k]))
+            active = y > y_final
+        t = 1.0 / (x + 1j * y)
+        final, ok = self._newton(om, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+        keep = np.all(np.isfinite(final), axis=0)
+        om[:, keep] = final[:, keep]
+        if check:
+            _, step, _, _ = self._system(om, t)
+            err = np.abs(step).max(axis=0) / np.abs(om).max(axis=0)
+            bad = ~(err <= CHAIN_ACCEPT_RTOL)
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise ConvergenceError(
+                    f"{self._describe()}: eq. (14.8) at z={complex(x[k] + 1j * y[k])!r} "
+                    f"solved to {err[k]:.2e} > {CHAIN_ACCEPT_RTOL:.0e}",
+                    point=complex(x[k] + 1j * y[k]), residual=float(err[k]),
+                    tolerance=CHAIN_ACCEPT_RTOL)
+        return om
+
+    def _g_from(self, om, z):
+        t = 1.0 / z
+        eta, _ = _eta_pair(self.factors[-1], om[-1])
+        with np.errstate(all="ignore"):
+            return t / (1.0 - eta)
+
+    # -- hooks ----------------------------------------------------------------------
+    def _atoms(self):
+        from ..algebra._levels import multiplicative_atoms
+
+        atoms = self.factors[0].atoms()
+        for f in self.factors[1:]:
+            atoms = multiplicative_atoms(atoms, f.atoms())
+        return atoms
+
+    def _inside(self, om, x):
+        g = self._g_from(om, x.astype(complex))
+        return np.abs(g.imag) * np.abs(x) > CHAIN_INSIDE_RTOL
+
+    def _support_intervals(self):
+        lo, hi = self._bounds
+        start = lo * (1 - 1e-3) if lo > 0 else CHAIN_HARD_START * hi
+        xs = np.geomspace(start, hi * (1 + 1e-3), CHAIN_GRID)
+        om = self._continue(xs, np.zeros(xs.size), check=False)
+        inside = self._inside(om, xs)
+        if not inside.any():
+            raise ConvergenceError(f"no point of the support of {self._describe()} found on "
+                                   f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
+        seed = inside & np.all(om.imag < 0, axis=0)
+        self._warm_x, self._warm_w = xs[seed], om[:, seed]
+        if inside[-1]:
+            raise ConvergenceError(f"the support of {self._describe()} reaches its bound {hi!r}")
+        hard = bool(not lo > 0 and inside[0])
+        edges = []
+        if hard:
+            edges.append((0.0, "lo", self._hard_edge_exponent()))
+        elif inside[0]:
+            raise ConvergenceError(f"the support of {self._describe()} reaches its lower "
+                                   f"bound {lo!r}")
+        idx = np.flatnonzero(np.diff(inside.astype(int)))
+        if idx.size:
+            kinds = ["lo" if not inside[i] else "hi" for i in idx]
+            x_out = np.array([xs[i] if not inside[i] else xs[i + 1] for i in idx])
+            x_in = np.array([xs[i + 1] if not inside[i] else xs[i] for i in idx])
+            # eq. (14.9): the edge is where the solution leaves the axis; bisect
+            # in log x, then extrapolate (Im G)**2, linear in x at a soft edge,
+            # from two points inside to its zero
+            for _ in range(CHAIN_EDGE_BISECTIONS):
+                mid = np.sqrt(x_out * x_in)
+                ins = self._inside(self._continue(mid, np.zeros(mid.size), check=False), mid)
+                x_in = np.where(ins, mid, x_in)
+                x_out = np.where(ins, x_out, mid)
+            xe = self._refine_edges(x_out, x_in)
+            for k in range(idx.size):
+                edges.append((float(xe[k]), kinds[k], Fraction(1, 2)))
+        edges.sort()
+        ivs = []
+        for j in range(0, len(edges) - 1, 2):
+            (x0, k0, e0), (x1, k1, e1) = edges[j], edges[j + 1]
+            if k0 != "lo" or k1 != "hi" or not x0 < x1:
+                raise ConvergenceError(
+                    f"edges of {self._describe()} do not pair into intervals: {edges!r}")
+            ivs.append(Interval(x0, x1, e0, e1))
+        return tuple(ivs)
+
+    def _refine_edges(self, x_out, x_in):
+        """Zero of ``(Im G)**2`` (linear in ``x`` next to a soft edge) extrapolated from
+        two points inside the last bisection cell's neighbourhood (eq. (14.9))."""
+        x2 = x_in + 2.0 * (x_in - x_out)
+        pts = np.concatenate([x_in, x2])
+        g = self._g_from(self._continue(pts, np.zeros(pts.size), check=False),
+                         pts.astype(complex)).imag ** 2
+        h1, h2 = g[:x_in.size], g[x_in.size:]
+        with np.errstate(all="ignore"):
+            xe = x_in - h1 * (x2 - x_in) / (h2 - h1)
+        # kept when it falls within a cell width of the last cell, else the cell's middle
+        width = np.abs(x_in - x_out)
+        keep = np.isfinite(xe) & (np.abs(xe - 0.5 * (x_in + x_out)) <= 1.5 * width)
+        return np.where(keep, xe, 0.5 * (x_out + x_in))
+
+    def _hard_edge_exponent(self):
+        """``-p/(p + 1)`` with ``p`` the sum of the factors' pole orders (eq. (14.6))."""
+        order = Fraction(0)
+        for law in self.factors:
+            ivs = law.interval_details()
+            if not ivs or ivs[0].lo > 0:
+                continue
+            e = ivs[0].lo_exponent
+            if not isinstance(e, Fraction) or not -1 < e < 0:
+                raise ConvergenceError(
+                    f"the support of {self._describe()} reaches 0 where a factor's density "
+                    f"behaves as x**{e!s}: only x**(-q/(q + 1)) ends are handled "
+                    f"(theory eq. (14.6))")
+            order += -e / (1 + e)
+        if order == 0:
+            raise ConvergenceError(f"the support of {self._describe()} reaches 0 although no "
+                                   f"factor's does (theory eq. (14.6))")
+        return -order / (order + 1)
+
+    def _density(self, x):
+        x = np.asarray(x, dtype=float)
+        om = np.empty((len(self.factors), x.size), dtype=complex)
+        todo = np.ones(x.size, dtype=bool)
+        if self._warm_x.size >= 2 and x.size:
+            # eq. (14.7): Newton at y = 0 from interpolated neighbours
+            guess = np.stack([np.interp(x, self._warm_x, r.real) + 1j * np.interp(
+                x, self._warm_x, r.imag) for r in self._warm_w])
+            t = 1.0 / x.astype(complex)
+            new, ok = self._newton(guess, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+            ok &= np.all(new.imag < -1e-6 * np.abs(new), axis=0)
+            om[:, ok] = new[:, ok]
+            todo = ~ok
+        if todo.any():
+            om[:, todo] = self._continue(x[todo], np.zeros(int(todo.sum())))
+        g = self._g_from(om, x.astype(complex))
+        return np.maximum(-g.imag, 0.0) / math.pi
+
+    def _stieltjes_exact(self, z):
+        z = np.asarray(z, dtype=complex)
+        om = self._continue(z.real, np.maximum(z.imag, 0.0))
+        return self._g_from(om, z)
+
+    def _stieltjes_pair(self, zs):
+        zs = np.asarray(zs, dtype=complex)
+        om = self._continue(zs.real, np.maximum(zs.imag, 0.0))
+        t = 1.0 / zs
+        L = om.shape[0]
+        _, _, eL, denom = self._system(om, t)
+        _, dL = _eta_pair(self.factors[-1], om[-1])
+        with np.errstate(all="ignore"):
+            # d omega_L / dt from the arrowhead system with right side (0, ..., eta**(L-1))
+            domL = eL ** (L - 1) / denom
+            deta_dz = dL * domL * (-t * t)
+            g = t / (1.0 - eL)
+            dg = -g * g * ((1.0 - eL) - zs * deta_dz)
+        return g, dg
+
+    def _stieltjes_derivative(self, zs):
+        return self._stieltjes_pair(zs)[1]
+
+    def _moments_exact(self, kmax):
+        from ._moments import multiplicative_moments
+
+        acc = self.factors[0]
+        for f in self.factors[1:]:
+            res = multiplicative_moments(acc, f, kmax)
+            if res is None:
+                return None
+            acc = _MomentsOnly(res)
+        return acc._scaled
+
+
+def product_chain(factors, *, options=None):
+    """``nu_1 ⊠ ... ⊠ nu_L`` of laws on ``[0, oo)`` by one system (theory eq. (14.8)).
+
+    Parameters
+    ----------
+    factors : sequence of SpectralLaw
+        At least two laws on ``[0, oo)`` with positive means.
+    options : SolverOptions, optional
+
+    Returns
+    -------
+    ProductChainLaw
+
+    Raises
+    ------
+    TypeError
+        If a factor is not a law.
+    ValueError
+        If there are fewer than two factors, or a factor has mass below 0 or
+        mean 0.
+
+    Examples
+    --------
+    >>> import freeattn
+    >>> from freeattn.compose._chain import product_chain
+    >>> mp = freeattn.marchenko_pastur(1.0, 0.5)
+    >>> law = product_chain([mp, mp, mp])          # mean 1, m2 = 1 + 3 * 0.5
+    >>> round(law.mean(), 12), round(law.moment(2), 10)
+    (1.0, 2.5)
+    """
+    factors = list(factors)
+    if len(factors) < 2:
+        raise ValueError(f"factors must hold at least two laws, got {len(factors)}")
+    for k, law in enumerate(factors):
+        if not isinstance(law, SpectralLaw):
+            raise TypeError(f"factors[{k}] must be a freeattn law (SpectralLaw), got "
+                            f"{type(law).__name__}")
+        if law.support()[0] < 0:
+            raise ValueError(f"factors[{k}] must be a law on [0, inf), but its support starts "
+                             f"at {law.support()[0]!r}")
+        if not law.mean() > 0:
+            raise ValueError(f"factors[{k}] must have a positive mean, got {law.mean()!r}")
+    return ProductChainLaw(factors, options)
