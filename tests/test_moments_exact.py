@@ -181,15 +181,20 @@ def test_semicircle_sums_have_catalan_moments():
 
 
 def test_fuss_catalan_products_are_exact():
-    """eqs. (8.4), (5.8): MP(1,1) ⊠ MP(1,1) and MP(1,1)^{⊠3} are compound free Poisson
-    chains with exact moments C(3n, n)/(2n + 1) and C(4n, n)/(3n + 1)."""
+    """eqs. (8.4), (5.8): MP(1,1) ⊠ MP(1,1) and MP(1,1)^{⊠3} (nested, and as one product
+    chain of theory eq. (14.8)) are compound free Poisson chains with exact moments
+    C(3n, n)/(2n + 1) and C(4n, n)/(3n + 1)."""
+    from freeattn.compose._chain import product_chain
+
     mp = freeattn.marchenko_pastur(1.0, 1.0)
     two = freeattn.free_multiplicative(mp, mp)
     three = freeattn.free_multiplicative(mp, two)
-    assert two._verified_series(60).exact
+    chain = product_chain([mp, mp, mp])
+    assert two._verified_series(60).exact and chain._verified_series(60).exact
     for n in (1, 2, 10, 60):
         assert two.moment(n) == float(Fraction(math.comb(3 * n, n), 2 * n + 1))
         assert three.moment(n) == float(Fraction(math.comb(4 * n, n), 3 * n + 1))
+        assert chain.moment(n) == three.moment(n)
 
 
 def test_bernoulli_sum_is_the_arcsine_law():
@@ -338,10 +343,13 @@ def test_discrete_law_fixed_point_and_float_products():
     assert got == [float(x) for x in exact]
 
 
-def test_two_layer_stack_moments():
-    """eqs. (8.4), (13.3): the moments of a two-layer stack (a product without rational
-    S-transforms, analytic path) are those of the ⊠ of the single-layer moments."""
-    law = freeattn.attention_stack_law(1.0, 1.0, layers=2)
+def test_stack_moments():
+    """eqs. (8.4), (13.3): the moments of two- and three-layer stacks (products without
+    rational S-transforms: fixed-point reversions) are those of the ⊠ of the single-layer
+    moments (float moment sequences, multiplied exactly and rounded), to 1e-14."""
     one = single_layer_moments(1.0, 1.0, 6)
-    expected = free_multiplicative_moments(one, one)
-    np.testing.assert_allclose([law.moment(k) for k in range(1, 7)], expected, rtol=1e-14)
+    two = free_multiplicative_moments(one, one)
+    three = free_multiplicative_moments(two, one)
+    for layers, expected in ((2, two), (3, three)):
+        law = freeattn.attention_stack_law(1.0, 1.0, layers=layers)
+        np.testing.assert_allclose([law.moment(k) for k in range(1, 7)], expected, rtol=1e-14)

@@ -15,7 +15,7 @@ from ..algebra._moment_series import (compound_poisson_series, free_additive_ser
                                       free_multiplicative_series, scaled_series)
 
 __all__ = ["additive_moments", "additive_series", "law_series", "multiplicative_moments",
-           "multiplicative_series"]
+           "multiplicative_series", "product_series"]
 
 
 def _analytic_pair(law):
@@ -97,6 +97,12 @@ def _free_factors(law):
         s1, f1 = _free_factors(pair[0])
         s2, f2 = _free_factors(pair[1])
         return s1 * s2, f1 + f2
+    if type(law).__name__ == "ProductChainLaw":
+        scale, out = 1.0, []
+        for f in law.factors:
+            s, fs = _free_factors(f)
+            scale, out = scale * s, out + fs
+        return scale, out
     if isinstance(law, AffineLaw) and law.shift == 0.0 and law.scale > 0:
         s, f = _free_factors(law.base)
         return s * law.scale, f
@@ -119,17 +125,25 @@ def multiplicative_series(a, b, kmax, prec):
     MomentSeries or None
         ``None`` if a factor has no moment series or a mean is not positive.
     """
+    if a is None or b is None:
+        return None
+    return product_series([a, b], kmax, prec)
+
+
+def product_series(laws, kmax, prec):
+    """Moment series of ``laws[0] ⊠ laws[1] ⊠ ...`` (free laws on ``[0, oo)``), as
+    :func:`multiplicative_series`; ``None`` if a factor has no moment series or a mean
+    is not positive."""
     from ..algebra._moment_series import MomentSeries
     from ..laws._elementary import MarchenkoPastur
     from fractions import Fraction
 
-    if a is None or b is None:
-        return None
-    sa, fa = _free_factors(a)
-    sb, fb = _free_factors(b)
-    scale = sa * sb
-    mps = [f for f in fa + fb if isinstance(f, MarchenkoPastur)]
-    rest = [f for f in fa + fb if not isinstance(f, MarchenkoPastur)]
+    scale, factors = 1.0, []
+    for law in laws:
+        s, f = _free_factors(law)
+        scale, factors = scale * s, factors + f
+    mps = [f for f in factors if isinstance(f, MarchenkoPastur)]
+    rest = [f for f in factors if not isinstance(f, MarchenkoPastur)]
     series = None
     for law in rest:
         s = law_series(law, kmax, prec)
