@@ -38,7 +38,7 @@ def _to_graded(values):
     """``(D, nums)`` with ``values[n] = nums[n] / D**n`` (``values[0]`` first)."""
     from ._moment_series import _graded_unit
 
-    D = _graded_unit(values, max_bits=None)
+    D = _graded_unit(values, limit=None)
     return D, [int(Fraction(v) * D ** n) for n, v in enumerate(values)]
 
 

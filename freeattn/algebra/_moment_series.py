@@ -49,11 +49,13 @@ __all__ = [
 ]
 
 #: A law's moments are kept as exact rationals when their common unit
-#: ``1/D`` (``m_n D**n`` an integer for every ``n``) has ``D`` of at most this
-#: many bits: parameters such as ``1/2``, ``1/16`` or integers.  A float such
-#: as ``0.3`` is the dyadic rational ``5404319552844595 / 2**54``, whose powers
-#: add 54 bits per order to every integer; such laws use fixed point instead.
+#: ``1/D`` (``m_n D**n`` an integer for every ``n``) has ``D <= 2**EXACT_MAX_UNIT_BITS``,
+#: and a parameter counts as rational when its denominator is within the same
+#: bound: ``1/2``, ``1/16``, integers.  A float such as ``0.3`` is the dyadic
+#: rational ``5404319552844595 / 2**54``, whose powers add 54 bits per order
+#: to every integer; such laws use fixed point instead.
 EXACT_MAX_UNIT_BITS = 32
+_EXACT_MAX_DENOMINATOR = 1 << EXACT_MAX_UNIT_BITS
 
 
 def _rshift(x, p):
@@ -88,7 +90,7 @@ UNIT_MANTISSA_BITS = 8
 
 
 def nice_fraction(x):
-    """``x`` as a Fraction when its denominator has at most :data:`EXACT_MAX_UNIT_BITS` bits.
+    """``x`` as a Fraction when its denominator is at most ``2**EXACT_MAX_UNIT_BITS``.
 
     Parameters
     ----------
@@ -99,7 +101,7 @@ def nice_fraction(x):
     Fraction or None
     """
     f = Fraction(x)
-    return f if f.denominator.bit_length() <= EXACT_MAX_UNIT_BITS + 1 else None
+    return f if f.denominator <= _EXACT_MAX_DENOMINATOR else None
 
 
 def _fraction_gcd(a, b):
@@ -249,9 +251,9 @@ class MomentSeries:
 # Construction
 # --------------------------------------------------------------------------- #
 
-def _graded_unit(values, max_bits=EXACT_MAX_UNIT_BITS + 1):
+def _graded_unit(values, limit=_EXACT_MAX_DENOMINATOR):
     """``D`` with ``values[n] * D**n`` an integer for every ``n >= 1``, or ``None``
-    once ``D`` exceeds ``max_bits`` bits (``None``: no limit).
+    once ``D`` exceeds ``limit`` (``None``: no limit).
 
     Built up order by order: the part ``r`` of the denominator of
     ``values[n]`` not yet covered by ``D**n`` multiplies ``D`` by its largest
@@ -266,14 +268,14 @@ def _graded_unit(values, max_bits=EXACT_MAX_UNIT_BITS + 1):
         r = den // math.gcd(den, D ** n)
         if r == 1:
             continue
-        if max_bits is not None and r.bit_length() > n * max_bits:
+        if limit is not None and r.bit_length() > n * limit.bit_length():
             return None
         for j in range(min(n, r.bit_length()), 0, -1):
             t = _iroot(r, j)
             if t ** j == r:
                 D *= t
                 break
-        if max_bits is not None and D.bit_length() > max_bits:
+        if limit is not None and D > limit:
             return None
     return D
 
@@ -299,8 +301,8 @@ def _iroot(x, j):
 def from_fractions(values, radius, prec):
     """A series from exact moments ``[1, m_1, ..., m_K]`` (Fractions or ints).
 
-    Exact when the common unit ``1/D`` (:func:`_graded_unit`) has ``D`` of at
-    most :data:`EXACT_MAX_UNIT_BITS` bits, else rounded to fixed point with
+    Exact when the common unit ``1/D`` (:func:`_graded_unit`) has
+    ``D <= 2**EXACT_MAX_UNIT_BITS``, else rounded to fixed point with
     ``prec`` bits in a unit just above ``radius``.
 
     Parameters

@@ -759,6 +759,7 @@ class SpectralLaw:
                 return hit.truncated(kmax)
         series = self._moment_series(kmax, prec)
         if series is None:
+            cache["none"] = True         # no moment series (a property of the law's make-up)
             return None
         return self._store_series(series, prec)
 
