@@ -83,7 +83,8 @@ class SolverOptions:
         Largest order for which the moments of a composed law come from its
         exact moment recursion (theory eqs. (8.21)-(8.24): rational, or fixed
         point verified at two precisions; ``k**3/6`` integer products per
-        conversion, so ~1 s at 150 and ~3 s at 200 for a four-level tower);
+        conversion, so 0.6 s at 150 and 1.7 s at 200 for the four-level
+        multi-head tower, benchmarks/bench_moments.py);
         higher orders use quadrature of the representation (accurate to
         ~1e-11 of ``E|X|**k``, eq. (8.25)).  The elementary laws have closed
         forms at every order.
