@@ -1,6 +1,7 @@
 """Analytic subordination engine (theory section 14, freeattn/compose/_analytic.py)."""
 
 import math
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -196,9 +197,10 @@ def test_500_atom_population_against_mpmath_reference():
     t = np.array([float(v) for v in _ref("population_500")["atoms"]])
     law = freeattn.sample_covariance(freeattn.point_masses(t, np.full(t.size, 1 / t.size)), 0.5)
     assert isinstance(law, AnalyticLaw)
-    # the density solve itself (the piecewise-Chebyshev representation, ~20 s more,
-    # is checked on the three-band case)
-    _check_against(law, "population_500", representation=False)
+    # the density solve and the piecewise-Chebyshev representation built from it
+    # (warm starts at y = 0, eq. (14.7))
+    _check_against(law, "population_500")
+    assert abs(law.total_mass() - 1.0) <= 1e-12
     assert abs(law.mean() - t.mean()) <= 1e-10 * t.mean()
 
 
@@ -240,3 +242,113 @@ def test_random_discrete_sums_solve_or_raise_convergence_error():
     check()
     print("solved", len(solved), "bands", solved)
     assert solved                      # the campaign is not vacuous
+
+
+# ---------------------------------------------------------------------------
+# Newton's error estimate, warm starts, hard edges, products of many laws
+
+
+def test_degenerate_point_keeps_the_continued_value():
+    # eq. (14.3): at z = 0 the map of Bernoulli ⊞ Bernoulli is the identity
+    # (phi(w) = z - 1/(z - 1/w)), so Newton's step is rounding noise there; the
+    # solver keeps the continued value and the closed form 1/(2 pi) holds.
+    law = _arcsine()
+    assert abs(law._density(np.array([0.0]))[0] * 2 * math.pi - 1.0) <= 1e-14
+    problem = law._problem
+    w, dp = problem.phi(np.array([0.3 + 0.9j]), np.array([0.0 + 0j]))
+    assert abs(w[0] - (0.3 + 0.9j)) <= 1e-15 and abs(dp[0] - 1.0) <= 1e-15
+
+
+def test_warm_start_agrees_with_the_continuation():
+    # eq. (14.7): Newton at y = 0 from interpolated neighbours gives the continued
+    # subordination point (the fixed point inside the half-plane is unique).
+    a = freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4])
+    b = freeattn.point_masses([0.0, 1.0], [0.5, 0.5])
+    law = freeattn.free_additive(a, b)
+    law.interval_details()                         # seeds the warm starts
+    x = np.array([-0.5, 0.3, 0.6, 2.5, 2.9])
+    warm = law._boundary(x)
+    cold = law._continue(x, np.zeros(x.size))
+    assert np.max(np.abs(warm - cold) / np.abs(cold)) <= 1e-12
+
+
+def test_routing_of_laws_without_rational_transforms():
+    # theory section 14: free_additive / free_multiplicative of two laws without a
+    # rational R- or S-transform solve eqs. (14.1)/(14.4); a product of three,
+    # eq. (14.8).
+    from freeattn.compose._chain import ProductChainLaw
+
+    c = freeattn.point_masses([1.0, 2.0], [0.5, 0.5])
+    d = freeattn.point_masses([1.0, 3.0], [0.25, 0.75])
+    assert isinstance(freeattn.free_additive(c, d), AnalyticLaw)
+    two = freeattn.free_multiplicative(c, d)
+    assert isinstance(two, AnalyticLaw)
+    three = freeattn.free_multiplicative(two, c)
+    assert isinstance(three, ProductChainLaw) and len(three.factors) == 3
+    # mean of a ⊠ product: the product of the means (theory eq. (8.4))
+    assert abs(three.mean() - 1.5 * 2.5 * 1.5) <= 1e-12
+
+
+@pytest.mark.slow
+def test_attention_product_has_a_hard_edge_and_exact_moments():
+    # eq. (14.6): attention ⊠ attention (beta = gamma = 1); each factor's density
+    # ~ x**(-1/2) at 0 (a pole of order 1 of S), so the product's ~ x**(-2/3).
+    from freeattn.attention._stack_law import stack_moments
+
+    att = freeattn.attention_law(1.0, 1.0).squared()
+    law = freeattn.free_multiplicative(att, att)
+    assert isinstance(law, AnalyticLaw)
+    (iv,) = law.interval_details()
+    assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-2, 3)
+    assert abs(law.total_mass() - 1.0) <= 1e-12
+    # exact moments (theory eq. (13.3)) against quadrature of the solved density
+    m1, m2 = (float(v) for v in stack_moments(1.0, 1.0, 2, 2))
+    assert abs(law.mean() - math.expm1(1.0) ** 2) <= 1e-12 * m1
+    scale, q2 = law._quadrature_moment(2, scaled=False)
+    assert abs(scale ** 2 * q2 / m2 - 1.0) <= 1e-10
+    # G' by the chain rule (eq. (14.4)) against a central difference: with G solved
+    # to ~1e-13 relative, the difference quotient carries |G|/(h |G'|) ~ 1e5 times
+    # that (truncation h**2 ~ 1e-10), hence 1e-6; a wrong derivative is off by O(1)
+    z = np.array([3.0 + 0.5j, 20.0 + 1j])
+    g, dg = law._stieltjes_pair(z)
+    h = 1e-5
+    fd = (law._stieltjes_pair(z + h)[0] - law._stieltjes_pair(z - h)[0]) / (2 * h)
+    assert np.max(np.abs(dg / fd - 1.0)) <= 1e-6
+
+
+@pytest.mark.slow
+def test_product_chain_of_three_marchenko_pastur_laws():
+    # eq. (14.8) against the closed forms of the Fuss-Catalan law MP(1)^⊠3: upper edge
+    # (L + 1)**(L + 1) / L**L = 256/27, density ~ x**(-3/4) at 0 (eq. (14.6)), and
+    # against the algebraic path of theory section 8 (which collapses the S-levels).
+    from freeattn.compose._chain import product_chain
+
+    mp = freeattn.marchenko_pastur(1.0, 1.0)
+    law = product_chain([mp, mp, mp])
+    (iv,) = law.interval_details()
+    assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-3, 4)
+    assert abs(iv.hi - 256 / 27) <= 1e-13 * 256 / 27
+    ref = freeattn.free_multiplicative(freeattn.free_multiplicative(mp, mp), mp)
+    x = np.linspace(0.01, 9.4, 60)
+    assert np.max(np.abs(law._density(x) / ref.pdf(x) - 1.0)) <= 1e-10
+    assert abs(law.total_mass() - 1.0) <= 1e-12
+    # G' of the chain (implicit differentiation of eq. (14.8)) against a central
+    # difference (tolerance as in the attention product test above)
+    z = np.array([2.0 + 0.3j, 12.0 + 1j])
+    g, dg = law._stieltjes_pair(z)
+    h = 1e-5
+    fd = (law._stieltjes_pair(z + h)[0] - law._stieltjes_pair(z - h)[0]) / (2 * h)
+    assert np.max(np.abs(dg / fd - 1.0)) <= 1e-6
+    assert np.max(np.abs(g / ref.stieltjes(z) - 1.0)) <= 1e-12
+
+
+def test_product_chain_bad_input():
+    from freeattn.compose._chain import product_chain
+
+    mp = freeattn.marchenko_pastur(1.0, 1.0)
+    with pytest.raises(ValueError, match="at least two"):
+        product_chain([mp])
+    with pytest.raises(TypeError, match=r"factors\[1\]"):
+        product_chain([mp, 3.0])
+    with pytest.raises(ValueError, match=r"factors\[0\].*\[0, inf\)"):
+        product_chain([freeattn.semicircle(1.0), mp])

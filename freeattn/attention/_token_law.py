@@ -44,12 +44,11 @@ def is_unit_point_mass(tokens):
 
 
 def engine_build(build, what):
-    """Run an engine construction; an engine that cannot build it raises ConvergenceError."""
+    """Run an engine construction; a law hook the engine needs but a constituent does
+    not implement (``NotImplementedError``) becomes ConvergenceError naming ``what``."""
     try:
         return build()
-    except ConvergenceError:
-        raise
-    except (AttributeError, NotImplementedError) as exc:
+    except NotImplementedError as exc:
         raise ConvergenceError(
             f"the composition engine could not build {what} "
             f"({type(exc).__name__}: {exc}); no law is returned") from exc
@@ -107,10 +106,21 @@ def token_attention_law(beta, gamma, tokens, *, options=None):
     c = linear_coefficients(b)
 
     def build():
+        from ..compose._analytic import analytic_multiplicative
+
         pi = free_multiplicative(free_multiplicative(tokens, tokens),
                                  marchenko_pastur(1.0, 1.0 / g, options=options))
-        return SingularValueLaw(sample_covariance(pi.affine(float(c.alpha2), float(c.theta2)),
-                                                  1.0, options=options))
+        population = pi.affine(float(c.alpha2), float(c.theta2))
+        law = sample_covariance(population, 1.0, options=options)
+        try:
+            # the algebraic path (theory section 8) is fast where it applies; its
+            # support is located now so that a failure falls back at build time
+            law.interval_details()
+        except ConvergenceError:
+            # the general path: analytic subordination (theory eqs. (14.4)-(14.6))
+            law = analytic_multiplicative(marchenko_pastur(1.0, 1.0, options=options),
+                                          population, options=options)
+        return SingularValueLaw(law)
 
     lo, hi = tokens.support()
     return engine_build(build, f"the attention law with a token Gram law on [{lo:.4g}, {hi:.4g}] "
