@@ -248,3 +248,19 @@ def test_bench_rectangular_quick(capsys):
     assert row["ratio"] > 0 and row["bands"] == 1
     assert row["max_rel_error"] < 1e-12
     assert "| MP_sv(1, 1/2) ⊞_1/2 MP_sv(1, 1/2) |" in out
+
+
+def test_bench_moments_quick(capsys):
+    """One case of benchmarks/bench_moments.py: finite ratios to C for the fixed-point and
+    the exact moment, and the moment itself (MP(1, 1/2) ⊞ semicircle(1), k = 20) equal to
+    the exact rational rounded (theory eq. (8.22))."""
+    bench = _load("bench_moments")
+    result = bench.main(["--quick"])
+    out = capsys.readouterr().out
+    (row,) = result["rows"]
+    assert "error" not in row, row.get("error")
+    assert _positive_finite(row["time"]) and _positive_finite(row["exact_time"])
+    assert row["ratio"] > 0 and row["exact_ratio"] > 0
+    law = freeattn.free_additive(freeattn.marchenko_pastur(1.0, 0.5), freeattn.semicircle(1.0))
+    assert row["moment"] == float(law._verified_series(20).fraction(20))
+    assert "| MP(1, 1/2) ⊞ semicircle(1) | 20 |" in out

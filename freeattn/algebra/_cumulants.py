@@ -1,9 +1,13 @@
 """Moments, free cumulants and power-series reversion (theory eqs. (8.2)-(8.5)).
 
-All conversions are ``O(K**3)`` on BLAS matrix-vector products of lower
-triangular Toeplitz matrices (``K`` = order), so order 600 takes a fraction of
-a second; exact inputs (``fractions.Fraction``, sympy numbers) take a pure
-Python path with the same formulas.
+Float inputs use ``O(K**3)`` BLAS matrix-vector products of lower triangular
+Toeplitz matrices (``K`` = order): fast, but the conversions cancel, and a
+float64 evaluation loses about a digit every few orders (theory eq. (8.24)).
+Integers and ``fractions.Fraction`` are converted exactly, on integers in a
+common unit with the online recursion of eq. (8.23)
+(:mod:`freeattn.algebra._moment_series`); other exact numbers (sympy, mpmath)
+take a pure Python path with the same formulas.  The laws' own moments never
+use the float path (:meth:`freeattn.SpectralLaw.moment`).
 """
 
 import numbers
@@ -22,6 +26,28 @@ def _is_exact(seq):
     return any(not isinstance(v, (float, np.floating)) and not
                (isinstance(v, numbers.Integral) and not isinstance(v, bool)) for v in seq) \
         or all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in seq)
+
+
+def _rational(seq):
+    """True when every entry is an int or a Fraction (the fast exact path)."""
+    return all(isinstance(v, (numbers.Integral, Fraction)) and not isinstance(v, bool)
+               for v in seq)
+
+
+def _to_graded(values):
+    """``(D, nums)`` with ``values[n] = nums[n] / D**n`` (``values[0]`` first)."""
+    from ._moment_series import _graded_unit
+
+    D = _graded_unit(values, limit=None)
+    return D, [int(Fraction(v) * D ** n) for n, v in enumerate(values)]
+
+
+def _from_graded(D, nums):
+    out = []
+    for n, x in enumerate(nums):
+        q = Fraction(x, D ** n)
+        out.append(int(q) if q.denominator == 1 else q)
+    return out
 
 
 def _check_sequence(values, name):
@@ -66,8 +92,9 @@ def free_cumulants_to_moments(kappa):
     Parameters
     ----------
     kappa : sequence
-        ``kappa[0]`` is ``kappa_1``.  Floats give a float array; integers,
-        fractions or sympy numbers give an exact list.
+        ``kappa[0]`` is ``kappa_1``.  Floats give a float array (float64
+        recursion: digits are lost at high orders, theory eq. (8.24));
+        integers, fractions or sympy numbers give an exact list.
 
     Returns
     -------
@@ -82,6 +109,11 @@ def free_cumulants_to_moments(kappa):
     [1, 0, 1, 0, 2]
     """
     seq = _check_sequence(kappa, "kappa")
+    if _rational(seq):
+        from ._moment_series import _moment_cumulant_kernel
+
+        D, nums = _to_graded([1] + list(seq))
+        return _from_graded(D, _moment_cumulant_kernel(nums, 0, to_moments=True))
     if _is_exact(seq):
         K = len(seq)
         base = [1] + list(seq)
@@ -155,7 +187,8 @@ def moments_to_free_cumulants(moments):
     Parameters
     ----------
     moments : sequence
-        ``[m_1, ..., m_K]`` (``m_0 = 1`` implied).  Exact inputs give a list.
+        ``[m_1, ..., m_K]`` (``m_0 = 1`` implied).  Exact inputs give an exact
+        list; floats a float array (float64 recursion, theory eq. (8.24)).
 
     Returns
     -------
@@ -169,6 +202,11 @@ def moments_to_free_cumulants(moments):
     [0, 1, 0, 0]
     """
     seq = _check_sequence(moments, "moments")
+    if _rational(seq):
+        from ._moment_series import _moment_cumulant_kernel
+
+        D, nums = _to_graded([1] + list(seq))
+        return _from_graded(D, _moment_cumulant_kernel(nums, 0, to_moments=False))[1:]
     if _is_exact(seq):
         K = len(seq)
         kappa = []

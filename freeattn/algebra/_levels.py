@@ -12,9 +12,9 @@ A level maps the subordination point and its derivatives, gives the
 rational form of its map (for :class:`freeattn.algebra._curve.Curve`), its
 atoms, its hard edge at 0 (eq. (8.13)) and its mpmath form.  The laws it is
 applied to are used only through their methods (``atoms``,
-``interval_details``, ``_stieltjes``, ``_scaled_moments``): this module needs
+``interval_details``, ``_stieltjes``, ``_series``): this module needs
 no law class.  The moments of an R- or S-level, which need the law classes,
-are computed by :func:`freeattn.compose._subordination.level_moments`.
+are computed by :func:`freeattn.compose._subordination.level_series`.
 
 Nothing in this module prints or does I/O.
 """
@@ -77,9 +77,12 @@ class AffineLevel:
         loc, mass = constituent.atoms()
         return self.shift + self.scale * loc, mass
 
-    def moments(self, constituent, kmax):
-        sc, m = constituent._scaled_moments(kmax)
-        return affine_moments(self.shift, self.scale, sc, np.asarray(m, dtype=float))
+    def series(self, constituent, kmax, prec):
+        """Moment series of ``shift + scale X`` (theory section 8.10), or ``None``."""
+        from ._moment_series import affine_series
+
+        base = constituent._series(kmax, prec)
+        return None if base is None else affine_series(base, self.shift, self.scale, prec)
 
     def hard_edge(self, constituent):
         """A scaling keeps a hard edge at 0; a shift moves it away."""

@@ -173,11 +173,13 @@ class CompanionLevel:
             loc, mass = np.append(loc, 0.0), np.append(mass, zero)
         return loc, mass
 
-    def moments(self, constituent, kmax):
-        sc, m = constituent._scaled_moments(kmax)
-        m = np.asarray(m, dtype=float) * self.t
-        m[0] = 1.0
-        return sc, m
+    def series(self, constituent, kmax, prec):
+        """Moment series: ``t m_n`` for ``n >= 1`` (exact for an integer ``t``; theory
+        section 8.10), or ``None``."""
+        from ..algebra._moment_series import times_constant
+
+        base = constituent._series(kmax, prec)
+        return None if base is None else times_constant(base, self.t, prec)
 
     def hard_edge(self, constituent):
         """Zeros added or removed leave the continuous part's edge at 0 as it is."""

@@ -181,7 +181,9 @@ def free_multiplicative_moments(a, b):
     ----------
     a, b : sequence
         Moments ``[m_1, ..., m_K]`` of each law (``m_1 != 0``), same length.
-        Integers, fractions or sympy numbers give exact results; floats give floats.
+        Integers, fractions or sympy numbers give exact results; floats (with
+        positive first moments) give the exact product of the given floats,
+        rounded (theory eq. (8.24)).
 
     Returns
     -------
@@ -205,6 +207,8 @@ def free_multiplicative_moments(a, b):
     if a[0] == 0 or b[0] == 0:
         raise ValueError("the first moments must be non-zero (the S-transform needs m_1 != 0)")
     k = len(a)
+    if any(isinstance(v, (float, np.floating)) for v in a + b) and a[0] > 0 and b[0] > 0:
+        return _float_product(a, b)
     chi_a = _reversion([0] + a, k)
     chi_b = _reversion([0] + b, k)
     # chi_a chi_b (1 + z)/z: chi_a chi_b starts at z**2
@@ -213,6 +217,24 @@ def free_multiplicative_moments(a, b):
     chi = [shifted[j] + (shifted[j - 1] if j >= 1 else 0) for j in range(k + 1)]
     chi[0] = 0
     return _reversion(chi, k)[1:]
+
+
+def _float_product(a, b):
+    """:func:`free_multiplicative_moments` of float moments: the floats are taken as
+    the exact binary rationals they are, the product is computed in fixed point at
+    a precision verified by a second run (theory eqs. (8.21)-(8.24)), then rounded."""
+    from ..algebra._moment_series import free_multiplicative_series, from_fractions
+    from ..laws._law_base import verified_series
+
+    exact = [[Fraction(1)] + [Fraction(float(v)) for v in seq] for seq in (a, b)]
+    radii = [max(float(abs(m)) ** (1.0 / n) for n, m in enumerate(seq) if n) for seq in exact]
+
+    def compute(prec):
+        sa, sb = (from_fractions(seq, r, prec) for seq, r in zip(exact, radii))
+        return free_multiplicative_series(sa, sb, prec)
+
+    series = verified_series(compute, len(a), "a free multiplicative convolution")
+    return [series.to_float(n) for n in range(1, len(a) + 1)]
 
 
 def _mp_moments(ratio, k):

@@ -67,17 +67,6 @@ def _eta_pair(law, w):
     return eta, deta
 
 
-class _MomentsOnly:
-    """A stand-in carrying only the scaled moments of a partial product."""
-
-    def __init__(self, scaled):
-        self._scaled = scaled
-
-    def _scaled_moments(self, kmax):
-        scale, m = self._scaled
-        return scale, np.asarray(m[:kmax + 1])
-
-
 class ProductChainLaw(SpectralLaw):
     """``nu_1 ⊠ ... ⊠ nu_L`` of laws on ``[0, oo)`` (theory eq. (14.8)).
 
@@ -371,16 +360,11 @@ class ProductChainLaw(SpectralLaw):
     def _stieltjes_derivative(self, zs):
         return self._stieltjes_pair(zs)[1]
 
-    def _moments_exact(self, kmax):
-        from ._moments import multiplicative_moments
+    def _moment_series(self, kmax, prec):
+        # the ⊠ of the factors' moment series (theory section 8.10, eqs. (8.4), (8.5))
+        from ._moments import product_series
 
-        acc = self.factors[0]
-        for f in self.factors[1:]:
-            res = multiplicative_moments(acc, f, kmax)
-            if res is None:
-                return None
-            acc = _MomentsOnly(res)
-        return acc._scaled
+        return product_series(self.factors, kmax, prec)
 
 
 def product_chain(factors, *, options=None):

@@ -35,13 +35,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..algebra._cumulants import free_cumulants_to_moments, moments_to_free_cumulants, series_reversion
 from ..algebra._levels import AffineLevel, RLevel, SLevel
 from ..algebra._rational import batched_roots, hval, padd, pmul, trim
 from ..core._errors import ConvergenceError
 from ..laws._law_base import SOFT, Interval, SpectralLaw
 
-from ._moments import MAX_REVERSION_ORDER, additive_moments, multiplicative_moments  # noqa: F401
+from ._moments import additive_series, multiplicative_series
 
 __all__ = [
     "SubordinationLaw",
@@ -138,18 +137,19 @@ HARD_EDGE_RESCUE_RTOL = 1e-13
 # Moments of compositions
 # --------------------------------------------------------------------------- #
 
-def level_moments(level, constituent, kmax):
-    """Normalized moments of ``level`` applied to ``constituent`` (``None``: not exact).
+def level_series(level, constituent, kmax, prec):
+    """Moment series of ``level`` applied to ``constituent`` (``None``: not exact).
 
     An R-level is a free additive convolution (eqs. (8.2)-(8.3)), an S-level a
     free multiplicative one (eqs. (8.4)-(8.5)); other levels (affine, and the
-    multi-head companion level) give their own ``moments``.
+    multi-head companion level) give their own ``series`` (theory section 8.10).
     """
     if level.kind == "R":
-        return additive_moments(level.partner, constituent, kmax)
+        return additive_series(level.partner, constituent, kmax, prec)
     if level.kind == "S":
-        return multiplicative_moments(level.partner, constituent, kmax)
-    return level.moments(constituent, kmax)
+        return multiplicative_series(level.partner, constituent, kmax, prec)
+    series = getattr(level, "series", None)
+    return None if series is None else series(constituent, kmax, prec)
 
 
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL):
@@ -811,16 +811,38 @@ class GenericSolver:
         return dz.real
 
     def _zero(self, a, b):
+        """The zero of ``Phi' - floor`` between two grid points (an edge, eq. (8.12)).
+
+        Raises
+        ------
+        ConvergenceError
+            If ``Phi'`` is not finite at an end or inside (the constituent's
+            or partner's transform is undefined there: no edge can be
+            bracketed), instead of SciPy's ``ValueError``.
+        """
         from scipy.optimize import brentq
 
         floor = DPHI_FLOOR * self._dphi_infinity()
 
         def f(t):
-            return float(self._dphi_real(np.array([t]))[0]) - floor
+            with np.errstate(all="ignore"):
+                value = float(self._dphi_real(np.array([t]))[0]) - floor
+            if not np.isfinite(value):
+                raise ConvergenceError(
+                    f"Phi' of {self._describe_level()} is {value!r} at tau={t!r} on the real axis: the support edge between "
+                    f"tau={a!r} and {b!r} cannot be bracketed (eq. (8.12))", point=t)
+            return value
         fa, fb = f(a), f(b)
         if fa * fb > 0:
             return a if abs(fa) < abs(fb) else b
-        return brentq(f, a, b, xtol=4 * _EPS * max(abs(a), abs(b)), rtol=4 * _EPS)
+        try:
+            return brentq(f, a, b, xtol=4 * _EPS * max(abs(a), abs(b)), rtol=4 * _EPS)
+        except (ValueError, RuntimeError) as exc:
+            raise ConvergenceError(f"support edge of {self._describe_level()} between tau={a!r} "
+                                   f"and {b!r} not found: {exc}", point=a) from exc
+
+    def _describe_level(self):
+        return f"{self.level.describe()} over {self.constituent._describe()}"
 
     def _phi_real_limit(self, tau, side):
         """``lim Phi`` at an end of an increasing run (``side=+1``: its left end).
@@ -1085,8 +1107,8 @@ class SubordinationLaw(SpectralLaw):
         with np.errstate(divide="ignore", invalid="ignore"):
             return g, dg / dz
 
-    def _moments_exact(self, kmax):
-        return level_moments(self.level, self.constituent, kmax)
+    def _moment_series(self, kmax, prec):
+        return level_series(self.level, self.constituent, kmax, prec)
 
     def _tau(self, z):
         """Float outermost subordination point at each ``z`` (1-d)."""

@@ -7,11 +7,13 @@ knows its Stieltjes transform, density, moments and -- where they are rational
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from ..core._checks import as_real_array, real_scalar
 from ._law_base import HARD, SOFT, Interval, SpectralLaw
+from ..algebra._moment_series import from_fractions, power_sums
 from ..algebra._rational import RationalTransform
 
 __all__ = [
@@ -93,10 +95,14 @@ class PointMasses(SpectralLaw):
         return mpmath.fsum(mpmath.mpf(float(w)) / (z - mpmath.mpf(float(a)))
                            for a, w in zip(self.values, self.weights))
 
-    def _moments_exact(self, kmax):
-        scale = max(float(np.abs(self.values).max()), np.finfo(float).tiny)
-        ks = np.arange(kmax + 1)
-        return scale, ((self.values[:, None] / scale) ** ks * self.weights[:, None]).sum(axis=0)
+    def _moment_series(self, kmax, prec):
+        # sum_i w_i a_i**n, exact for values and weights with small denominators
+        # (theory eq. (8.22)), else fixed point.
+        return power_sums(self.values, self.weights, kmax, prec)
+
+    def _moment_fraction(self, k):
+        return sum(Fraction(float(w)) * Fraction(float(a)) ** k
+                   for a, w in zip(self.values, self.weights))
 
     # Transforms of a single atom (a shift or a dilation).
     def _r_transform(self):
@@ -233,15 +239,25 @@ class Semicircle(SpectralLaw):
         # z = v G + 1/G  =>  G' = 1/(v - 1/G**2) = G**2/(v G**2 - 1)
         return g * g / (self.variance * g * g - 1.0)
 
-    def _moments_exact(self, kmax):
-        # m_{2j} = Catalan(j) v**j (theory eq. (8.6)); in units of the radius 2 sqrt(v):
-        # m_{2j} / r**(2j) = Catalan(j) / 4**j.
-        out = np.zeros(kmax + 1)
-        c = 1.0
-        for j in range(0, kmax // 2 + 1):
-            out[2 * j] = c
-            c *= (2 * j + 1) * (2 * j + 2) / ((j + 1) * (j + 2)) / 4.0
-        return self.radius, out
+    def _moment_series(self, kmax, prec):
+        # m_{2j} = Catalan(j) v**j (theory eq. (8.6)), exact rationals.
+        v = Fraction(self.variance)
+        out, c, vj = [Fraction(1)], 1, Fraction(1)
+        for n in range(1, kmax + 1):
+            if n % 2:
+                out.append(Fraction(0))
+            else:
+                j = n // 2
+                c = c * 2 * (2 * j - 1) // (j + 1)
+                vj *= v
+                out.append(c * vj)
+        return from_fractions(out, math.frexp(self.radius)[1], prec)
+
+    def _moment_fraction(self, k):
+        if k % 2:
+            return Fraction(0)
+        j = k // 2
+        return math.comb(2 * j, j) // (j + 1) * Fraction(self.variance) ** j
 
     def _r_transform(self):
         """``R(g) = v g``."""
@@ -386,28 +402,35 @@ class MarchenkoPastur(SpectralLaw):
         g = self._stieltjes_exact(z)
         return -(c * v * g * g - g) / (2.0 * c * v * z * g - (z - v * (1.0 - c)))
 
-    def _moments_exact(self, kmax):
-        # Narayana moments (theory eq. (5.10)) in units of the upper edge, summed
-        # from logarithms so that no term over- or underflows.
-        out = np.array([self._narayana_scaled(k) for k in range(kmax + 1)])
-        return self.variance * (1.0 + math.sqrt(self.ratio)) ** 2, out
+    def _moment_series(self, kmax, prec):
+        # Narayana moments (theory eq. (5.10)), exact rationals from the
+        # recurrence of eq. (8.26).
+        return from_fractions(self._narayana_fractions(kmax), math.frexp(self._hi)[1], prec)
 
-    def _moment_exact_single(self, k):
-        return self.variance * (1.0 + math.sqrt(self.ratio)) ** 2, self._narayana_scaled(k)
+    def _narayana_fractions(self, kmax):
+        """``m_0 .. m_kmax`` exactly: ``m_n = v**n N_n(c)`` with the Narayana polynomial
+        ``N_n(c) = sum_k N(n, k) c**(k-1)``, homogenized as ``T_n = q**(n-1) N_n(p/q)`` for
+        ``c = p/q``: ``(n+1) T_n = (2n-1)(p+q) T_{n-1} - (n-2)(q-p)**2 T_{n-2}``
+        (theory eq. (8.26))."""
+        cache = self.__dict__.get("_narayana_cache")
+        if cache is not None and len(cache) > kmax:
+            return cache[:kmax + 1]
+        v, c = Fraction(self.variance), Fraction(self.ratio)
+        p, q = c.numerator, c.denominator
+        T = [0, 1]
+        for n in range(2, kmax + 1):
+            num = (2 * n - 1) * (p + q) * T[n - 1] - (n - 2) * (q - p) ** 2 * T[n - 2]
+            T.append(num // (n + 1))
+        out = [Fraction(1)] + [T[n] * v ** n / Fraction(q) ** (n - 1) for n in range(1, kmax + 1)]
+        self._narayana_cache = out
+        return out
 
-    def _narayana_scaled(self, k):
-        """``m_k / (v (1 + sqrt c)**2)**k`` from logarithms of the Narayana terms (eq. (5.10))."""
-        from scipy.special import gammaln
-
-        c = self.ratio
-        log_hi = 2.0 * math.log1p(math.sqrt(c))
+    def _moment_fraction(self, k):
         if k == 0:
-            return 1.0
-        r = np.arange(k)
-        log_terms = (r * math.log(c) + gammaln(k + 1) - gammaln(r + 1) - gammaln(k - r + 1)
-                     + gammaln(k) - gammaln(r + 1) - gammaln(k - r) - np.log(r + 1.0)
-                     - k * log_hi)
-        return float(np.exp(log_terms).sum())
+            return Fraction(1)
+        v, c = Fraction(self.variance), Fraction(self.ratio)
+        return v ** k * sum(math.comb(k, j) * math.comb(k, j - 1) // k * c ** (j - 1)
+                            for j in range(1, k + 1))
 
     def _r_transform(self):
         """``R(g) = v / (1 - c v g)``."""

@@ -18,8 +18,14 @@ law of a random matrix.  :class:`SpectralLaw` implements ``pdf``, ``cdf``,
     (:mod:`freeattn.algebra._chebyshev`) that the generic methods evaluate;
 ``_stieltjes_exact(z)`` (optional)
     the Stieltjes transform from the law's own solver;
-``_moments_exact(k)`` (optional)
-    exact moments, as ``(scale, [m_j / scale**j])`` to keep high orders finite.
+``_moment_series(k, prec)`` (optional)
+    the moments ``m_0 .. m_k`` as a :class:`freeattn.algebra._moment_series.MomentSeries`:
+    exact rationals, or fixed point with ``prec`` bits (theory section 8.10);
+    :meth:`SpectralLaw.moment` evaluates it at two precisions and keeps the
+    result only when they agree (:func:`verified_series`);
+``_moments_exact(k)`` (optional, legacy)
+    moments as floats, ``(scale, [m_j / scale**j])``, for a law whose own
+    recursion is stable in float64 (used when there is no moment series).
 
 Laws built from others -- scalings, affine maps, the eigenvalue <->
 singular-value map, free convolutions -- are laws of the same kind.
@@ -88,9 +94,34 @@ VERY_FAR_RADIUS = 2.0 ** 60
 #: Agreement of two successive node doublings at which a quadrature moment is
 #: accepted (sums over thousands of Gauss-Legendre nodes carry ~1e-13 of
 #: rounding; measured against exact moments up to order 600: <= 1.5e-13), and
-#: the most doublings tried.
+#: the most doublings tried.  The agreement is relative to ``|E[X**k]|`` plus
+#: ``MOMENT_QUADRATURE_ATOL`` times ``E[|X|**k]``: a moment that cancels (an
+#: odd moment of a symmetric law, the mean of a centred one) is accepted at
+#: the rounding level of the sum of its absolute terms (theory eq. (8.25)).
 MOMENT_QUADRATURE_RTOL = 1e-11
+MOMENT_QUADRATURE_ATOL = 1e-11
 MOMENT_QUADRATURE_DOUBLINGS = 6
+
+#: Working precision of the fixed-point moment recursions (theory eq. (8.24)):
+#: ``EXACT_START_BITS + EXACT_BITS_PER_ORDER * k`` bits for order ``k``.  The
+#: recursions lose about ``log2(16) = 4`` bits per order at worst (free
+#: cumulants of a law on ``[-1, 1]`` are below ``16**n``; measured losses are
+#: 0.4-1.3 bits per order, tests/test_moments_exact.py), so the start is
+#: usually enough and otherwise doubled.
+EXACT_START_BITS = 96
+EXACT_BITS_PER_ORDER = 1
+#: The check run uses this many more bits; two runs that agree to
+#: ``2**-EXACT_REL_BITS`` (relative) or ``2**-EXACT_ABS_BITS`` (absolute, in
+#: units of ``2**(e k)``, ``2**e`` a bound of the support) give the result of
+#: the more precise one, whose error is then below that (the error of a
+#: fixed-point recursion scales like ``2**-prec``).
+EXACT_CHECK_BITS = 32
+EXACT_REL_BITS = 62
+EXACT_ABS_BITS = 120
+#: Most doublings of the precision before :class:`ConvergenceError`.
+EXACT_MAX_DOUBLINGS = 3
+#: Fixed-point series kept per law (one per precision; exact series are kept always).
+SERIES_CACHE_SIZE = 4
 
 #: Guard digits added to the working precision of the mpmath path.
 MP_GUARD_DIGITS = 10
@@ -228,7 +259,12 @@ class SpectralLaw:
         return None
 
     def _moments_exact(self, kmax):
-        """``(scale, array of m_j / scale**j, j = 0..kmax)`` or ``None``."""
+        """``(scale, array of m_j / scale**j, j = 0..kmax)`` or ``None`` (legacy float hook)."""
+        return None
+
+    def _moment_series(self, kmax, prec):
+        """The moments ``m_0..m_kmax`` as a ``MomentSeries`` (exact, or fixed point with
+        ``prec`` bits), or ``None`` when the law has no exact moments (theory eq. (8.21))."""
         return None
 
     def _pdf_closed(self, x):
@@ -708,12 +744,84 @@ class SpectralLaw:
         lo, hi = self.support()
         return max(abs(lo), abs(hi), np.finfo(float).tiny)
 
+    def _series(self, kmax, prec):
+        """``_moment_series`` with a per-law cache (exact series, and the last few fixed ones).
+
+        The recursions are online (theory eq. (8.23)), so a longer series at
+        the same precision serves a shorter request.
+        """
+        cache = self.__dict__.setdefault("_series_cache", {})
+        if cache.get("none"):
+            return None
+        for key in (0, prec):
+            hit = cache.get(key)
+            if hit is not None and hit.order >= kmax:
+                return hit.truncated(kmax)
+        series = self._moment_series(kmax, prec)
+        if series is None:
+            cache["none"] = True         # no moment series (a property of the law's make-up)
+            return None
+        return self._store_series(series, prec)
+
+    def _store_series(self, series, prec):
+        """Keep ``series`` (computed at ``prec``, or exact) in the law's cache; returns it."""
+        cache = self.__dict__.setdefault("_series_cache", {})
+        key = 0 if series.exact else prec
+        if key and key not in cache:
+            fixed = [k for k in cache if isinstance(k, int) and k]
+            if len(fixed) >= SERIES_CACHE_SIZE:
+                del cache[fixed[0]]
+        cache[key] = series
+        return series
+
+    def _verified_series(self, kmax, kind="moments"):
+        """The law's moments (or free cumulants, ``kind="cumulants"``) to order ``kmax``,
+        exact or verified at two precisions (:func:`verified_series`); ``None`` without
+        a moment series."""
+        from ..algebra._moment_series import free_cumulant_series
+
+        cache = self.__dict__.setdefault("_verified_cache", {})
+        hit = cache.get(kind)
+        if hit is not None and hit.order >= kmax:
+            return hit.truncated(kmax)
+        if kind == "moments":
+            def compute(prec):
+                return self._series(kmax, prec)
+        else:
+            def compute(prec):
+                series = self._series(kmax, prec)
+                return None if series is None else free_cumulant_series(series)
+        if cache.get("none"):
+            return None
+        series = verified_series(compute, kmax, self._describe())
+        if series is None:
+            cache["none"] = True         # no moment series, whatever the order
+        else:
+            cache[kind] = series
+        return series
+
+    def _exact_scaled_moments(self, kmax):
+        """``(scale, m_j / scale**j)`` from exact moments only (the moment series or the
+        legacy hook), ``None`` when the law has neither."""
+        if kmax > self.options.max_exact_moment_order:
+            return None
+        series = self._verified_series(kmax)
+        if series is not None:
+            return series.scaled_floats()
+        cache = self.__dict__.setdefault("_legacy_moment_cache", {})
+        hit = cache.get("moments")
+        if hit is not None and hit[1].size > kmax:
+            return hit[0], hit[1][:kmax + 1]
+        exact = self._moments_exact(kmax)
+        if exact is not None:
+            cache["moments"] = (exact[0], np.asarray(exact[1], dtype=float))
+        return exact
+
     def _scaled_moments(self, kmax):
         """``(scale, m_j / scale**j for j = 0..kmax)``: exact when available."""
-        if kmax <= self.options.max_exact_moment_order:
-            exact = self._moments_exact(kmax)
-            if exact is not None:
-                return exact
+        exact = self._exact_scaled_moments(kmax)
+        if exact is not None:
+            return exact
         return self._scale(), self._quadrature_moments(kmax)
 
     def _quadrature_moments(self, kmax):
@@ -726,12 +834,16 @@ class SpectralLaw:
         ``x(sigma)**k`` is a polynomial of degree ``p k`` in the panel variable,
         but it is concentrated where ``|x|`` is largest, within ``~ 1/sqrt(k)``
         of it; the node count starts at ``~ p (min(k, 64) + 8 sqrt(k))`` and
-        doubles until two successive sums agree to ``MOMENT_QUADRATURE_RTOL``.
-        The sum is taken relative to its largest term (no underflow for large
-        ``k``); with ``scaled=False`` it returns ``(scale', v)`` with
-        ``E[X**k] = v scale'**k``.
+        doubles until two successive sums agree to ``MOMENT_QUADRATURE_RTOL``
+        of the moment plus ``MOMENT_QUADRATURE_ATOL`` of the absolute moment
+        ``E[|X/scale|**k]`` (theory eq. (8.25)).  The sum is taken relative to
+        its largest term (no underflow for large ``k``); with ``scaled=False``
+        it returns ``(scale', v)`` with ``E[X**k] = v scale'**k``.  ``k = 0``
+        is the total mass, 1.
         """
         scale = self._scale()
+        if k == 0:
+            return (scale, 1.0) if not scaled else 1.0
         loc, mass = self.atoms()
         parts = [(loc, mass)] if loc.size else []
         if self.interval_details():
@@ -743,17 +855,19 @@ class SpectralLaw:
             prev = None
             for _ in range(MOMENT_QUADRATURE_DOUBLINGS):
                 x, w = rep.quadrature(extra)
-                eff, val = _power_sum(parts + [(x, w * fac)], k, scale)
-                if prev is not None and abs(val * (eff / prev[0]) ** k - prev[1]) <= \
-                        MOMENT_QUADRATURE_RTOL * abs(prev[1]):
-                    break
-                prev, extra = (eff, val), 2 * extra + 16
+                eff, val, absval = _power_sum(parts + [(x, w * fac)], k, scale)
+                if prev is not None:
+                    ratio = (eff / prev[0]) ** k
+                    if abs(val * ratio - prev[1]) <= MOMENT_QUADRATURE_RTOL * abs(prev[1]) + \
+                            MOMENT_QUADRATURE_ATOL * max(absval * ratio, prev[2]):
+                        break
+                prev, extra = (eff, val, absval), 2 * extra + 16
             else:
                 raise ConvergenceError(
                     f"moment k={k}: quadrature did not settle with {extra} extra nodes per panel",
                     point=k)
         else:
-            eff, val = _power_sum(parts, k, scale)
+            eff, val, _ = _power_sum(parts, k, scale)
         if not scaled:
             return eff, val
         return val * (eff / scale) ** k
@@ -792,15 +906,24 @@ class SpectralLaw:
         """``(scale, E[(X/scale)**k])`` for one high order, or ``None`` (hook)."""
         return None
 
+    def _moment_fraction(self, k):
+        """``E[X**k]`` as an exact Fraction from a closed form, or ``None`` (hook)."""
+        return None
+
     def moment(self, k):
         """Moment ``E[X**k]``.
 
-        Exact (from the law's cumulants or closed form) where the law has exact
-        moments and ``k <= options.max_exact_moment_order`` (or a closed form
-        for one order), else by Gauss-Legendre quadrature on the representation
-        (accurate to its error).  The cost is ``O(k**3)`` flops on BLAS for the
-        exact path (order 600: ~0.1 s) and ``O(sqrt(k))`` nodes per panel for
-        quadrature.
+        Where the law has a moment series (every elementary law, and the
+        affine maps, zero paddings, ``⊞`` and ``⊠`` built from such laws) and
+        ``k <= options.max_exact_moment_order``, the moment is exact: rational
+        arithmetic when the parameters are rationals with small denominators,
+        otherwise fixed point at a precision growing with ``k``, evaluated twice
+        and kept when the two agree to ``2**-62`` (theory eqs. (8.21)-(8.24));
+        the float returned is then the moment correctly rounded (or within an
+        ulp).  The elementary laws have closed forms at every order.  Other
+        laws and orders use Gauss-Legendre quadrature on the representation:
+        accurate to about ``1e-11`` of the moment plus ``1e-11`` of
+        ``E[|X|**k]`` (theory eq. (8.25)), or ``ConvergenceError``.
 
         Parameters
         ----------
@@ -816,17 +939,37 @@ class SpectralLaw:
         OverflowError
             If ``|E[X**k]|`` exceeds the float64 range (the message gives its
             base-10 logarithm).
+        ConvergenceError
+            If the quadrature does not settle, or the fixed-point evaluations
+            do not agree up to the largest precision tried.
+
+        Examples
+        --------
+        >>> import math, freeattn
+        >>> sc = freeattn.semicircle(1.0)
+        >>> law = freeattn.free_additive(sc, sc)          # semicircle of variance 2
+        >>> law.moment(40) == math.comb(40, 20) // 21 * 2.0 ** 20   # Catalan(20) 2**20
+        True
         """
         k = check_int(k, "k", minimum=0)
+        if k == 0:
+            return 1.0
         if k <= self.options.max_exact_moment_order:
-            scale, m = self._scaled_moments(k)
-            v = float(m[k])
+            series = self._verified_series(k)
+            if series is not None:
+                return series.to_float(k)
+            exact = self._exact_scaled_moments(k)
+            if exact is not None:
+                scale, m = exact
+                return _rescale(float(m[k]), scale, k)
+        exact = self._moment_fraction(k)
+        if exact is not None:
+            return _fraction_to_float(exact, k)
+        single = self._moment_exact_single(k)
+        if single is None:
+            scale, v = self._quadrature_moment(k, scaled=False)
         else:
-            single = self._moment_exact_single(k)
-            if single is None:
-                scale, v = self._quadrature_moment(k, scaled=False)
-            else:
-                scale, v = single
+            scale, v = single
         return _rescale(v, scale, k)
 
     def moments(self, kmax):
@@ -843,8 +986,12 @@ class SpectralLaw:
         """
         kmax = check_int(kmax, "kmax", minimum=0)
         low = min(kmax, self.options.max_exact_moment_order)
-        scale, m = self._scaled_moments(low)
-        head = [_rescale(float(v), scale, k) for k, v in enumerate(m)]
+        series = self._verified_series(low)
+        if series is not None:
+            head = [series.to_float(k) for k in range(low + 1)]
+        else:
+            scale, m = self._scaled_moments(low)
+            head = [_rescale(float(v), scale, k) for k, v in enumerate(m)]
         return np.array(head + [self.moment(k) for k in range(low + 1, kmax + 1)])
 
     def mean(self):
@@ -852,7 +999,11 @@ class SpectralLaw:
         return self.moment(1)
 
     def var(self):
-        """Variance ``m2 - m1**2``."""
+        """Variance ``m2 - m1**2`` (the second free cumulant; exact where the moments are)."""
+        series = self._verified_series(2, kind="cumulants") if \
+            self.options.max_exact_moment_order >= 2 else None
+        if series is not None:
+            return series.to_float(2, what="variance")
         scale, m = self._scaled_moments(2)
         return float((m[2] - m[1] ** 2) * scale ** 2)
 
@@ -862,6 +1013,9 @@ class SpectralLaw:
 
     def free_cumulants(self, kmax):
         """Free cumulants ``kappa_1, ..., kappa_kmax`` (theory eqs. (8.2)-(8.3)).
+
+        Exact (then rounded) where :meth:`moment` is, else from the float
+        moments.
 
         Parameters
         ----------
@@ -876,6 +1030,11 @@ class SpectralLaw:
         from ..algebra._cumulants import moments_to_free_cumulants
 
         kmax = check_int(kmax, "kmax", minimum=1)
+        if kmax <= self.options.max_exact_moment_order:
+            series = self._verified_series(kmax, kind="cumulants")
+            if series is not None:
+                return np.array([series.to_float(n, what="free cumulant")
+                                 for n in range(1, kmax + 1)])
         scale, m = self._scaled_moments(kmax)
         kappa = moments_to_free_cumulants(np.asarray(m[1:], dtype=float))
         return kappa * float(scale) ** np.arange(1, kmax + 1)
@@ -923,8 +1082,7 @@ class SpectralLaw:
         exact_mom = None
         far = np.abs(zs) > FAR_RADIUS * self._scale()
         if far.any():
-            exact_mom = self._moments_exact(FAR_TERMS) if FAR_TERMS <= \
-                self.options.max_exact_moment_order else None
+            exact_mom = self._exact_scaled_moments(FAR_TERMS)
         if exact_mom is not None and far.any():
             scale, m = exact_mom
             w = scale / zs[far]
@@ -1203,30 +1361,89 @@ class SpectralLaw:
 
 
 def _power_sum(parts, k, scale):
-    """``sum w (x/scale)**k`` over ``(x, w)`` parts as ``(scale', v)`` with the largest
-    term of size 1 (``sum = v (scale'/scale)**k``), so that no term underflows."""
+    """``sum w (x/scale)**k`` over ``(x, w)`` parts as ``(scale', v, a)`` with the largest
+    term of size 1 (``sum = v (scale'/scale)**k``; ``a`` the same for ``sum |w| |x/scale|**k``),
+    so that no term underflows."""
     x = np.concatenate([p[0] for p in parts]) / scale
     w = np.concatenate([p[1] for p in parts])
     keep = (x != 0) & (w != 0)
     if not keep.any():
-        return scale, 0.0
+        return scale, 0.0, 0.0
     x, w = x[keep], w[keep]
     logs = k * np.log(np.abs(x))
     top = logs.max()
     sign = np.where((x < 0) & (k % 2 == 1), -1.0, 1.0)
-    v = float(np.sum(sign * w * np.exp(logs - top)))
-    return scale * math.exp(top / k) if k else scale, v
+    terms = w * np.exp(logs - top)
+    v = float(np.sum(sign * terms))
+    return (scale * math.exp(top / k) if k else scale), v, float(np.sum(np.abs(terms)))
+
+
+def _fraction_to_float(value, k):
+    """A Fraction correctly rounded to float64; OverflowError naming ``k`` beyond the range."""
+    try:
+        return float(value)
+    except OverflowError:
+        log10 = (value.numerator.bit_length() - value.denominator.bit_length()) * math.log10(2)
+        raise OverflowError(f"moment k={k} is about 10**{log10:.1f}, beyond the float64 "
+                            f"range") from None
 
 
 def _rescale(v, scale, k):
-    """``v * scale**k`` through logarithms; OverflowError naming ``k`` beyond float64."""
+    """``v * scale**k`` correctly rounded (exact product of the two floats); OverflowError
+    naming ``k`` beyond float64."""
     if v == 0.0:
         return 0.0
     log_abs = k * math.log(scale) + math.log(abs(v))
-    if log_abs > _LOG_MAX:
+    if log_abs > _LOG_MAX + 1.0:
         raise OverflowError(f"moment k={k} is about 10**{log_abs / math.log(10):.1f}, beyond "
                             f"the float64 range")
-    return math.copysign(math.exp(log_abs), v)
+    return _fraction_to_float(Fraction(v) * Fraction(scale) ** k, k)
+
+
+def verified_series(compute, kmax, what="the law"):
+    """A moment series at a precision that it is right to (theory eq. (8.24)).
+
+    ``compute(prec)`` gives the series (a ``MomentSeries``) with ``prec``-bit
+    fixed point, or an exact one, or ``None``.  A fixed-point result is
+    recomputed with ``EXACT_CHECK_BITS`` more bits and returned when the two
+    agree (:func:`freeattn.algebra._moment_series.agree`); otherwise the
+    precision is doubled, at most ``EXACT_MAX_DOUBLINGS`` times.
+
+    Parameters
+    ----------
+    compute : callable
+    kmax : int
+        Highest order (sets the starting precision).
+    what : str
+        Name of the law for the error message.
+
+    Returns
+    -------
+    MomentSeries or None
+
+    Raises
+    ------
+    ConvergenceError
+        If no two successive precisions agree.
+    """
+    from ..algebra._moment_series import agree
+
+    prec = EXACT_START_BITS + EXACT_BITS_PER_ORDER * int(kmax)
+    lo = compute(prec)
+    if lo is None or lo.exact:
+        return lo
+    nxt = prec + EXACT_CHECK_BITS
+    for _ in range(EXACT_MAX_DOUBLINGS + 1):
+        hi = compute(nxt)
+        if hi is None or hi.exact:
+            return hi
+        if agree(lo, hi, EXACT_REL_BITS, EXACT_ABS_BITS):
+            return hi
+        lo, nxt = hi, 2 * nxt
+    raise ConvergenceError(
+        f"moments of {what} up to order {kmax}: the fixed-point recursion did not settle "
+        f"(two precisions up to {nxt // 2} bits disagree beyond 2**-{EXACT_REL_BITS})",
+        point=kmax)
 
 
 def solver_error(what, point, residual, tolerance, iterations=None):
@@ -1406,6 +1623,12 @@ class AffineLaw(SpectralLaw):
             return None
         sc, m = exact
         return affine_moments(self.shift, self.scale, sc, np.asarray(m, dtype=float))
+
+    def _moment_series(self, kmax, prec):
+        from ..algebra._moment_series import affine_series
+
+        base = self.base._series(kmax, prec)
+        return None if base is None else affine_series(base, self.shift, self.scale, prec)
 
     def _quantile(self, q, upper):
         if self.scale > 0:
@@ -1714,6 +1937,12 @@ class ZeroPaddedLaw(SpectralLaw):
         m = np.asarray(m, dtype=float) * self.t
         m[0] = 1.0
         return sc, m
+
+    def _moment_series(self, kmax, prec):
+        from ..algebra._moment_series import times_constant
+
+        base = self.base._series(kmax, prec)
+        return None if base is None else times_constant(base, self.t, prec)
 
     def _mp_stieltjes(self, z):
         import mpmath
