@@ -1058,7 +1058,7 @@ def _stack_cell(task):
                 size_argument="n")
 def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_linear",
                   "stack_residual", "stack_pure"), rng=None, executor=None, points=CURVE_POINTS):
-    """The squared singular values of ``B_L ... B_1`` against the stack law, per depth.
+    """The squared singular values of a stack of attention layers against its law, per depth.
 
     One panel per depth ``L``: histograms of the pooled spectra of the stack
     models (independent linear layers, coupled residual + LayerNorm layers,

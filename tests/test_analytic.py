@@ -318,7 +318,7 @@ def test_attention_product_has_a_hard_edge_and_exact_moments():
 
 @pytest.mark.slow
 def test_product_chain_of_three_marchenko_pastur_laws():
-    # eq. (14.8) against the closed forms of the Fuss-Catalan law MP(1)^⊠3: upper edge
+    # eqs. (14.8)-(14.9) against the closed forms of the Fuss-Catalan law MP(1)^⊠3: upper edge
     # (L + 1)**(L + 1) / L**L = 256/27, density ~ x**(-3/4) at 0 (eq. (14.6)), and
     # against the algebraic path of theory section 8 (which collapses the S-levels).
     from freeattn.compose._chain import product_chain

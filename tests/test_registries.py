@@ -231,7 +231,7 @@ BAD_INPUT = {
     "fit": (["does_not_exist.npy"], "does not exist"),
     "torch-init": (["--embed-dim", "64", "--heads", "4", "--n", "65"], "--embed-dim"),
     "models": (["--format", "xml"], "--format"),
-    "plot": (["9"], "figure must be one of"),
+    "plot": (["99"], "figure must be one of"),
     "reproduce": (["--only", "nine"], "figure must be one of"),
     "analyze": (["does_not_exist.safetensors"], "does not exist"),
     "stack": (["--layers", "0"], "--layers"),
