@@ -545,6 +545,13 @@ class AnalyticLaw(SpectralLaw):
             return multiplicative_moments(self.a, self.b, kmax)
         return additive_moments(self.a, self.b, kmax)
 
+    def _moment_series(self, kmax, prec):
+        # the ⊞ / ⊠ of the constituents' moment series (theory section 8.10)
+        from ._moments import additive_series, multiplicative_series
+
+        return (multiplicative_series if self.multiplicative else additive_series)(
+            self.a, self.b, kmax, prec)
+
 
 def _check(law, name):
     if not isinstance(law, SpectralLaw):
