@@ -285,7 +285,7 @@ def test_plot_writes_the_figure_and_rejects_unknown_ones(capsys, tmp_path):
     code, out, err = run(capsys, "plot", "edge", "--out", str(path))
     assert code == 0 and out.strip() == f"wrote {path}"
     assert path.read_bytes()[:4] == b"\x89PNG"
-    code, out, err = run(capsys, "plot", "9", "--out", str(tmp_path / "x.png"))
+    code, out, err = run(capsys, "plot", "99", "--out", str(tmp_path / "x.png"))
     assert code == 2 and "figure must be one of" in err and "Traceback" not in err
 
 
