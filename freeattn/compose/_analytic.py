@@ -51,8 +51,12 @@ LEVEL_RTOL = 1e-9
 #: first grid point inside the support means a hard edge at 0 (eq. (14.6)).
 HARD_EDGE_GRID_START = 1e-9
 #: Bisections of a grid cell holding an edge before the bordered Newton is
-#: retried, where it did not converge from the grid point outside the edge.
+#: retried, where it did not converge from the grid point outside the edge or
+#: converged outside the cell.
 EDGE_BISECTIONS = 20
+#: Slack, relative to the cell's width, of the test that an edge lies in the
+#: grid cell it was started from.
+EDGE_CELL_RTOL = 1e-6
 #: Belinschi-Bercovici iterations (eq. (14.2)) taken to reach Newton's basin
 #: before Newton polishes; the iteration converges only linearly, slowly as
 #: ``Im z -> 0``, and points it leaves unsolved go to the continuation.
@@ -406,6 +410,17 @@ class AnalyticLaw(SpectralLaw):
         # eq. (14.5) by bordered Newton from the real solution at the outer grid point;
         # where that start is too far from the fold, bisect the cell and retry
         res = self._edges(x_out, x_in, 0)
+        lo_c, hi_c = np.minimum(x_out, x_in), np.maximum(x_out, x_in)
+
+        def in_cell(r):
+            # an edge must lie in the grid cell it was started from: a fold outside it
+            # is another edge (two edges of a gap narrower than a cell both start from
+            # the one grid point in the gap)
+            slack = EDGE_CELL_RTOL * (hi_c - lo_c)
+            x = r.value[:, 1] if r.value.size else np.empty(0)
+            return r.converged & (x >= lo_c - slack) & (x <= hi_c + slack)
+
+        res = FixedPointResult(res.value, res.residual, res.iterations, in_cell(res))
         if not res.converged.all():
             again = ~res.converged
             retry = self._edges(x_out[again], x_in[again], EDGE_BISECTIONS)
@@ -414,6 +429,7 @@ class AnalyticLaw(SpectralLaw):
             conv = res.converged.copy()
             conv[again] = retry.converged
             res = FixedPointResult(value, resid, res.iterations + retry.iterations, conv)
+            res = FixedPointResult(res.value, res.residual, res.iterations, in_cell(res))
         if not res.converged.all():
             k = int(np.argmin(res.converged))
             raise ConvergenceError(
