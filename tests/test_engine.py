@@ -557,7 +557,7 @@ def test_factored_polish_and_rescue_eq_8_10_eq_8_20():
     import mpmath
 
     from freeattn.algebra._rational import batched_roots
-    from freeattn.compose._subordination import CRITICAL_DIFF_STEP
+    from freeattn.compose._rational_solver import CRITICAL_DIFF_STEP
 
     law = _multihead_tower(0.1)
     solver = law._solver
@@ -597,7 +597,8 @@ def test_critical_points_are_polished_on_the_factored_tower_eq_8_12():
     more than 1e-6 relative away (measured 9.4e-5)."""
     import mpmath
 
-    from freeattn.compose._subordination import _P, _real_roots, padd, pmul, trim
+    from freeattn.algebra._rational import padd, pmul, trim
+    from freeattn.compose._rational_solver import _P, _real_roots
 
     law = _multihead_tower(0.05)
     solver = law._solver

@@ -1,0 +1,320 @@
+"""The generic solver of composed laws: Newton with continuation in ``Im z`` (theory section 8.4).
+
+For a level over a constituent known only through its Cauchy transform,
+``Phi(tau) = z`` is solved by Newton's method continued from ``4|z|`` down
+(eq. (8.10)); the edges are the zeros of ``Phi'`` on the gaps of the
+constituent's support.  Used by
+:class:`freeattn.compose._subordination.SubordinationLaw`.
+
+Nothing in this module prints or does I/O.
+"""
+
+import numpy as np
+
+from ..core._errors import ConvergenceError
+from ..laws._law_base import SOFT
+
+from ._rational_solver import _EPS, _TINY, _snap_hard_edge
+
+__all__ = ["GenericSolver"]
+
+#: Continuation of the generic solver: ``Im z`` shrinks by this factor per stage
+#: from ``4 |z|`` down to ``CONTINUATION_FLOOR * scale``, then the target itself
+#: is solved from there (the solution is continuous up to the real axis).
+CONTINUATION_FACTOR = 0.25
+CONTINUATION_FLOOR = 1e-7
+
+#: Step halvings of the generic solver's backtracking line search.
+BACKTRACK_HALVINGS = 20
+
+#: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
+#: the inverse map counts as not positive in the generic support search.
+DPHI_FLOOR = 1e-10
+
+# --------------------------------------------------------------------------- #
+# Generic solver (any constituent)
+# --------------------------------------------------------------------------- #
+
+class GenericSolver:
+    """Newton's method on ``Phi(tau) = z`` with continuation in ``Im z`` (eq. (8.10)).
+
+    Needs only the constituent's Stieltjes transform and its derivative; used
+    when the tower is not rational (a constituent known only through its
+    transform, a numerical R- or S-transform) or its degree is too high.
+    """
+
+    def __init__(self, level, constituent, options):
+        self.level = level
+        self.constituent = constituent
+        self.options = options
+        lo, hi = constituent.support()
+        self.scale = max(abs(lo), abs(hi), 1e-300)
+
+    def _phi(self, tau):
+        gb, dgb = self.constituent._stieltjes_pair(tau)
+        return self.level.apply(tau, gb, np.ones_like(tau), dgb)
+
+    def solve(self, z, guess=None):
+        """``(tau, G)`` at each ``z`` (1-d complex, ``Im z >= 0``)."""
+        opts = self.options
+        scale = max(self.scale, 1e-300)
+        zabs = np.maximum(np.abs(z), scale)
+        eta0 = 4.0 * zabs
+        tau = self.level.guess(z.real + 1j * eta0) if guess is None else np.asarray(guess,
+                                                                                    complex)
+        stages = []
+        if guess is None:
+            eta = eta0
+            for _ in range(opts.continuation_stages):
+                stages.append(eta)
+                eta = eta * CONTINUATION_FACTOR
+                if np.all(eta < CONTINUATION_FLOOR * scale):
+                    break
+        for eta in stages + [None]:
+            zk = z if eta is None else z.real + 1j * np.maximum(eta, z.imag)
+            if eta is not None and np.all(eta <= z.imag):
+                continue
+            tau = self._newton(tau, zk)
+        zz, g, dz, _ = self._phi(tau)
+        res = np.abs(zz - z) / (np.abs(z) + scale)
+        bad = ~np.isfinite(res) | (res > opts.branch_rtol) | (tau.imag < -opts.branch_rtol
+                                                               * np.abs(tau))
+        # A real subordination point is the Stieltjes value only where the map
+        # increases (eq. (8.11)); a real root on a decreasing branch is spurious.
+        real = tau.imag <= opts.real_root_rtol * np.abs(tau)
+        bad |= real & (dz.real <= 0)
+        if bad.any():
+            if guess is not None:
+                tau2, g2 = self.solve(z[bad])
+                tau[bad], g[bad] = tau2, g2
+                return tau, g
+            k = int(np.argmax(bad))
+            raise ConvergenceError(
+                f"subordination equation not solved at z={z[k]!r}: relative residual "
+                f"{res[k]:.3e} (tolerance {opts.branch_rtol:.1e}), tau={tau[k]!r}",
+                point=z[k], residual=float(res[k]), tolerance=opts.branch_rtol)
+        return tau, g
+
+    def _newton(self, tau, zk):
+        """Newton steps on ``Phi(tau) = zk``, each point until its step is a few ulps.
+
+        A step that would leave the upper half-plane is halved (the
+        subordination point stays in the closed upper half-plane).
+        """
+        opts = self.options
+        tau = np.array(tau, dtype=complex)
+        active = np.arange(tau.size)
+        for _ in range(opts.newton_max_iter):
+            ta = tau[active]
+            za = zk[active]
+            zz, _, dz, _ = self._phi(ta)
+            res0 = np.abs(zz - za)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                step = (zz - za) / dz
+            step = np.where(np.isfinite(step), step, 0)
+            new = ta - step
+            for _ in range(30):
+                out = new.imag < 0
+                if not out.any():
+                    break
+                step = np.where(out, step / 2, step)
+                new = ta - step
+            new = np.where(new.imag < 0, new.real + 0j, new)
+            # Backtracking: a step that does not reduce the residual is halved
+            # (far from the solution a full Newton step can jump to another sheet).
+            for _ in range(BACKTRACK_HALVINGS):
+                with np.errstate(all="ignore"):
+                    res1 = np.abs(self._phi(new)[0] - za)
+                worse = ~(res1 <= res0) & (np.abs(step) > opts.newton_rtol * np.abs(ta))
+                if not worse.any():
+                    break
+                step = np.where(worse, step / 2, step)
+                new = np.where(worse, ta - step, new)
+            tau[active] = new
+            done = np.abs(step) <= opts.newton_rtol * np.maximum(np.abs(new), 1e-300)
+            active = active[~done]
+            if active.size == 0:
+                break
+        return tau
+
+    # -- the support ---------------------------------------------------------------------
+    def support(self):
+        """Support from the zeros of ``Phi'`` on the gaps of the constituent (eq. (8.12)).
+
+        An end of an increasing run is a zero of ``Phi'`` (a soft edge of the
+        law) or an end of the gap; a gap end that is an edge of the
+        constituent is mapped diffeomorphically (``Phi' > 0`` there), so the
+        law's edge keeps the constituent's exponent (eq. (8.13)).
+        """
+        b = self.constituent
+        opts = self.options
+        pieces = []                       # (x_left, x_right, exponent_left, exponent_right)
+        floor = DPHI_FLOOR * self._dphi_infinity()
+        for glo, ghi, e_glo, e_ghi in _gaps(b):
+            taus = _gap_grid(glo, ghi, opts.critical_grid, self.scale)
+            pos = (self._dphi_real(taus) > floor) & self._partner_valid(taus)
+            for i, j in _runs(pos):
+                if i == 0:
+                    left, e_left = glo, e_glo
+                else:
+                    left, e_left = self._zero(taus[i - 1], taus[i]), SOFT
+                if j == taus.size - 1:
+                    right, e_right = ghi, e_ghi
+                else:
+                    right, e_right = self._zero(taus[j], taus[j + 1]), SOFT
+                pieces.append((self._phi_real_limit(left, +1), self._phi_real_limit(right, -1),
+                               e_left, e_right))
+        scale = max((abs(v) for p in pieces for v in p[:2] if np.isfinite(v)), default=1.0)
+        pieces = [p for p in pieces if p[1] - p[0] > opts.edge_merge_rtol * scale]
+        pieces.sort(key=lambda p: p[0])
+        merged = []
+        for p in pieces:
+            if merged and p[0] <= merged[-1][1]:
+                if p[1] > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], p[1], merged[-1][2], p[3])
+            else:
+                merged.append(p)
+        if not merged or merged[0][0] != -np.inf or merged[-1][1] != np.inf:
+            raise ConvergenceError(f"the outside of the support found from Phi' does not reach "
+                                   f"+-infinity: {[(p[0], p[1]) for p in merged]}")
+        out = []
+        for left, right in zip(merged[:-1], merged[1:]):
+            lo, hi = left[1], right[0]
+            if hi - lo <= opts.edge_merge_rtol * max(abs(lo), abs(hi), _TINY):
+                continue
+            out.append([float(lo), float(hi), SOFT if left[3] is None else left[3],
+                        SOFT if right[2] is None else right[2]])
+        return _snap_hard_edge(out, self.level.hard_edge(b), opts)
+
+    def _partner_valid(self, taus):
+        """The partner's subordination point is on its true branch (eq. (8.11))."""
+        tau = taus.astype(complex)
+        z, g, _, _ = self._phi(tau)
+        gb = self.constituent._stieltjes(tau)
+        pt = self.level.partner_point(z, tau, gb, g)
+        if pt is None:
+            return np.ones(taus.shape, dtype=bool)
+        ok = np.isfinite(pt) & np.isfinite(z)
+        mism = np.where(np.isfinite(z), 0.0, np.inf)          # partner at infinity: fine
+        if ok.any():
+            mism[ok] = self.level.partner_check(pt[ok].real + 0j, tau[ok], gb[ok], g[ok])
+        return mism <= self.options.branch_rtol
+
+    def _dphi_infinity(self):
+        level = self.level
+        if level.kind == "S":
+            return abs(1.0 / level.transform.at_zero())
+        return 1.0
+
+    def _dphi_real(self, taus):
+        _, _, dz, _ = self._phi(taus.astype(complex))
+        return dz.real
+
+    def _zero(self, a, b):
+        """The zero of ``Phi' - floor`` between two grid points (an edge, eq. (8.12)).
+
+        Raises
+        ------
+        ConvergenceError
+            If ``Phi'`` is not finite at an end or inside (the constituent's
+            or partner's transform is undefined there: no edge can be
+            bracketed), instead of SciPy's ``ValueError``.
+        """
+        from scipy.optimize import brentq
+
+        floor = DPHI_FLOOR * self._dphi_infinity()
+
+        def f(t):
+            with np.errstate(all="ignore"):
+                value = float(self._dphi_real(np.array([t]))[0]) - floor
+            if not np.isfinite(value):
+                raise ConvergenceError(
+                    f"Phi' of {self._describe_level()} is {value!r} at tau={t!r} on the real axis: the support edge between "
+                    f"tau={a!r} and {b!r} cannot be bracketed (eq. (8.12))", point=t)
+            return value
+        fa, fb = f(a), f(b)
+        if fa * fb > 0:
+            return a if abs(fa) < abs(fb) else b
+        try:
+            return brentq(f, a, b, xtol=4 * _EPS * max(abs(a), abs(b)), rtol=4 * _EPS)
+        except (ValueError, RuntimeError) as exc:
+            raise ConvergenceError(f"support edge of {self._describe_level()} between tau={a!r} "
+                                   f"and {b!r} not found: {exc}", point=a) from exc
+
+    def _describe_level(self):
+        return f"{self.level.describe()} over {self.constituent._describe()}"
+
+    def _phi_real_limit(self, tau, side):
+        """``lim Phi`` at an end of an increasing run (``side=+1``: its left end).
+
+        At an end that is an atom or an edge of the constituent, ``Phi`` is
+        evaluated a few ulps inside the gap; a value beyond ``1/eps`` times the
+        scale is the pole's infinity.
+        """
+        if np.isinf(tau):
+            return tau
+        t = tau
+        with np.errstate(all="ignore"):
+            try:
+                z = self._phi(np.array([complex(t)]))[0][0]
+            except ValueError:
+                z = np.nan
+            if not np.isfinite(z):
+                t = tau + side * 64 * _EPS * max(abs(tau), self.scale)
+                z = self._phi(np.array([complex(t)]))[0][0]
+        if not np.isfinite(z) or abs(z) > self.scale / _EPS:
+            return -np.inf if side > 0 else np.inf
+        return float(z.real)
+
+
+def _gaps(law):
+    """Open gaps of the support of a law, with the density exponent at each finite end.
+
+    Returns ``(lo, hi, exponent_at_lo, exponent_at_hi)``; an end that is an
+    atom gets ``None`` (the map has a pole there), the rays ``+-inf`` get
+    ``None`` too.
+    """
+    points = []
+    for iv in law.interval_details():
+        points.append((iv.lo, iv.hi, iv.lo_exponent, iv.hi_exponent))
+    loc, mass = law.atoms()
+    for a in loc[mass > 0]:
+        points.append((a, a, None, None))
+    points.sort(key=lambda p: (p[0], p[1]))
+    gaps = []
+    left, e_left = -np.inf, None
+    for lo, hi, e_lo, e_hi in points:
+        if lo > left:
+            gaps.append((left, lo, e_left, e_lo))
+        if hi >= left:
+            left, e_left = hi, e_hi
+    gaps.append((left, np.inf, e_left, None))
+    return gaps
+
+
+def _gap_grid(lo, hi, n, scale):
+    """Points inside a gap, clustered at its ends (Chebyshev-like; rays mapped)."""
+    u = 0.5 * (1 - np.cos(np.pi * (np.arange(n) + 0.5) / n))      # (0, 1), clustered at ends
+    if np.isinf(lo) and np.isinf(hi):
+        return scale * np.tan(np.pi * (u - 0.5))
+    if np.isinf(lo):
+        return hi - 4 * scale * (1 - u) / u                          # increasing to hi
+    if np.isinf(hi):
+        return lo + 4 * scale * u / (1 - u)
+    return lo + (hi - lo) * u
+
+
+def _runs(mask):
+    runs = []
+    i = 0
+    n = mask.size
+    while i < n:
+        if mask[i]:
+            j = i
+            while j + 1 < n and mask[j + 1]:
+                j += 1
+            runs.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return runs

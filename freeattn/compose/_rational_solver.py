@@ -1,0 +1,553 @@
+"""The algebraic solver of composed laws: a rational Stieltjes curve (theory section 8.4).
+
+When every level of a law down to its point-mass leaves is rational, ``z = Z(t)``
+is a polynomial equation in the leaf variable ``t``, solved in batches
+(companion eigenvalues); the Stieltjes branch is the root whose subordination
+points all lie in the closed upper half-plane (eq. (8.10)), and the edges are
+the real critical points of ``Z`` (eqs. (8.11)-(8.12)).  Used by
+:class:`freeattn.compose._subordination.SubordinationLaw`.
+
+Nothing in this module prints or does I/O.
+"""
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..algebra._rational import batched_roots, hval, padd, pmul, trim
+from ..core._errors import ConvergenceError
+from ..laws._law_base import SOFT, Interval
+
+__all__ = ["RationalSolver"]
+
+_P = np.polynomial.polynomial
+_TINY = float(np.finfo(float).tiny)
+_EPS = float(np.finfo(float).eps)
+
+#: Two critical points of ``Z`` closer than this (relative to their size) are
+#: one multiple critical point: a double root of ``Z'`` computed from
+#: companion eigenvalues splits by ``~ sqrt(eps) ~ 1e-8`` relative.
+CLUSTER_RTOL = 1e-6
+
+#: A critical point or pole of the curve is real when ``|Im t|`` is below this
+#: times ``|t|``; it is then polished on the real line.
+REAL_CRITICAL_RTOL = 1e-7
+
+#: Newton steps polishing companion-matrix eigenvalues: they are backward
+#: stable, so a simple root needs 2-3 steps from the nudged start (quadratic
+#: convergence from a relative offset 1e-6); a multiple root stalls and stops.
+POLISH_MAX_ITER = 8
+#: Newton polishing stops when a step is not below this fraction of the previous
+#: one.  Next to a (nearly) double root Newton converges linearly with ratio 1/2
+#: until it is closer to one root than to the other, so the ratio must exceed 1/2.
+NEWTON_STALL_RATIO = 0.9
+
+#: A candidate whose subordination points have ``|Im|/|.|`` below
+#: ``real_root_rtol`` times this factor counts as a real root (eq. (8.11)).
+REAL_ROOT_SCORE_FACTOR = 1e3
+
+#: Newton steps of the factored-tower polish of a selected root
+#: (:meth:`RationalSolver._polish_factored`); the polish starts within the
+#: branch tolerance of the root and converges in 2-4 steps.
+FACTORED_MAX_ITER = 8
+
+#: Largest relative move of a root by the factored polish: the root found from
+#: the coefficients is within about ``sqrt(branch_rtol)`` of the true one, and
+#: a larger move means Newton is heading for another root.
+FACTORED_MAX_MOVE = 1e-3
+
+#: Relative step of the central difference for ``Z''`` in the critical-point
+#: polish (:meth:`RationalSolver._polish_critical`): its truncation error
+#: (``~step**2``) and rounding (``~eps/step``) only slow the quasi-Newton
+#: iteration, whose fixed point is ``Z'(t) = 0`` to the rounding of ``Z'``.
+CRITICAL_DIFF_STEP = 1e-6
+
+#: How far (relative) the polish may move a rescue seed
+#: (:meth:`RationalSolver._rescue`): the seed, a root of the local quadratic
+#: model at a real root, is off by the model's cubic term; the branch test
+#: checks where Newton lands.
+RESCUE_MOVE = 0.1
+
+#: A first edge within this fraction of the upper edge from 0 is the structural
+#: hard edge at 0 (:func:`_snap_hard_edge`); measured offsets are 1e-17 to 1.2e-6.
+HARD_EDGE_SNAP_RTOL = 1e-4
+
+#: Points closer to a hard edge at 0 than this fraction of the support's
+#: extent are not rescued (:meth:`RationalSolver.solve`): there the factored
+#: tower cancels too (at 3e-22 of the extent the square attention law's tower
+#: gave a root on another sheet), while the representation of a multi-head law
+#: with a square factor samples its density down to 2e-10 of the extent.
+HARD_EDGE_RESCUE_RTOL = 1e-13
+
+def _real_roots(poly, tol=REAL_CRITICAL_RTOL):
+    """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged."""
+    poly = trim(poly)
+    if poly.size < 2:
+        return np.empty(0)
+    roots = np.roots(poly[::-1])
+    real = np.sort(roots[np.abs(roots.imag) <= tol * np.abs(roots)].real)
+    pc = tuple(float(c) for c in poly)
+    dc = tuple(k * c for k, c in enumerate(pc))[1:]
+    out = []
+    for r in real:
+        x = float(r)
+        for _ in range(20):
+            f, df = hval(pc, x), hval(dc, x)
+            if df == 0 or not np.isfinite(f / df):
+                break
+            step = f / df
+            if abs(step) > 1e-3 * abs(x):
+                break                         # a multiple root: keep the eigenvalue estimate
+            x -= step
+            if abs(step) <= 4 * _EPS * max(abs(x), _TINY):
+                break
+        out.append(x)
+    return np.array(out)
+
+def _cluster(points, rtol=CLUSTER_RTOL):
+    """Group sorted reals closer than ``rtol * max(1, |x|)``: (centres, multiplicities)."""
+    centres, mult = [], []
+    for p in np.sort(points):
+        if centres and abs(p - centres[-1]) <= rtol * max(abs(p), abs(centres[-1])):
+            n = mult[-1]
+            centres[-1] = (centres[-1] * n + p) / (n + 1)
+            mult[-1] = n + 1
+        else:
+            centres.append(p)
+            mult.append(1)
+    return np.array(centres), np.array(mult, dtype=int)
+
+def _multiplicity_near(roots, t, rtol=CLUSTER_RTOL):
+    return int(np.sum(np.abs(roots - t) <= rtol * max(abs(t), _TINY)))
+
+class RationalSolver:
+    """Solves ``Z(t) = z`` on a :class:`Curve` and finds its support (eqs. (8.10)-(8.13))."""
+
+    def __init__(self, curve, options, hard_edges):
+        self.curve = curve
+        self.options = options
+        n, d = curve.polys[-1][0], curve.polys[-1][1]
+        size = max(n.size, d.size)
+        self.num = np.zeros(size)
+        self.num[:n.size] = n
+        self.den = np.zeros(size)
+        self.den[:d.size] = d
+        self.hard_edges = hard_edges
+        self.scale = 1.0
+        #: Largest absolute edge of the support, once :meth:`support` has run.
+        self.extent = None
+        #: ``polisher(tau, z, g)`` refines the outermost subordination point by
+        #: Newton on ``Phi(tau) = z`` with the constituent's closed-form transform
+        #: (set by the law when its constituent has one).
+        self.polisher = None
+
+    # -- the branch ---------------------------------------------------------------------
+    def solve(self, z):
+        """Leaf variable ``t`` of the Stieltjes branch at each ``z`` (1-d, ``Im z >= 0``).
+
+        Returns ``(t, G)``.
+        """
+        opts = self.options
+        coeffs = self.num[:, None] - z[None, :] * self.den[:, None]
+        top = coeffs.shape[0] - 1
+        while top > 0 and np.all(coeffs[top] == 0):
+            top -= 1
+        coeffs = coeffs[:top + 1]
+        roots = batched_roots(coeffs)
+        roots = self._newton(coeffs, roots + 1j * opts.root_nudge * np.abs(roots))
+        t, g, bad, failed, message = self._select(roots, z)
+        if self.hard_edges is not None and self.extent is not None:
+            # Next to a hard edge at 0 the factored tower cancels too (its
+            # subordination points are small differences of large numbers), so
+            # a polished root there is not trustworthy: no rescue.
+            near = np.abs(z) <= HARD_EDGE_RESCUE_RTOL * self.extent
+            if (failed & near).any():
+                # Rescued there only when the density dominates G, as a hard edge's
+                # x**eta (eta < 0) does: a nearly real G is another sheet.
+                sel = failed & near
+                try:
+                    tr, gr = self._rescue(roots[:, sel], z[sel])
+                except ConvergenceError:
+                    raise ConvergenceError(message[0], **message[1]) from None
+                if np.any(gr.imag > -np.sqrt(self.options.branch_rtol) * np.abs(gr)):
+                    raise ConvergenceError(message[0], **message[1])
+                t[sel], g[sel] = tr, gr
+            bad &= ~near
+        if bad.any():
+            t[bad], g[bad] = self._rescue(roots[:, bad], z[bad])
+        return t, g
+
+    def _rescue(self, roots, z):
+        """The branch where the coefficient roots did not give it (theory eqs. (8.10), (8.20)).
+
+        The expanded polynomial ``N - z D`` of a tall tower can lose most of
+        its digits where its roots spread over several orders of magnitude
+        (a relative residual of 1e-4 next to the lower edge of the multi-head
+        law at ``beta = 0.1``, theory section 9.11): a complex root pair close
+        to the real axis then appears as two real roots, and no candidate is
+        on the Stieltjes branch, or only a real root on which some level
+        decreases (a density of 0 inside the support).  Every root is polished
+        on the factored tower, and every real root ``r`` also seeds Newton at
+        both roots of the local quadratic model
+        ``Z(r) + Z'(r) e + Z''(r) e**2/2 = z`` (``Z''`` by a central
+        difference): next to a nearly double root the model's roots are the
+        complex pair to within its cubic term.
+        """
+        polished = self._polish_factored(roots, z[None, :], max_move=RESCUE_MOVE)
+        tol = self.options.real_root_rtol * REAL_ROOT_SCORE_FACTOR
+        realish = np.isfinite(polished) & (np.abs(polished.imag) <= tol * np.abs(polished))
+        r = np.where(realish, polished.real, np.nan) + 0j
+        h = CRITICAL_DIFF_STEP * np.abs(r)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            zs, _, dzs, _ = self.curve.stages(r)
+            d2 = (self.curve.stages(r + h)[2][-1] - self.curve.stages(r - h)[2][-1]) / (2 * h)
+            # Z(r) + Z'(r) e + Z''(r) e**2/2 = z: both roots e of the local quadratic (8.20).
+            disc = np.sqrt(dzs[-1] ** 2 - 2.0 * d2 * (zs[-1] - z[None, :]))
+            seeds = [self._polish_factored(r + (-dzs[-1] + sign * disc) / d2, z[None, :],
+                                           max_move=RESCUE_MOVE)
+                     for sign in (1.0, -1.0)]
+        t, g, _, failed, message = self._select(np.concatenate([polished] + seeds), z)
+        if failed.any():
+            raise ConvergenceError(message[0], **message[1])
+        return t, g
+
+    def _newton(self, coeffs, t):
+        """Polish roots by Newton's method, point by point until each step is a few ulps.
+
+        A root whose step stops shrinking (a multiple root, converging linearly)
+        keeps its current value; the branch test decides about it.
+        """
+        opts = self.options
+        der = coeffs[1:] * np.arange(1, coeffs.shape[0])[:, None]
+        t = t.copy()
+        active = np.ones(t.shape, dtype=bool)
+        last = np.full(t.shape, np.inf)
+        for _ in range(POLISH_MAX_ITER):
+            rows, cols = np.nonzero(active)
+            if rows.size == 0:
+                break
+            ta = t[rows, cols]
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                p = _horner(coeffs[:, cols], ta)
+                dp = _horner(der[:, cols], ta)
+                step = np.where(dp != 0, p / dp, 0)
+            step = np.where(np.isfinite(step), step, 0)
+            size = np.abs(step)
+            stalled = size > NEWTON_STALL_RATIO * last[rows, cols]
+            take = ~stalled
+            t[rows[take], cols[take]] = ta[take] - step[take]
+            last[rows, cols] = size
+            done = stalled | (size <= opts.newton_rtol * np.abs(ta))
+            active[rows[done], cols[done]] = False
+        return t
+
+    def _select(self, roots, z):
+        """The admissible root: all subordination points in the closed upper half-plane."""
+        opts = self.options
+        zs, gs, _, _ = self.curve.stages(roots, derivatives=False)
+        # The outermost partner point from the given z, not from Z(t) recomputed with
+        # cancellation (next to a hard edge Z(t) keeps few digits of z).
+        zs_exact = zs[:-1] + [np.broadcast_to(z[None, :], zs[-1].shape)]
+        partner_info = self.curve.partner_points(zs_exact, gs)
+        # A partner point at infinity (G = 0) restricts nothing.
+        partners = [np.where(np.isfinite(pt), pt, 1j) for _, _, pt in partner_info]
+        # The point under an outermost affine or companion level is a function of z
+        # itself (real with z), not a subordination point: it would tie every
+        # candidate's score at 0 on the real axis.
+        inner = zs[:-2] if self.curve.levels and self.curve.levels[-1].kind in (
+            "affine", "companion") else zs[:-1]
+        zk = np.stack([roots] + inner + partners)                # (points, d, m)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            im_rel = zk.imag / np.maximum(np.abs(zk), _TINY)
+            score = im_rel.min(axis=0)                            # (d, m)
+            res = np.abs(zs[-1] - z[None, :]) / (np.abs(z)[None, :] + np.abs(roots)
+                                                 + self.scale)
+        res = np.where(np.isfinite(res), res, np.inf)
+        ok = (res < opts.branch_rtol) & (score >= -opts.branch_rtol) & np.isfinite(gs[-1])
+        if partner_info and ok.any():
+            # A partner's subordination point must also be on the partner's true
+            # branch (eq. (8.10)): a root of the tower polynomial can put it in C+
+            # on another sheet of the partner's transform.
+            for level, k, pt in partner_info:
+                sel = ok & np.isfinite(pt)
+                mism = np.zeros(pt.shape)
+                if sel.any():
+                    # A point on the partner's support up to rounding is read on the
+                    # upper side (the boundary value of the Stieltjes branch).
+                    ps = pt[sel]
+                    ps = ps.real + 1j * np.maximum(ps.imag, 0.0)
+                    mism[sel] = level.partner_check(ps, zs[k - 1][sel], gs[k - 1][sel],
+                                                    gs[k][sel])
+                ok &= mism <= np.sqrt(opts.branch_rtol)
+        real = ok & (np.abs(score) <= opts.real_root_rtol * REAL_ROOT_SCORE_FACTOR)
+        decreasing = np.zeros(ok.shape, dtype=bool)
+        if real.any():
+            # Off the support only real roots remain; the Stieltjes value is the one on
+            # which every level increases (eq. (8.11)).
+            rr = roots.real + 0j
+            zr, gr, dzr, _ = self.curve.stages(rr)
+            increasing = np.all(np.stack(dzr).real > 0, axis=0) & self.curve.partner_valid(
+                zr, gr, opts.branch_rtol)
+            score = np.where(real, np.where(increasing, 0.0, -1.0), score)
+            decreasing = real & ~increasing
+        score = np.where(ok, score, -np.inf)
+        idx = np.argmax(score, axis=0)
+        cols = np.arange(z.size)
+        failed = ~ok[idx, cols]
+        message = None
+        if failed.any():
+            k = int(np.argmax(failed))
+            message = (
+                f"no root of the subordination equation is on the Stieltjes branch at "
+                f"z={z[k]!r}: best relative residual {res[:, k].min():.3e} (tolerance "
+                f"{opts.branch_rtol:.1e}), largest min Im(subordination point)/|.| "
+                f"{np.max(np.where(res[:, k] < opts.branch_rtol, score[:, k], -np.inf)):.3e}",
+                dict(point=z[k], residual=float(res[:, k].min()), tolerance=opts.branch_rtol,
+                     iterations=opts.newton_max_iter))
+        t = roots[idx, cols]
+        g = gs[-1][idx, cols]
+        good = ~failed
+        t[good], g[good] = self._polish_factored(t[good], z[good], g[good])
+        if self.polisher is not None and good.any():
+            tau = zs[-2][idx, cols]
+            g[good] = self.polisher(tau[good], z[good], g[good])
+        return t, g, failed | (good & decreasing[idx, cols]), failed, message
+
+    def _polish_factored(self, t, z, g=None, max_move=FACTORED_MAX_MOVE):
+        """Newton on ``Z(t) = z`` with the tower evaluated level by level (theory eq. (8.10)).
+
+        The expanded polynomial ``N - z D`` of a tall tower can lose many digits
+        to cancellation among its coefficients (7 of them next to the lower edge
+        of the multi-head law at small ``beta``, theory section 9.11), so its
+        roots, polished on the coefficients, miss ``Z(t) = z`` by up to the
+        branch tolerance.  The factored stages keep ``Z`` and ``Z'`` to a few
+        ulps; Newton on them restores the root.  A root keeps its value when a
+        step grows or would move it by more than ``max_move`` relative
+        (Newton heading for another root; ``max_move`` broadcasts to ``t``);
+        with ``g`` given (the selected branch) also when a step would flip the
+        sign of ``Im G`` or move a subordination point below the real axis.
+
+        ``t`` has any shape and ``z`` broadcasts to it; returns ``t`` (and the
+        polished ``G`` when ``g`` is given).
+        """
+        shape = t.shape
+        t = np.array(t, dtype=complex).ravel()
+        z = np.broadcast_to(z, shape).ravel()
+        t0 = t.copy()
+        move = np.broadcast_to(max_move, shape).ravel()
+        gout = None if g is None else np.array(g, dtype=complex).ravel()
+        active = np.isfinite(t) & (t != 0)
+        last = np.full(t.shape, np.inf)
+        for _ in range(FACTORED_MAX_ITER):
+            idx = np.nonzero(active)[0]
+            if idx.size == 0:
+                break
+            ta = t[idx]
+            zs, gs, dzs, _ = self.curve.stages(ta)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                step = (zs[-1] - z[idx]) / dzs[-1]
+            size = np.abs(step)
+            tn = ta - step
+            ok = (np.isfinite(step) & (size < NEWTON_STALL_RATIO * last[idx])
+                  & (np.abs(tn - t0[idx]) <= move[idx] * np.abs(t0[idx])))
+            if gout is not None and ok.any():
+                zn, gn, _, _ = self.curve.stages(tn[ok], derivatives=False)
+                gn = gn[-1]
+                # The branch (eq. (8.10)): Im G <= 0 and every subordination point in
+                # the closed upper half-plane; a step must not leave it.
+                rtol = self.options.branch_rtol
+                keep = np.isfinite(gn) & (gn.imag <= rtol * np.abs(gn))
+                for zk in [tn[ok]] + zn[:-1]:
+                    keep &= zk.imag >= -rtol * np.abs(zk)
+                gout[idx[ok][keep]] = gn[keep]
+                ok[np.nonzero(ok)[0][~keep]] = False
+            t[idx[ok]] = tn[ok]
+            last[idx] = size
+            done = ~ok | (size <= self.options.newton_rtol * np.abs(ta))
+            active[idx[done]] = False
+        if gout is None:
+            return t.reshape(shape)
+        return t.reshape(shape), gout.reshape(shape)
+
+    # -- the support ---------------------------------------------------------------------
+    def support(self):
+        """Support intervals of the continuous part (with exponents), from eqs. (8.11)-(8.12)."""
+        curve = self.curve
+        n, d, a, b = curve.polys[-1]
+        crit_poly = trim(padd(pmul(_P.polyder(n) if n.size > 1 else [0.0], d),
+                              -pmul(n, _P.polyder(d) if d.size > 1 else [0.0])))
+        raw = _real_roots(crit_poly)
+        crit = self._polish_critical(raw)
+        # Multiplicities (eq. (8.13)) are counted among the coefficient roots,
+        # next to each polished point's unpolished origin.
+        polished = crit.copy()
+
+        def origin(t):
+            # The unpolished root next to the polished point nearest t (a break is a
+            # cluster centre of polished points, or a pole).
+            if polished.size == 0 or not np.isfinite(t):
+                return t
+            i = int(np.argmin(np.abs(polished - t)))
+            return raw[i] if abs(polished[i] - t) <= CLUSTER_RTOL * max(abs(t), _TINY) else t
+
+        crit = np.sort(crit)
+        crit_c, crit_m = _cluster(crit)
+        poles = []
+        for (nk, dk, ak, bk) in curve.polys:
+            for poly in (dk, bk):
+                if poly.size > 1:
+                    poles.extend(_real_roots(poly))
+        poles = _cluster(np.array(poles))[0] if poles else np.empty(0)
+        breaks = np.sort(np.concatenate([crit_c, poles]))
+        breaks = _cluster(breaks)[0] if breaks.size else breaks
+        # Roots of Z' and of the denominators, for multiplicities at the edges.
+        all_crit = np.roots(crit_poly[::-1]) if crit_poly.size > 1 else np.empty(0)
+        b_roots = np.roots(b[::-1]) if b.size > 1 else np.empty(0)
+        a_roots = np.roots(a[::-1]) if a.size > 1 else np.empty(0)
+
+        pieces = []                   # (x_left, x_right, t_left, t_right)
+        ends = np.concatenate([[-np.inf], breaks, [np.inf]])
+        mids = []
+        for tl, tr in zip(ends[:-1], ends[1:]):
+            if np.isinf(tl) and np.isinf(tr):
+                mids.append(0.0)
+            elif np.isinf(tl):
+                mids.append(tr - max(1.0, abs(tr)))
+            elif np.isinf(tr):
+                mids.append(tl + max(1.0, abs(tl)))
+            else:
+                mids.append(0.5 * (tl + tr))
+        valid = self._valid(np.array(mids))
+        for tl, tr, ok in zip(ends[:-1], ends[1:], valid):
+            if not ok:
+                continue
+            xl = self._end_value(tl, side=+1)
+            xr = self._end_value(tr, side=-1)
+            pieces.append((xl, xr, tl, tr))
+        if not pieces:
+            raise ConvergenceError("found no real point outside the support: the curve has no "
+                                   "increasing branch (eq. (8.11))")
+        pieces.sort(key=lambda p: p[0])
+        if pieces[0][0] != -np.inf or max(p[1] for p in pieces) != np.inf:
+            raise ConvergenceError(f"the outside of the support does not reach +-infinity: "
+                                   f"pieces {[(p[0], p[1]) for p in pieces]}")
+        # Merge the complement and read the support off its gaps.
+        merged = []
+        for p in pieces:
+            if merged and p[0] <= merged[-1][1]:
+                if p[1] > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], p[1], merged[-1][2], p[3])
+            else:
+                merged.append(p)
+        intervals = []
+        for left, right in zip(merged[:-1], merged[1:]):
+            lo, hi = left[1], right[0]
+            if hi - lo <= self.options.edge_merge_rtol * max(abs(lo), abs(hi), _TINY):
+                continue                                      # an atom or a closed gap
+            e_lo = self._exponent(origin(left[3]), all_crit, a_roots,
+                                  b_roots, lo)
+            e_hi = self._exponent(origin(right[2]), all_crit, a_roots,
+                                  b_roots, hi)
+            intervals.append([float(lo), float(hi), e_lo, e_hi])
+        if intervals:
+            self.extent = max(max(abs(iv[0]), abs(iv[1])) for iv in intervals)
+        return _snap_hard_edge(intervals, self.hard_edges, self.options)
+
+    def _polish_critical(self, crit):
+        """Critical points of ``Z`` refined on the factored tower (theory eq. (8.12), section 8.4).
+
+        The roots of ``N' D - N D'`` carry the cancellation of the expanded
+        coefficients (a relative 6e-8 at the lower edge of the multi-head law
+        at ``beta = 0.1``); Newton on ``Z'(t) = 0`` with ``Z'`` from the stages
+        and ``Z''`` by a central difference of step ``CRITICAL_DIFF_STEP``
+        (relative) restores them to a few ulps of ``Z'``.  A point keeps its
+        value when a step does not reduce ``|Z'|`` or would move it by more
+        than ``RESCUE_MOVE`` relative or half-way to another critical point
+        (a relative 1.5e-2 at ``beta = 0.05``).
+        """
+        crit = np.array(crit, dtype=float)
+        if crit.size == 0:
+            return crit
+        # A point may move by up to RESCUE_MOVE relative, but not half-way to
+        # another critical point (Newton must not trade one for another).
+        limit = RESCUE_MOVE * np.abs(crit)
+        if crit.size > 1:
+            gaps = np.abs(crit[:, None] - crit[None, :]) + np.diag(np.full(crit.size, np.inf))
+            limit = np.minimum(limit, 0.5 * gaps.min(axis=1))
+
+        def dz(t):
+            return self.curve.stages(t.astype(complex))[2][-1].real
+
+        t = crit.copy()
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            d0 = np.abs(dz(t))
+            for _ in range(FACTORED_MAX_ITER):
+                h = CRITICAL_DIFF_STEP * np.maximum(np.abs(t), _TINY)
+                d2 = (dz(t + h) - dz(t - h)) / (2.0 * h)
+                tn = t - dz(t) / d2
+                dn = np.abs(dz(tn))
+                ok = (np.isfinite(tn) & np.isfinite(dn) & (dn < d0)
+                      & (np.abs(tn - crit) <= limit))
+                if not ok.any():
+                    break
+                t = np.where(ok, tn, t)
+                d0 = np.where(ok, dn, d0)
+        return t
+
+    def _valid(self, t):
+        """Whether every level increases at each real leaf point (eq. (8.11))."""
+        zs, gs, dzs, _ = self.curve.stages(t.astype(complex))
+        dz = np.stack(dzs).real
+        return np.all((dz > 0) & np.isfinite(dz), axis=0) & self.curve.partner_valid(
+            zs, gs, self.options.branch_rtol)
+
+    def _end_value(self, t, side):
+        """``lim Z`` at an end of an increasing t-interval (``side=+1``: left end)."""
+        if np.isinf(t):
+            return t
+        dval = _P.polyval(t, self.den)
+        nval = _P.polyval(t, self.num)
+        if abs(dval) <= 1e-12 * np.abs(self.den) @ (abs(t) ** np.arange(self.den.size)):
+            return -np.inf if side > 0 else np.inf
+        z = self.curve.z_of(np.array([complex(t)]))[0]
+        value = z.real if np.isfinite(z) else nval / dval
+        return float(value)
+
+    def _exponent(self, t, all_crit, a_roots, b_roots, x):
+        """Density exponent at the edge reached at leaf point ``t`` (eq. (8.13))."""
+        if np.isinf(t):
+            return SOFT
+        m = _multiplicity_near(all_crit, t)
+        r = _multiplicity_near(b_roots, t) - _multiplicity_near(a_roots, t)
+        k = m + 1
+        if r > 0:
+            return Fraction(-r, k)
+        return Fraction(1, k)
+
+def _snap_hard_edge(intervals, hard, options):
+    """Put a lower edge that is 0 to rounding exactly at 0 (eq. (8.13)).
+
+    With a structural hard edge (an S-level whose S-transform has a pole at
+    ``w = -r``, :meth:`SLevel.hard_edge`) the edge at 0 is computed as ``Z(t)`` at a double zero and
+    comes out as ``+-1e-17`` instead of 0 (at a pole of order 2 of ``S``, as
+    ``-1e-6`` of the upper edge: ``Z`` has a triple critical point there); a
+    pole of ``S`` makes the density diverge at 0, so the support reaches 0 and
+    a first edge within ``HARD_EDGE_SNAP_RTOL`` of the upper edge is set to 0
+    with the hard-edge exponent.
+    """
+    if intervals:
+        top = max(abs(iv[1]) for iv in intervals)
+        first = intervals[0]
+        if hard is not None and abs(first[0]) <= HARD_EDGE_SNAP_RTOL * top:
+            first[0] = 0.0
+            # The structural exponent wins: with an atom at 0 the curve's rule
+            # (8.13) also counts the atom's pole of G.
+            first[2] = hard
+    return tuple(Interval(lo, hi, elo, ehi) for lo, hi, elo, ehi in intervals)
+
+def _horner(coeffs, t):
+    """Evaluate per-column polynomials (lowest first, shape (n, m)) at ``t`` (d, m)."""
+    acc = np.zeros(t.shape, dtype=complex) + coeffs[-1]
+    for c in coeffs[-2::-1]:
+        acc = acc * t + c
+    return acc
