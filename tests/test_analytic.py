@@ -372,3 +372,16 @@ def test_a_gap_narrower_than_a_grid_cell_is_found():
     mids = np.array([(a[1] + b[0]) / 2 for a, b in zip(ivs, ivs[1:])])
     w = law._continue(mids, np.zeros(mids.size), check=False)
     assert np.all(np.abs(w.imag) <= 1e-9 * np.abs(w))
+
+
+def test_hard_edge_exponent_rule_and_its_errors():
+    # eq. (14.6): orders q = 1 (MP(1, 1), density ~ x**(-1/2)) add; a factor whose
+    # support starts above 0 adds nothing; no factor at 0, or another end, raises
+    from freeattn.compose._analytic import hard_edge_exponent
+
+    mp = freeattn.marchenko_pastur(1.0, 1.0)
+    away = freeattn.marchenko_pastur(1.0, 0.25)                 # support [0.25, 2.25]
+    assert hard_edge_exponent([mp, mp], "test") == Fraction(-2, 3)
+    assert hard_edge_exponent([mp, away], "test") == Fraction(-1, 2)
+    with pytest.raises(freeattn.ConvergenceError, match="no factor"):
+        hard_edge_exponent([away, away], "test")

@@ -46,6 +46,8 @@ LEVEL_NEWTON_STEPS = 6
 #: last level is polished to :data:`FIXED_POINT_RTOL`).
 LEVEL_RTOL = 1e-9
 
+#: Relative padding of the ⊠ locator grid beyond the bounds of the support.
+GRID_PAD = 1e-3
 #: With a support that may reach 0 (a ⊠ whose factors' supports start at 0),
 #: the geometric locator grid starts at this fraction of the upper bound; a
 #: first grid point inside the support means a hard edge at 0 (eq. (14.6)).
@@ -119,6 +121,48 @@ def _reciprocal_pair(law, u):
             if hit.any():
                 f[k], df[k] = 0.0, 1.0 / float(mass[hit][0])
     return f, df
+
+
+
+def product_grid(bounds, points):
+    """The geometric locator grid of a ``⊠`` over the bounds ``(lo, hi)`` of its support.
+
+    Padded by :data:`GRID_PAD` on both sides; a support that may reach 0 (a
+    lower bound 0) starts at :data:`HARD_EDGE_GRID_START` of ``hi`` (eq. (14.6)).
+    """
+    lo, hi = bounds
+    start = lo * (1 - GRID_PAD) if lo > 0 else HARD_EDGE_GRID_START * hi
+    return np.geomspace(start, hi * (1 + GRID_PAD), points)
+
+
+def hard_edge_exponent(factors, what):
+    """Exponent ``-p/(p + 1)`` of the density of a ``⊠`` of ``factors`` at a hard edge at 0.
+
+    A factor whose density is ``~ x**(-q/(q + 1))`` at 0 has an S-transform
+    with a pole of order ``q`` at ``w = -1``; the poles multiply, so the
+    orders add: ``p = sum q`` (a factor whose support starts above 0 has
+    ``q = 0``), theory eq. (14.6).
+
+    Raises
+    ------
+    ConvergenceError
+        If a factor ends at 0 in another way, or no factor reaches 0.
+    """
+    order = Fraction(0)
+    for law in factors:
+        ivs = law.interval_details()
+        if not ivs or ivs[0].lo > 0:
+            continue
+        e = ivs[0].lo_exponent
+        if not isinstance(e, Fraction) or not -1 < e < 0:
+            raise ConvergenceError(
+                f"the support of {what} reaches 0 where a factor's density behaves as "
+                f"x**{e!s}: only x**(-q/(q + 1)) ends are handled (theory eq. (14.6))")
+        order += -e / (1 + e)
+    if order == 0:
+        raise ConvergenceError(f"the support of {what} reaches 0 although no factor's does "
+                               f"(theory eq. (14.6))")
+    return -order / (order + 1)
 
 
 class _Additive(FixedPointProblem):
@@ -280,7 +324,8 @@ class AnalyticLaw(SpectralLaw):
             return self._problem.cauchy(w, z)
 
     def _pz(self, z):
-        """The problem's variable: ``z`` (⊞) or ``1/z`` (⊠)."""
+        """The point handed to the problem: ``z`` itself (the ⊠ problem takes
+        ``u = 1/z`` inside :meth:`_Multiplicative.phi`)."""
         return z
 
     def _continue(self, x, y_final, check=True):
@@ -377,8 +422,7 @@ class AnalyticLaw(SpectralLaw):
         pad = 1e-3 * self._xscale
         if self.multiplicative:
             # a support reaching 0 (a hard edge) starts at the first grid point
-            start = lo * (1 - 1e-3) if lo > 0 else HARD_EDGE_GRID_START * hi
-            xs = np.geomspace(start, hi * (1 + 1e-3), SUPPORT_GRID)
+            xs = product_grid(self._bounds, SUPPORT_GRID)
         else:
             xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
         w = self._continue(xs, np.zeros(xs.size), check=False)
@@ -473,30 +517,7 @@ class AnalyticLaw(SpectralLaw):
         return edge_newton(pr, w_out, x_out)
 
     def _hard_edge_exponent(self):
-        """Exponent ``-p/(p + 1)`` of the density at a hard edge at 0 (eq. (14.6)).
-
-        A factor whose density is ``~ x**(-q/(q + 1))`` at 0 has an S-transform
-        with a pole of order ``q`` at ``w = -1``; the poles multiply, so the
-        orders add: ``p = q_a + q_b`` (a factor whose support starts above 0
-        has ``q = 0``).
-        """
-        order = Fraction(0)
-        for law in (self.a, self.b):
-            ivs = law.interval_details()
-            if not ivs or ivs[0].lo > 0:
-                continue
-            e = ivs[0].lo_exponent
-            if not isinstance(e, Fraction) or not -1 < e < 0:
-                raise ConvergenceError(
-                    f"the support of {self._describe()} reaches 0 where a factor's density "
-                    f"behaves as x**{e!s}: only x**(-q/(q + 1)) ends are handled "
-                    f"(theory eq. (14.6))")
-            order += -e / (1 + e)
-        if order == 0:
-            raise ConvergenceError(
-                f"the support of {self._describe()} reaches 0 although no factor's does: "
-                f"not handled by the analytic path (theory eq. (14.6))")
-        return -order / (order + 1)
+        return hard_edge_exponent((self.a, self.b), self._describe())
 
     def _boundary(self, x):
         """``w(x + i0)`` at real points inside the support (eq. (14.7)).

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ..laws._law_base import Interval, SpectralLaw
-from ._analytic import _cauchy_pair
+from ._analytic import WARM_INSIDE_RTOL, _cauchy_pair, hard_edge_exponent, product_grid
 
 __all__ = ["ProductChainLaw", "product_chain"]
 
@@ -52,10 +52,11 @@ CHAIN_FINAL_STEPS = 20
 CHAIN_STOP = 1e-15
 #: Relative accuracy at which the final point is accepted (Newton's step length).
 CHAIN_ACCEPT_RTOL = 1e-11
+#: The extrapolated edge of eq. (14.9) is kept within this many cell widths of
+#: the last bisection cell's middle (else the middle is the edge).
+CHAIN_EXTRAPOLATION_REACH = 1.5
 #: ``Im omega`` up to this fraction of ``|omega|`` counts as real (rounding).
 CHAIN_REAL_RTOL = 1e-12
-#: With a support reaching 0, the grid starts at this fraction of the upper bound.
-CHAIN_HARD_START = 1e-9
 
 
 def _eta_pair(law, w):
@@ -241,8 +242,8 @@ class ProductChainLaw(SpectralLaw):
 
     def _support_intervals(self):
         lo, hi = self._bounds
-        start = lo * (1 - 1e-3) if lo > 0 else CHAIN_HARD_START * hi
-        xs = np.geomspace(start, hi * (1 + 1e-3), CHAIN_GRID)
+        xs = product_grid(self._bounds, CHAIN_GRID)
+        start = xs[0]
         om = self._continue(xs, np.zeros(xs.size), check=False)
         inside = self._inside(om, xs)
         if not inside.any():
@@ -297,27 +298,11 @@ class ProductChainLaw(SpectralLaw):
             xe = x_in - h1 * (x2 - x_in) / (h2 - h1)
         # kept when it falls within a cell width of the last cell, else the cell's middle
         width = np.abs(x_in - x_out)
-        keep = np.isfinite(xe) & (np.abs(xe - 0.5 * (x_in + x_out)) <= 1.5 * width)
+        keep = np.isfinite(xe) & (np.abs(xe - 0.5 * (x_in + x_out)) <= CHAIN_EXTRAPOLATION_REACH * width)
         return np.where(keep, xe, 0.5 * (x_out + x_in))
 
     def _hard_edge_exponent(self):
-        """``-p/(p + 1)`` with ``p`` the sum of the factors' pole orders (eq. (14.6))."""
-        order = Fraction(0)
-        for law in self.factors:
-            ivs = law.interval_details()
-            if not ivs or ivs[0].lo > 0:
-                continue
-            e = ivs[0].lo_exponent
-            if not isinstance(e, Fraction) or not -1 < e < 0:
-                raise ConvergenceError(
-                    f"the support of {self._describe()} reaches 0 where a factor's density "
-                    f"behaves as x**{e!s}: only x**(-q/(q + 1)) ends are handled "
-                    f"(theory eq. (14.6))")
-            order += -e / (1 + e)
-        if order == 0:
-            raise ConvergenceError(f"the support of {self._describe()} reaches 0 although no "
-                                   f"factor's does (theory eq. (14.6))")
-        return -order / (order + 1)
+        return hard_edge_exponent(self.factors, self._describe())
 
     def _density(self, x):
         x = np.asarray(x, dtype=float)
@@ -329,7 +314,7 @@ class ProductChainLaw(SpectralLaw):
                 x, self._warm_x, r.imag) for r in self._warm_w])
             t = 1.0 / x.astype(complex)
             new, ok = self._newton(guess, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
-            ok &= np.all(new.imag < -1e-6 * np.abs(new), axis=0)
+            ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
             om[:, ok] = new[:, ok]
             todo = ~ok
         if todo.any():
