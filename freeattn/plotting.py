@@ -33,6 +33,8 @@ of each figure function; numbers and names accepted by ``freeattn plot``):
    (Monte Carlo).
 9. ``stacks`` -- squared singular values of a stack of attention layers against
    the stack law and the Marchenko-Pastur product, per depth (Monte Carlo).
+10. ``tokens`` -- attention on anisotropic tokens (Wishart and rotated token
+    Grams) against the token-covariance law and the isotropic law (Monte Carlo).
 
 ``freeattn reproduce`` (or :func:`reproduce`) writes all of them as PNG.
 """
@@ -48,6 +50,7 @@ __all__ = [
     "FIGURES",
     "figure_finite_width",
     "figure_stacks",
+    "figure_tokens",
     "chain_samples",
     "figure_chain",
     "figure_law_vs_mp",
@@ -82,6 +85,7 @@ CAUSAL_N, CAUSAL_DRAWS = 600, 3
 MULTIHEAD_N, MULTIHEAD_DRAWS = 800, 3
 FINITE_WIDTH_N, FINITE_WIDTH_DRAWS = 512, 2
 STACK_N, STACK_DRAWS = 300, 2
+TOKENS_N, TOKENS_DRAWS = 400, 2
 
 #: Resolution of the PNGs in docs/figures: legible on a laptop screen and in
 #: a GitHub README without being heavy (about 100-200 kB each).
@@ -1134,6 +1138,116 @@ def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_lin
         ax.set_ylabel("density")
         ax.legend(fontsize=7)
     fig.suptitle(rf"Attention stack, $\beta$ = {beta:g}, n = {n}, {draws} draws", fontsize=9)
+    return fig
+
+
+def _tokens_cell(task):
+    """Pooled spectra of the token models of :func:`figure_tokens` for one Gram kind (picklable)."""
+    from .montecarlo._models import iter_models, resolve_models
+
+    n, beta, names, seeds = task
+    out = {name: [] for name in names}
+    models = resolve_models(list(names))
+    for seed in seeds:
+        for model, matrix in iter_models(n, n, beta, models, seed):
+            out[model.name].append(model.spectrum(matrix)[model.zeros:])
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+#: Titles of the panels of :func:`figure_tokens`, by token-Gram kind.
+_TOKEN_TITLES = {"wishart": "Wishart tokens, Gram MP(1, 1/2)",
+                 "rotated": "rotated tokens, Gram spectrum {0.5, 1.5}",
+                 "diagonal": "diagonal Gram {0.5, 1.5}: unequal norms"}
+
+
+@gallery_figure(10, "tokens", "Anisotropic tokens: the token-covariance law against softmax attention and its linear model, and the isotropic law it replaces",
+                defaults={"n": TOKENS_N, "draws": TOKENS_DRAWS, "seed": GALLERY_SEED},
+                size_argument="n")
+def figure_tokens(beta=0.5, n=400, kinds=("wishart", "rotated"), draws=2, *, rng=None,
+                  executor=None, points=CURVE_POINTS):
+    """Squared singular values of attention on anisotropic tokens against the token law.
+
+    One panel per token-Gram kind of the registry's token models (theory
+    section 13.4, ``gamma = 1``): histograms of the pooled spectra of
+    ``sqrt(n)(A - 11^T/n)`` (``tokens_<kind>``) and of its linear model
+    (``tokens_<kind>_linear``), the density of
+    ``attention_law(beta, 1, tokens=G).squared()`` for the kind's limiting
+    Gram law ``G`` (theory eq. (13.7)) and, dashed, today's isotropic law;
+    the legend gives each model's Kolmogorov distance to both laws.  The
+    ``"diagonal"`` kind (unequal token norms) is the documented counterexample.
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature.
+    n : int
+        Tokens (and head width: ``gamma = 1``).
+    kinds : sequence of {"wishart", "rotated", "diagonal"}
+        Token-Gram kinds, one panel each.
+    draws : int
+        Draws pooled per model.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Seed of all draws.
+    executor : concurrent.futures.Executor, optional
+        Runs the kinds (its ``map``); by default one after the other in this
+        process.  The result does not depend on it.
+    points : int
+        Points per curve.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        On an unknown kind.
+
+    Examples
+    --------
+    >>> fig = figure_tokens(n=32, kinds=("wishart",), draws=1, rng=0, points=40)
+    >>> fig.axes[0].get_title()
+    'Wishart tokens, Gram MP(1, 1/2)'
+    """
+    from scipy.stats import kstest
+
+    fa = _library()
+    from .montecarlo._stack_sampling import token_law_for_model
+
+    kinds = list(kinds)
+    for kind in kinds:
+        if kind not in _TOKEN_TITLES:
+            raise ValueError(f"kinds must hold {', '.join(map(repr, _TOKEN_TITLES))}; "
+                             f"got {kind!r}")
+    seeds = iter(np.random.default_rng(rng).spawn(len(kinds) * draws))
+    tasks = [(n, beta, (f"tokens_{kind}", f"tokens_{kind}_linear"),
+              [next(seeds) for _ in range(draws)]) for kind in kinds]
+    pooled = list((executor.map if executor is not None else map)(_tokens_cell, tasks))
+    iso = fa.attention_law(beta, 1.0).squared()
+    fig = _figure((5.2 * len(kinds), 3.8))
+    for i, (kind, spectra) in enumerate(zip(kinds, pooled)):
+        ax = fig.add_subplot(1, len(kinds), i + 1)
+        law = token_law_for_model(kind, beta, 1.0)
+        edge = max(law.support()[1], iso.support()[1])
+        bins = np.linspace(0.0, 1.15 * edge, HISTOGRAM_BINS)
+        for k, name in enumerate(spectra):
+            values = spectra[name]
+            ks, ks_iso = kstest(values, law.cdf).statistic, kstest(values, iso.cdf).statistic
+            ax.hist(values, bins=bins, density=True, histtype="step",
+                    color=_MODEL_COLOURS[k % len(_MODEL_COLOURS)],
+                    label=f"{name} (KS {ks:.3f}; isotropic {ks_iso:.3f})")
+        x = np.linspace(EDGE_FRACTION * edge / 10, 1.15 * edge, points)
+        dens = law.pdf(x)
+        ax.plot(x, dens, "k-", lw=1.4, label="token law (13.7)")
+        ax.plot(x, iso.pdf(x), "k--", lw=1.0, label="isotropic law")
+        top = float(np.max(dens[x >= EDGE_FRACTION * edge]))
+        ax.set_ylim(0.0, 1.6 * top)
+        ax.set_title(_TOKEN_TITLES[kind])
+        ax.set_xlabel(r"squared singular value of $\sqrt{n}(A - 11^T/n)$")
+        ax.set_ylabel("density")
+        ax.legend(fontsize=7)
+    fig.suptitle(rf"Anisotropic tokens, $\beta$ = {beta:g}, n = d = {n}, {draws} draws",
+                 fontsize=9)
     return fig
 
 
