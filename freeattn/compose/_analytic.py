@@ -18,6 +18,7 @@ import numpy as np
 from ..core._errors import ConvergenceError
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
                            newton)
+from ..laws._elementary import PointMasses
 from ..laws._law_base import Interval, SpectralLaw
 
 __all__ = ["AnalyticLaw", "analytic_additive", "analytic_multiplicative"]
@@ -37,6 +38,11 @@ CONT_START = 1.0
 CONT_FACTOR_MAX = 16.0
 CONT_FACTOR_MIN = 1.05
 CONT_STOP = 1e-15
+#: For ⊠ the continuation of a point ``x`` starts at ``y = CONT_START *
+#: min(scale, CONT_LOCAL * |x|)`` (the problem is scale-free; next to a hard edge
+#: at 0 a start at the scale would cost many levels), and from ``CONT_START *
+#: scale`` where that first level is not solved.
+CONT_LOCAL = 4.0
 #: Newton steps allowed per continuation level; a level that needs more is
 #: retried with a smaller step in ``y`` (Newton from the secant predictor
 #: converges quadratically in 2-4 steps when the step is small enough).
@@ -60,9 +66,10 @@ EDGE_BISECTIONS = 20
 #: grid cell it was started from.
 EDGE_CELL_RTOL = 1e-6
 #: Belinschi-Bercovici iterations (eq. (14.2)) taken to reach Newton's basin
-#: before Newton polishes; the iteration converges only linearly, slowly as
-#: ``Im z -> 0``, and points it leaves unsolved go to the continuation.
-REACH_ITERATIONS = 24
+#: before Newton polishes, in rounds: the points Newton does not solve after the
+#: first round's iterations iterate on (24 in all); the iteration converges only
+#: linearly, slowly as ``Im z -> 0``.
+REACH_ITERATIONS = (4, 20)
 #: Newton steps of a warm start at ``y = 0`` (eq. (14.7)) before the point is
 #: handed to the continuation.
 WARM_NEWTON_STEPS = 12
@@ -160,8 +167,6 @@ def _atom_sums(values, weights, v):
 
 def _cauchy_pair(law, u):
     """``(G(u), G'(u))`` for any complex ``u`` (``G(conj u) = conj G(u)``)."""
-    from ..laws._elementary import PointMasses
-
     u = np.asarray(u, dtype=complex)
     low = u.imag < 0
     v = np.where(low, np.conj(u), u)
@@ -390,7 +395,7 @@ class AnalyticLaw(SpectralLaw):
                 w[hit] = r.value[good]
                 off[hit] = False
         if off.any():
-            r = iterate(pr, z[off], max_iterations=REACH_ITERATIONS)
+            r = iterate(pr, z[off], max_iterations=sum(REACH_ITERATIONS))
             r2 = newton(pr, z[off], r.value)
             w[off] = r2.value
             if not r2.converged.all():
@@ -501,6 +506,27 @@ class AnalyticLaw(SpectralLaw):
             w[bad] = self._continue(x[bad], np.zeros(bad.size), check=check)
         return w
 
+    def _first_level(self, x, y):
+        """``(w, ok)`` at ``x + i y`` (``y > 0``) by eq. (14.2) then Newton; ``ok`` where
+        Newton converged to a point of the open half-plane (there the fixed point
+        is unique, eq. (14.2))."""
+        pr = self._problem
+        z = self._pz(x + 1j * y)
+        w = pr.start(z)
+        ok = np.zeros(x.shape, dtype=bool)
+        for n_iter in REACH_ITERATIONS:
+            # a few iterations (14.2) towards the branch, then Newton; the points
+            # Newton does not solve iterate longer
+            todo = np.flatnonzero(~ok)
+            if not todo.size:
+                break
+            r = iterate(pr, z[todo], w[todo], max_iterations=n_iter)
+            r = newton(pr, z[todo], r.value)
+            w[todo] = r.value
+            ok[todo] = (r.residual <= LEVEL_RTOL * (pr.scale + np.abs(r.value))) & (
+                pr.sign * r.value.imag > 0)
+        return w, ok
+
     def _continue(self, x, y_final, check=True):
         """Continuation from ``x + i CONT_START*scale`` down to ``x + i y_final`` (eq. (14.3)).
 
@@ -521,11 +547,17 @@ class AnalyticLaw(SpectralLaw):
         s = self._xscale
         x = np.asarray(x, dtype=float)
         y_final = np.asarray(y_final, dtype=float)
-        y = np.maximum(CONT_START * s, y_final)
-        z = x + 1j * y
-        r = iterate(pr, self._pz(z), max_iterations=REACH_ITERATIONS)
-        r = newton(pr, self._pz(z), r.value)
-        w = r.value
+        # ⊠ is scale-free: a point next to 0 starts at a height of its own size
+        top = CONT_START * (np.minimum(s, CONT_LOCAL * np.abs(x)) if self.multiplicative
+                            else np.full(x.shape, s))
+        top = np.where(top > 0, top, CONT_START * s)
+        y = np.maximum(top, y_final)
+        w, ok = self._first_level(x, y)
+        retry = ~ok & (y < CONT_START * s)
+        if retry.any():
+            # not reached from the point's own height: from the scale of the problem
+            y[retry] = np.maximum(CONT_START * s, y_final[retry])
+            w[retry], _ = self._first_level(x[retry], y[retry])
         w_prev = w.copy()
         y_prev = np.full(x.shape, np.nan)
         factor = np.full(x.shape, CONT_FACTOR_MAX)
@@ -750,6 +782,23 @@ class AnalyticLaw(SpectralLaw):
     def _hard_edge_exponent(self):
         return hard_edge_exponent((self.a, self.b), self._describe())
 
+    def _warm_guess(self, x):
+        """Interpolation of the table of solved boundary values at ``x`` (eq. (14.7)):
+        linear in ``x`` for ⊞; for ⊠ linear in ``log x`` of ``log w`` (the problem is
+        scale-free; next to a hard edge at 0, ``w`` behaves as a power of ``x``),
+        extrapolated linearly below the table."""
+        xs, ws = self._warm_x, self._warm_w
+        if not self.multiplicative:
+            return np.interp(x, xs, ws.real) + 1j * np.interp(x, xs, ws.imag)
+        with np.errstate(all="ignore"):
+            t, lw, tq = np.log(xs), np.log(ws), np.log(np.maximum(x, np.finfo(float).tiny))
+        out = np.interp(tq, t, lw.real) + 1j * np.interp(tq, t, lw.imag)
+        below = tq < t[0]
+        if below.any() and t[1] > t[0]:
+            slope = (lw[1] - lw[0]) / (t[1] - t[0])
+            out[below] = lw[0] + slope * (tq[below] - t[0])
+        return np.exp(out)
+
     def _boundary(self, x):
         """``w(x + i0)`` at real points inside the support (eq. (14.7)).
 
@@ -765,9 +814,7 @@ class AnalyticLaw(SpectralLaw):
         w = np.empty(x.shape, dtype=complex)
         todo = np.ones(x.shape, dtype=bool)
         if self._warm_x.size >= 2 and x.size:
-            guess = np.interp(x, self._warm_x, self._warm_w.real) + 1j * np.interp(
-                x, self._warm_x, self._warm_w.imag)
-            w = self._axis(x, guess, check=True)
+            w = self._axis(x, self._warm_guess(x), check=True)
             todo[:] = False
         if todo.any():
             w[todo] = self._continue(x[todo], np.zeros(int(todo.sum())))

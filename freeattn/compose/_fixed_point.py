@@ -33,6 +33,10 @@ MAX_NEWTON_STEPS = 40
 #: A point of :func:`newton` whose full step is rejected while its error estimate is
 #: below this (relative) is at the rounding noise of ``phi`` and stops there.
 STALL_RTOL = 1e-12
+#: :func:`newton` takes its last step without calling ``phi`` again where the step
+#: before it was shorter than this (relative) and the error it predicts for
+#: quadratic convergence is below the tolerance.
+PREDICT_RTOL = 1e-8
 #: Most successive halvings of a Newton step before :func:`newton` gives a point up.
 MAX_HALVINGS = 30
 #: Most bordered-Newton steps of :func:`edge_newton`.
@@ -201,6 +205,8 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS, rtol=FIXED_POINT_RTOL):
     err = _newton_error(f, dp)
     active = ~_done(f, err, w) & np.isfinite(step)
     lam = np.ones(w.shape)
+    err_prev = np.full(w.shape, np.inf)
+    predicted = np.zeros(w.shape, dtype=bool)
     it = 0
     for it in range(1, max_steps + 1):
         if not active.any():
@@ -217,20 +223,37 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS, rtol=FIXED_POINT_RTOL):
             np.abs(fc) <= np.maximum(np.abs(fa), floor))
         acc, rej = idx[good], idx[~good]
         moved = np.abs(cand[good] - wa[good])
+        full = lam[acc] == 1.0
         w[acc], f[acc], dp[acc] = cand[good], fc[good], dc[good]
         with np.errstate(all="ignore"):
             step[acc] = f[acc] / (1.0 - dp[acc])
-        err[acc] = _newton_error(f[acc], dp[acc])
+        err_prev[acc[~full]] = np.inf
+        err_prev[acc[full]], err[acc] = err[acc[full]], _newton_error(f[acc], dp[acc])
         # a full step that changed w by less than the tolerance also ends the solve
         stop_acc = _done(f[acc], err[acc], w[acc]) | ~np.isfinite(step[acc]) | (
-            (lam[acc] == 1.0) & (moved <= rtol * _size(w[acc])))
+            full & (moved <= rtol * _size(w[acc])))
+        # quadratic convergence: after a step of length e_k following one of e_(k-1),
+        # the next step leaves an error ~ e_k**3 / e_(k-1)**2; where that is below
+        # the tolerance the next step is taken without another call of phi
+        with np.errstate(all="ignore"):
+            sz = _size(w[acc])
+            pred = err[acc] ** 3 / err_prev[acc] ** 2
+            free = ~stop_acc & full & (err[acc] <= PREDICT_RTOL * sz) & (pred <= rtol * sz)
+        fi = acc[free]
+        if fi.size:
+            nw = w[fi] - step[fi]
+            flip = problem.sign * nw.imag < 0
+            nw[flip] = nw[flip].real
+            w[fi], err[fi] = nw, pred[free]
+            predicted[fi] = True
+            stop_acc |= free
         lam[acc] = 1.0
         active[acc[stop_acc]] = False
         # a rejected full step from within STALL_RTOL is rounding noise: stop there
         stall = (lam[rej] == 1.0) & (err[rej] <= STALL_RTOL * _size(w[rej]))
         lam[rej] *= 0.5
         active[rej[stall | (lam[rej] < 0.5 ** MAX_HALVINGS)]] = False
-    return FixedPointResult(w, err, it, _done(f, err, w), dp)
+    return FixedPointResult(w, err, it, _done(f, err, w) | predicted, dp)
 
 
 def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
@@ -274,11 +297,13 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
         if not act.any():
             break
         wa, xa = w[act], x[act]
-        f, d, _ = system(wa, xa)
         hw = EDGE_FD_STEP * (s + np.abs(wa))
         hx = EDGE_FD_STEP * (s + np.abs(xa))
-        fw, dw, _ = system(wa + hw, xa)
-        fx, dx, _ = system(wa, xa + hx)
+        # the point and its two difference-quotient neighbours in one call of phi
+        f3, d3, _ = system(np.concatenate([wa, wa + hw, wa]), np.concatenate([xa, xa, xa + hx]))
+        na = wa.size
+        f, fw, fx = f3[:na], f3[na:2 * na], f3[2 * na:]
+        d, dw, dx = d3[:na], d3[na:2 * na], d3[2 * na:]
         j11, j12 = (fw - f) / hw, (fx - f) / hx
         j21, j22 = (dw - d) / hw, (dx - d) / hx
         det = j11 * j22 - j12 * j21
