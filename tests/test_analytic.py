@@ -512,19 +512,3 @@ def test_locator_solves_most_grid_points_without_the_continuation():
     assert law._classify_axis(xe, r)[1][0] == -1
     we, ok = law._near_axis(xe, w0)
     assert ok[0] and abs(we[0] - law._continue(xe, np.zeros(1))[0]) <= 1e-9 * abs(we[0])
-
-
-@pytest.mark.slow
-def test_5000_atom_population_solves_with_unit_mass():
-    # The analytic path at 5000 atoms (cost linear in the atoms): sample_covariance of
-    # chi-square(3) atoms at ratio 1/2; the mass of the density representation is 1
-    # (exact), the mean the atoms' mean (theory eq. (8.4): m1 of a ⊠ is the product),
-    # and the density on a grid is non-negative with its bands disjoint.
-    t = np.random.default_rng(1).chisquare(3, 5000)
-    law = freeattn.sample_covariance(freeattn.point_masses(t, np.full(5000, 2e-4)), 0.5)
-    assert isinstance(law, AnalyticLaw)
-    ivs = law.intervals()
-    assert all(p[1] < q[0] for p, q in zip(ivs, ivs[1:]))
-    assert abs(law.total_mass() - 1.0) <= 1e-10
-    assert abs(law.mean() - t.mean()) <= 1e-10 * t.mean()
-    assert np.all(law.pdf(np.linspace(*law.support(), 200)) >= 0)
