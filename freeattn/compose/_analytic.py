@@ -76,10 +76,11 @@ WARM_NEWTON_STEPS = 12
 #: An off-axis point is warm-started from the last call's nearest point when
 #: they are this close (relative to ``|z|``).
 WARM_NEIGHBOUR_RTOL = 0.05
-#: A warm-started root is the subordination point only strictly inside the
-#: half-plane: ``Im w`` above this fraction of ``|w| + scale`` ...
+#: A boundary value enters the table of warm starts (eq. (14.7)) when its ``Im w``
+#: is above this fraction of ``|w| + scale`` (clearly inside the support).
 WARM_INSIDE_RTOL = 1e-6
-#: ... and where the fixed point is not degenerate (``|1 - phi'|`` above this).
+#: A real root at ``y = 0`` is accepted as the boundary fixed point (eq. (14.11))
+#: only with ``phi' < 1 - WARM_JACOBIAN_MIN`` (away from a fold).
 WARM_JACOBIAN_MIN = 1e-6
 #: A Newton root at ``y = 0`` whose ``|Im w|`` (and ``|Im phi(w)|``, ``|Im phi'|``) is
 #: below this fraction of ``|w| + scale`` is real (rounding), and is tested as the
@@ -803,11 +804,11 @@ class AnalyticLaw(SpectralLaw):
         """``w(x + i0)`` at real points inside the support (eq. (14.7)).
 
         Newton at ``y = 0`` from the interpolation of already solved
-        neighbours; a root strictly inside the problem's half-plane is the
-        subordination point (a holomorphic self-map of the half-plane that is
-        not an automorphism has at most one fixed point there), so it is kept
-        when it converged with ``|1 - phi'|`` away from 0; every other point is
-        solved by the continuation of eq. (14.3).
+        neighbours (:meth:`_warm_guess`); a root is kept when
+        :meth:`_classify_axis` accepts it (the interior fixed point with the
+        margin of eq. (14.13), or the boundary fixed point of eq. (14.11));
+        the others are solved by eq. (14.14), then by the continuation of
+        eq. (14.3).
         """
         pr = self._problem
         x = np.asarray(x, dtype=float)
