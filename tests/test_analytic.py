@@ -385,3 +385,130 @@ def test_hard_edge_exponent_rule_and_its_errors():
     assert hard_edge_exponent([mp, away], "test") == Fraction(-1, 2)
     with pytest.raises(freeattn.ConvergenceError, match="no factor"):
         hard_edge_exponent([away, away], "test")
+
+
+# ---------------------------------------------------------------------------
+# Solves at y = 0 without the continuation (theory sections 14.11-14.14)
+
+
+def _arcsine_roots(x):
+    """The two real fixed points of Bernoulli ⊞ Bernoulli at real |x| > 2 (closed form):
+    phi_x(w) = x - 1/(x - 1/w), roots (x +- sqrt(x^2 - 4))/2, phi' = (x - w)^2/w^2."""
+    r = math.sqrt(x * x - 4.0)
+    return (x + r) / 2, (x - r) / 2
+
+
+def test_a_repelling_real_root_is_rejected_and_the_attracting_one_accepted():
+    # eq. (14.11): at x = 3, outside [-2, 2], omega(x + i0) = (3 + sqrt 5)/2 with
+    # phi' = ((3 - w)/w)^2 = 0.0213 < 1; the other real root (3 - sqrt 5)/2 has
+    # phi' = 46.98 > 1 (repelling).  Newton from 0.4 converges to the repelling root,
+    # which the test rejects; from 2.5 to the attracting one, which it accepts.
+    law = _arcsine()
+    good, bad = _arcsine_roots(3.0)
+    x = np.array([3.0, 3.0])
+    r = newton(law._problem, x.astype(complex), np.array([0.4 + 0j, 2.5 + 0j]))
+    assert abs(r.value[0] - bad) <= 1e-14 and abs(r.value[1] - good) <= 1e-14
+    # (phi' comes from the last evaluation, before the step the quadratic prediction
+    # takes without calling phi: accurate to the previous step)
+    assert abs(r.derivative[0].real / (((3.0 - bad) / bad) ** 2) - 1.0) <= 1e-5
+    assert r.derivative[0].real > 1 > r.derivative[1].real
+    w, status = law._classify_axis(x, r)
+    assert status.tolist() == [-1, 0]
+    # the rejected point is solved by eq. (14.14) / the continuation instead, and the
+    # whole solve from the bad start returns the attracting root (closed form)
+    w = law._axis(np.array([3.0]), np.array([0.4 + 0j]), check=True)
+    assert abs(w[0] - good) <= 1e-14
+
+
+def test_a_real_root_is_the_boundary_value_for_the_product_sign_convention():
+    # eq. (14.11) for ⊠ (sign = -1): at x in a gap of MP(1, 1/2) ⊠ (two atoms), the
+    # accepted real root w0 (phi' < 1) is the limit of the continued omega(x + i y),
+    # which lies in the lower half-plane with (omega(x + iy) - w0)/(i y) -> dw/dz =
+    # -u^2 eta_b'(v)/(1 - phi') real and < 0 (the test's derivation).
+    from freeattn.compose._analytic import analytic_multiplicative
+
+    law = analytic_multiplicative(freeattn.point_masses([1.0, 6.0], [0.5, 0.5]),
+                                  freeattn.marchenko_pastur(1.0, 0.1))
+    ivs = law.intervals()
+    assert len(ivs) == 2
+    x = np.array([0.5 * (ivs[0][1] + ivs[1][0])])
+    cont = law._continue(x, np.zeros(1))
+    r = newton(law._problem, x.astype(complex), cont.real + 0j)
+    w0, status = law._classify_axis(x, r)
+    assert status[0] == 0 and r.derivative[0].real < 1
+    assert abs(w0[0] - cont[0]) <= 1e-12 * abs(cont[0])
+    y = 1e-7 * x
+    wy = law._continue(x, y)
+    slope = ((wy - w0) / (1j * y))[0]
+    assert wy[0].imag < 0 and slope.real < 0 and abs(slope.imag) <= 1e-4 * abs(slope)
+
+
+def test_margin_against_a_split_double_root():
+    # eq. (14.13): at the fold x = 2 of the arcsine law (w_f = 1, phi' = 1), adding
+    # delta = 1e-15 to phi (a rounding of phi) turns the double real root into a
+    # conjugate pair with Im w * |1 - phi'| = 2 delta: Newton finds the member inside
+    # the half-plane, and the margin eps = 1e-12 rejects it.
+    law = _arcsine()
+    delta = 1e-15
+
+    class Perturbed(type(law._problem)):
+        def phi(self, w, z):
+            p, d = super().phi(w, z)
+            return p + delta, d
+
+    pr = Perturbed(law.a, law.b, law._problem.scale)
+    x = np.array([2.0])
+    r = newton(pr, x.astype(complex), np.array([1.0 + 1e-6j]))
+    assert r.value[0].imag > 0 and abs(r.value[0] - 1.0) <= 1e-6
+    height = r.value[0].imag * abs(1 - r.derivative[0])
+    assert 0.5 <= height / (2 * delta) <= 2.0     # delta plus phi's own rounding
+    assert height <= 1e-12 * (pr.scale + abs(r.value[0]))     # below the margin
+    # a genuine interior point: x = 1.9, closed form w = (x + i sqrt(4 - x^2))/2
+    w, status = law._axis_newton(np.array([1.9]), np.array([0.95 + 0.3j]))
+    assert status[0] == 1 and abs(w[0] - (1.9 + 1j * math.sqrt(4 - 1.9 ** 2)) / 2) <= 1e-14
+
+
+def test_locator_solves_most_grid_points_without_the_continuation():
+    # eq. (14.12): the three-band sum; every grid point classified (the same inside/
+    # outside pattern as the full continuation at every point), with the continuation
+    # run on the coarse points only (plus the few rejected ones), and eq. (14.14)
+    # solves a point next to an edge from its rejected root.
+    from freeattn.compose import _analytic
+
+    a = freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4])
+    b = freeattn.point_masses([0.0, 1.0], [0.5, 0.5])
+    law = freeattn.free_additive(a, b)
+    lo, hi = law._bounds
+    pad = 1e-3 * law._xscale
+    xs = np.linspace(lo - pad, hi + pad, _analytic.SUPPORT_GRID)
+    calls = []
+    original = law._continue
+
+    def counting(x, y, check=True):
+        calls.append(np.size(x))
+        return original(x, y, check)
+
+    law._continue = counting
+    w = law._locate(xs)
+    del law._continue
+    full = law._continue(xs, np.zeros(xs.size), check=False)
+    pr = law._problem
+
+    def inside(v):
+        return np.abs(v.imag) > _analytic.INSIDE_RTOL * (pr.scale + np.abs(v))
+
+    assert np.array_equal(inside(w), inside(full))
+    assert np.max(np.abs(w - full) / (pr.scale + np.abs(full))) <= 1e-10
+    coarse = xs.size // _analytic.LOCATOR_STRIDE + 1
+    assert sum(calls) <= coarse + 20
+    # eq. (14.14): next to the edge e (the float edge of eq. (14.5)), a point 1e-13
+    # inside fails the margin of eq. (14.13) but is solved from its rejected root, as
+    # the whole continuation solves it: there |1 - phi'| ~ 1e-6, so the root carries
+    # the rounding of phi times 1e6 (~1e-10 relative) in either solve
+    e = law.intervals()[2][1]
+    xe = np.array([e - 1e-13 * law._xscale])
+    w0 = law._continue(xe, np.zeros(1), check=False)
+    r = newton(law._problem, xe.astype(complex), w0)
+    assert law._classify_axis(xe, r)[1][0] == -1
+    we, ok = law._near_axis(xe, w0)
+    assert ok[0] and abs(we[0] - law._continue(xe, np.zeros(1))[0]) <= 1e-9 * abs(we[0])

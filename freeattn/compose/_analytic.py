@@ -18,6 +18,7 @@ import numpy as np
 from ..core._errors import ConvergenceError
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
                            newton)
+from ..laws._elementary import PointMasses
 from ..laws._law_base import Interval, SpectralLaw
 
 __all__ = ["AnalyticLaw", "analytic_additive", "analytic_multiplicative"]
@@ -37,6 +38,11 @@ CONT_START = 1.0
 CONT_FACTOR_MAX = 16.0
 CONT_FACTOR_MIN = 1.05
 CONT_STOP = 1e-15
+#: For ⊠ the continuation of a point ``x`` starts at ``y = CONT_START *
+#: min(scale, CONT_LOCAL * |x|)`` (the problem is scale-free; next to a hard edge
+#: at 0 a start at the scale would cost many levels), and from ``CONT_START *
+#: scale`` where that first level is not solved.
+CONT_LOCAL = 4.0
 #: Newton steps allowed per continuation level; a level that needs more is
 #: retried with a smaller step in ``y`` (Newton from the secant predictor
 #: converges quadratically in 2-4 steps when the step is small enough).
@@ -60,22 +66,45 @@ EDGE_BISECTIONS = 20
 #: grid cell it was started from.
 EDGE_CELL_RTOL = 1e-6
 #: Belinschi-Bercovici iterations (eq. (14.2)) taken to reach Newton's basin
-#: before Newton polishes; the iteration converges only linearly, slowly as
-#: ``Im z -> 0``, and points it leaves unsolved go to the continuation.
-REACH_ITERATIONS = 24
+#: before Newton polishes, in rounds: the points Newton does not solve after the
+#: first round's iterations iterate on (24 in all); the iteration converges only
+#: linearly, slowly as ``Im z -> 0``.
+REACH_ITERATIONS = (4, 20)
 #: Newton steps of a warm start at ``y = 0`` (eq. (14.7)) before the point is
 #: handed to the continuation.
 WARM_NEWTON_STEPS = 12
 #: An off-axis point is warm-started from the last call's nearest point when
 #: they are this close (relative to ``|z|``).
 WARM_NEIGHBOUR_RTOL = 0.05
-#: A warm-started root is the subordination point only strictly inside the
-#: half-plane: ``Im w`` above this fraction of ``|w| + scale`` ...
+#: A boundary value enters the table of warm starts (eq. (14.7)) when its ``Im w``
+#: is above this fraction of ``|w| + scale`` (clearly inside the support).
 WARM_INSIDE_RTOL = 1e-6
-#: ... and where the fixed point is not degenerate (``|1 - phi'|`` above this).
+#: A real root at ``y = 0`` is accepted as the boundary fixed point (eq. (14.11))
+#: only with ``phi' < 1 - WARM_JACOBIAN_MIN`` (away from a fold).
 WARM_JACOBIAN_MIN = 1e-6
-#: Complex entries per block of the chunked sum over atoms.
-ATOM_BLOCK = 2 ** 20
+#: A Newton root at ``y = 0`` whose ``|Im w|`` (and ``|Im phi(w)|``, ``|Im phi'|``) is
+#: below this fraction of ``|w| + scale`` is real (rounding), and is tested as the
+#: boundary fixed point of eq. (14.11).
+AXIS_REAL_RTOL = 1e-12
+#: A root at ``y = 0`` inside the half-plane is accepted when ``Im w * |1 - phi'|``
+#: exceeds this fraction of ``|w| + scale``: a real double root (a fold) split by a
+#: rounding ``delta`` of ``phi`` gives a conjugate pair with ``Im w * |1 - phi'| = 2 delta``
+#: (theory eq. (14.13)); ``delta`` is a few ulps, so this leaves a factor >= 50.
+AXIS_INSIDE_RTOL = 1e-12
+#: A continued point tries Newton at ``y = 0`` (eq. (14.11)) once ``y`` is below this
+#: fraction of its scale (``scale`` for ⊞, ``|x|`` for ⊠) ...
+JUMP_START = 1e-2
+#: ... and again each time ``y`` has shrunk by this factor,
+JUMP_FACTOR = 1e-3
+#: with this many Newton rounds.
+JUMP_NEWTON_STEPS = 8
+#: The locator continues every ``LOCATOR_STRIDE``-th grid point from ``y = scale``;
+#: the others are solved at ``y = 0`` by Newton from the interpolation of their
+#: solved neighbours, halving the stride level by level (eq. (14.12)).
+LOCATOR_STRIDE = 16
+#: Entries (points x atoms) per block of the sum over atoms (256 kB of floats:
+#: the three work blocks stay in cache through the passes of :func:`_atom_sums`).
+ATOM_BLOCK = 2 ** 15
 #: An edge where ``|F| = 1/|G|`` at the subordination point is below this
 #: fraction of the scale has ``G -> oo``: a density ``~ |x - e|**(-1/2)``.
 POLE_EDGE_RTOL = 1e-6
@@ -86,26 +115,79 @@ BOUNDARY_RTOL = 1e-11
 FOLD_RESIDUAL_RTOL = 1e-13
 
 
+def _atom_sums(values, weights, v):
+    """``(G, G')`` of point masses at points ``v`` with ``Im v >= 0``, in real arithmetic.
+
+    With ``d = Re v - a_j``, ``y = Im v`` and ``1/(v - a_j) = (d - i y)/(d**2 + y**2)``:
+    ``G = sum m_j d/D - i y sum m_j/D`` and
+    ``G' = -sum m_j (d**2 - y**2)/D**2 + 2 i y sum m_j d/D**2`` (``D = d**2 + y**2``),
+    a few real passes over cache-sized blocks of ``(points, atoms)`` and matrix-vector
+    products with the weights; a block of real points needs only ``sum m_j/d`` and
+    ``sum m_j/d**2``.  Points where ``D`` under- or overflows (next to an atom) are
+    recomputed by the complex formula.  Cost linear in the number of atoms.
+    """
+    a, m = values, weights
+    g = np.empty(v.shape, dtype=complex)
+    dg = np.empty(v.shape, dtype=complex)
+    x, y = v.real, v.imag
+    rows = max(1, min(v.size, ATOM_BLOCK // max(a.size, 1)))
+    # three work blocks, reused (no allocation per block)
+    d, inv, t = (np.empty((rows, a.size)) for _ in range(3))
+    with np.errstate(all="ignore"):
+        for i in range(0, v.size, rows):
+            sl = slice(i, i + rows)
+            xs, ys = x[sl], y[sl]
+            dd, ii, tt = d[:xs.size], inv[:xs.size], t[:xs.size]
+            np.subtract.outer(xs, a, out=dd)
+            if not ys.any():
+                np.reciprocal(dd, out=ii)
+                g[sl] = ii @ m
+                np.multiply(ii, ii, out=ii)
+                dg[sl] = -(ii @ m)
+                continue
+            y2 = (ys * ys)[:, None]
+            np.multiply(dd, dd, out=ii)
+            ii += y2
+            np.reciprocal(ii, out=ii)            # 1 / D
+            np.multiply(dd, ii, out=tt)          # d / D
+            s1, s0 = tt @ m, ii @ m
+            np.multiply(tt, ii, out=dd)          # d / D**2
+            s4 = dd @ m
+            np.multiply(tt, tt, out=tt)
+            np.multiply(ii, ii, out=ii)
+            ii *= y2
+            tt -= ii                             # (d**2 - y**2) / D**2
+            g[sl] = s1 - 1j * ys * s0
+            dg[sl] = -(tt @ m) + 2j * ys * s4
+        bad = ~(np.isfinite(g) & np.isfinite(dg))
+        if bad.any():
+            r = 1.0 / (v[bad, None] - a[None, :])
+            g[bad], dg[bad] = r @ m, -(r * r) @ m
+    return g, dg
+
+
 def _cauchy_pair(law, u):
     """``(G(u), G'(u))`` for any complex ``u`` (``G(conj u) = conj G(u)``)."""
-    from ..laws._elementary import PointMasses
-
     u = np.asarray(u, dtype=complex)
     low = u.imag < 0
     v = np.where(low, np.conj(u), u)
     if isinstance(law, PointMasses):
-        a, m = law.values, law.weights
-        g = np.empty(v.shape, dtype=complex)
-        d = np.empty(v.shape, dtype=complex)
-        step = max(1, ATOM_BLOCK // max(a.size, 1))
-        for i in range(0, v.size, step):
-            with np.errstate(all="ignore"):
-                r = 1.0 / (v[i:i + step, None] - a[None, :])
-                g[i:i + step] = r @ m
-                d[i:i + step] = -(r * r) @ m
+        g, d = _atom_sums(law.values, law.weights, v)
     else:
         g, d = law._stieltjes_pair(v)
     return np.where(low, np.conj(g), g), np.where(low, np.conj(d), d)
+
+
+def _real_analytic_at(law, u):
+    """Where the real points ``u`` lie outside every interval of ``law``'s continuous
+    support (its Cauchy transform is real-analytic there; atoms are poles of ``G``,
+    where ``F = 1/G`` is analytic)."""
+    u = np.asarray(u)
+    ok = np.isfinite(u) & (np.abs(u.imag) <= AXIS_REAL_RTOL * (1.0 + np.abs(u.real)))
+    ur = u.real
+    for iv in law.interval_details():
+        ok &= ~((ur >= float(iv.lo)) & (ur <= float(iv.hi)))
+    return ok
 
 
 def _reciprocal_pair(law, u):
@@ -178,9 +260,14 @@ class _Additive(FixedPointProblem):
         return f - u, df - 1.0
 
     def phi(self, w, z):
+        return self.phi_arguments(w, z)[:2]
+
+    def phi_arguments(self, w, z):
+        """``phi``, ``d phi/d w`` and the points ``(law, u)`` where ``G`` was evaluated."""
         ha, dha = self._h(self.a, w)
-        hb, dhb = self._h(self.b, z + ha)
-        return z + hb, dhb * dha
+        ub = z + ha
+        hb, dhb = self._h(self.b, ub)
+        return z + hb, dhb * dha, ((self.a, w), (self.b, ub))
 
     def start(self, z):
         return z + 1j * self.scale
@@ -210,10 +297,16 @@ class _Multiplicative(FixedPointProblem):
         return iw - f, (-1.0 + df) * iw * iw
 
     def phi(self, w, z):
+        return self.phi_arguments(w, z)[:2]
+
+    def phi_arguments(self, w, z):
+        """``phi``, ``d phi/d w`` and the points ``(law, u)`` where ``G`` was evaluated."""
         u = 1.0 / z
         ka, dka = self._k(self.a, w)
-        kb, dkb = self._k(self.b, u * ka)
-        return u * kb, u * u * dkb * dka
+        v = u * ka
+        kb, dkb = self._k(self.b, v)
+        with np.errstate(all="ignore"):
+            return u * kb, u * u * dkb * dka, ((self.a, 1.0 / w), (self.b, 1.0 / v))
 
     def start(self, z):
         return 1.0 / z
@@ -303,7 +396,7 @@ class AnalyticLaw(SpectralLaw):
                 w[hit] = r.value[good]
                 off[hit] = False
         if off.any():
-            r = iterate(pr, z[off], max_iterations=REACH_ITERATIONS)
+            r = iterate(pr, z[off], max_iterations=sum(REACH_ITERATIONS))
             r2 = newton(pr, z[off], r.value)
             w[off] = r2.value
             if not r2.converged.all():
@@ -328,6 +421,113 @@ class AnalyticLaw(SpectralLaw):
         ``u = 1/z`` inside :meth:`_Multiplicative.phi`)."""
         return z
 
+    def _classify_axis(self, x, r):
+        """Accept or reject Newton roots ``r`` of ``w = phi(w, x)`` at real points ``x``.
+
+        Returns ``(w, status)``: ``status`` is 1 for a root strictly inside the
+        problem's half-plane with ``|1 - phi'|`` away from 0 (the unique interior
+        fixed point, theory eq. (14.7)), 0 for a real root with ``phi' < 1``
+        where the constituents' transforms are real-analytic (the boundary
+        fixed point ``omega(x + i0)`` of eq. (14.11): ``x`` is outside the
+        support), and -1 for a root that is neither (it goes to the
+        continuation).  Both tests need the error estimate below
+        :data:`BOUNDARY_RTOL`.
+        """
+        pr = self._problem
+        w = r.value.copy()
+        dp = r.derivative
+        size = pr.scale + np.abs(w)
+        with np.errstate(all="ignore"):
+            solved = (r.residual <= BOUNDARY_RTOL * size) & np.isfinite(w) & np.isfinite(dp)
+            # eq. (14.7), with the margin of eq. (14.13) against a real double root
+            # split by rounding into a conjugate pair
+            height = pr.sign * w.imag
+            interior = solved & (height > r.residual) & (
+                height * np.abs(1.0 - dp) > AXIS_INSIDE_RTOL * size)
+        status = np.where(interior, 1, -1)
+        near = np.flatnonzero(solved & ~interior & (np.abs(w.imag) <= AXIS_REAL_RTOL * size))
+        if near.size:
+            wr = w[near].real.astype(complex)
+            with np.errstate(all="ignore"):
+                p, d, args = pr.phi_arguments(wr, self._pz(x[near].astype(complex)))
+                sz = pr.scale + np.abs(wr)
+                ok = (np.abs(wr - p) <= BOUNDARY_RTOL * sz * np.abs(1.0 - d)) & (
+                    np.abs(p.imag) <= AXIS_REAL_RTOL * sz) & (
+                    np.abs(d.imag) <= AXIS_REAL_RTOL) & (d.real < 1.0 - WARM_JACOBIAN_MIN)
+            for law, u in args:
+                ok &= _real_analytic_at(law, u)
+            w[near[ok]] = wr[ok]
+            status[near[ok]] = 0
+        return w, status
+
+    def _axis_newton(self, x, guess, steps=WARM_NEWTON_STEPS):
+        """Newton at ``y = 0`` from ``guess``, classified by :meth:`_classify_axis`."""
+        pr = self._problem
+        guess = np.where(pr.sign * guess.imag >= 0, guess, guess.real + 0j)
+        r = newton(pr, self._pz(x.astype(complex)), guess, max_steps=steps)
+        return self._classify_axis(x, r)
+
+    def _near_axis(self, x, w0):
+        """The last step of the continuation for roots ``w0`` at ``y = 0`` that
+        :meth:`_classify_axis` rejected (eq. (14.14)).
+
+        Newton at ``z = x + i eta``, ``eta = CONT_STOP`` of the point's scale,
+        from ``w0``: for ``Im z > 0`` a root strictly inside the half-plane is
+        ``omega(z)`` (eq. (14.2)), the value the continuation reaches at its
+        last level; then Newton at ``y = 0`` from it, the continuation's final
+        step.  Returns ``(w, ok)``; ``ok`` is false where a step does not converge.
+        """
+        pr = self._problem
+        xscale = (np.maximum(np.abs(x), np.finfo(float).tiny) if self.multiplicative
+                  else np.full(x.shape, self._xscale))
+        z = x + 1j * CONT_STOP * xscale
+        start = np.where(pr.sign * w0.imag > 0, w0, w0.real + 1j * pr.sign * CONT_STOP * (
+            pr.scale + np.abs(w0)))
+        r = newton(pr, self._pz(z), start)
+        size = pr.scale + np.abs(r.value)
+        ok = (r.residual <= BOUNDARY_RTOL * size) & (pr.sign * r.value.imag > r.residual)
+        rf = newton(pr, self._pz(x.astype(complex)), r.value)
+        sz = pr.scale + np.abs(rf.value)
+        with np.errstate(all="ignore"):
+            fl = np.abs(rf.value - pr.phi(rf.value, self._pz(x.astype(complex)))[0])
+        ok &= (rf.residual <= BOUNDARY_RTOL * sz) | (fl <= FOLD_RESIDUAL_RTOL * sz)
+        return rf.value, ok
+
+    def _axis(self, x, guess, check=False):
+        """``w(x + i0)`` at real points: :meth:`_axis_newton` from ``guess``, then
+        :meth:`_near_axis` and at last the continuation for the points it rejects."""
+        x = np.asarray(x, dtype=float)
+        w, status = self._axis_newton(x, guess)
+        bad = np.flatnonzero(status < 0)
+        if bad.size:
+            wn, ok = self._near_axis(x[bad], w[bad])
+            w[bad[ok]] = wn[ok]
+            bad = bad[~ok]
+        if bad.size:
+            w[bad] = self._continue(x[bad], np.zeros(bad.size), check=check)
+        return w
+
+    def _first_level(self, x, y):
+        """``(w, ok)`` at ``x + i y`` (``y > 0``) by eq. (14.2) then Newton; ``ok`` where
+        Newton converged to a point of the open half-plane (there the fixed point
+        is unique, eq. (14.2))."""
+        pr = self._problem
+        z = self._pz(x + 1j * y)
+        w = pr.start(z)
+        ok = np.zeros(x.shape, dtype=bool)
+        for n_iter in REACH_ITERATIONS:
+            # a few iterations (14.2) towards the branch, then Newton; the points
+            # Newton does not solve iterate longer
+            todo = np.flatnonzero(~ok)
+            if not todo.size:
+                break
+            r = iterate(pr, z[todo], w[todo], max_iterations=n_iter)
+            r = newton(pr, z[todo], r.value)
+            w[todo] = r.value
+            ok[todo] = (r.residual <= LEVEL_RTOL * (pr.scale + np.abs(r.value))) & (
+                pr.sign * r.value.imag > 0)
+        return w, ok
+
     def _continue(self, x, y_final, check=True):
         """Continuation from ``x + i CONT_START*scale`` down to ``x + i y_final`` (eq. (14.3)).
 
@@ -335,28 +535,40 @@ class AnalyticLaw(SpectralLaw):
         starting Newton from the secant extrapolation of its last two levels;
         a level Newton does not solve within ``LEVEL_NEWTON_STEPS`` is retried
         with the factor's square root, and a solved one doubles the factor
-        (up to ``CONT_FACTOR_MAX``).  Points whose factor falls below
-        ``CONT_FACTOR_MIN`` raise :class:`ConvergenceError`, and so do points whose
-        final value misses :data:`BOUNDARY_RTOL` unless ``check`` is false (the
-        support locator only needs to tell the inside from the outside).
+        (up to ``CONT_FACTOR_MAX``).  A point bound for the axis tries, once its
+        ``y`` is below ``JUMP_START`` of its scale and then every ``JUMP_FACTOR``,
+        Newton at ``y = 0`` from the extrapolation to ``y = 0``; a root accepted
+        by :meth:`_classify_axis` (eqs. (14.7), (14.11)) ends its continuation.
+        Points whose factor falls below ``CONT_FACTOR_MIN`` raise
+        :class:`ConvergenceError`, and so do points whose final value misses
+        :data:`BOUNDARY_RTOL` unless ``check`` is false (the support locator
+        only needs to tell the inside from the outside).
         """
         pr = self._problem
         s = self._xscale
         x = np.asarray(x, dtype=float)
         y_final = np.asarray(y_final, dtype=float)
-        y = np.maximum(CONT_START * s, y_final)
-        z = x + 1j * y
-        r = iterate(pr, self._pz(z), max_iterations=REACH_ITERATIONS)
-        r = newton(pr, self._pz(z), r.value)
-        w = r.value
+        # ⊠ is scale-free: a point next to 0 starts at a height of its own size
+        top = CONT_START * (np.minimum(s, CONT_LOCAL * np.abs(x)) if self.multiplicative
+                            else np.full(x.shape, s))
+        top = np.where(top > 0, top, CONT_START * s)
+        y = np.maximum(top, y_final)
+        w, ok = self._first_level(x, y)
+        retry = ~ok & (y < CONT_START * s)
+        if retry.any():
+            # not reached from the point's own height: from the scale of the problem
+            y[retry] = np.maximum(CONT_START * s, y_final[retry])
+            w[retry], _ = self._first_level(x[retry], y[retry])
         w_prev = w.copy()
         y_prev = np.full(x.shape, np.nan)
         factor = np.full(x.shape, CONT_FACTOR_MAX)
         # ⊠ is scale-free: next to 0 the continuation goes on to y << |x|
-        stop = CONT_STOP * (np.maximum(np.abs(x), np.finfo(float).tiny) if self.multiplicative
-                            else np.full(x.shape, s))
+        xscale = (np.maximum(np.abs(x), np.finfo(float).tiny) if self.multiplicative
+                  else np.full(x.shape, s))
+        stop = CONT_STOP * xscale
+        jump = np.where(y_final == 0, JUMP_START * xscale, -1.0)
+        landed = np.zeros(x.shape, dtype=bool)
         active = y > y_final
-        res = r.residual
         levels = 0
         while active.any():
             levels += 1
@@ -364,9 +576,9 @@ class AnalyticLaw(SpectralLaw):
             ya, fa = y[idx], factor[idx]
             yn = np.maximum(ya / fa, y_final[idx])
             yn = np.where(yn < stop[idx], y_final[idx], yn)
-            slope = np.where(np.isfinite(y_prev[idx]),
-                             (w[idx] - w_prev[idx]) / np.where(np.isfinite(y_prev[idx]),
-                                                                ya - y_prev[idx], 1.0), 0.0)
+            has = np.isfinite(y_prev[idx])
+            slope = np.where(has, (w[idx] - w_prev[idx]) / np.where(has, ya - y_prev[idx], 1.0),
+                             0.0)
             guess = w[idx] + slope * (yn - ya)
             # the predictor must stay in the problem's half-plane
             guess = np.where(pr.sign * guess.imag >= 0, guess, w[idx])
@@ -375,7 +587,7 @@ class AnalyticLaw(SpectralLaw):
             ok = rn.converged
             good, bad = idx[ok], idx[~ok]
             w_prev[good], y_prev[good] = w[good], y[good]
-            w[good], y[good], res[good] = rn.value[ok], yn[ok], rn.residual[ok]
+            w[good], y[good] = rn.value[ok], yn[ok]
             factor[good] = np.minimum(factor[good] * 2.0, CONT_FACTOR_MAX)
             factor[bad] = np.sqrt(factor[bad])
             if (factor[bad] < CONT_FACTOR_MIN).any():
@@ -384,11 +596,24 @@ class AnalyticLaw(SpectralLaw):
                     f"subordination continuation at x={float(x[k])!r} stalled at "
                     f"y={float(y[k]):.3e} (step factor below {CONT_FACTOR_MIN}; "
                     f"theory eq. (14.3))", point=float(x[k]), iterations=levels)
+            # eq. (14.11): try the axis from here; an accepted root is final
+            hop = good[(y[good] > 0) & (y[good] <= jump[good])]
+            if hop.size:
+                pred = w[hop] - y[hop] * (w[hop] - w_prev[hop]) / (y[hop] - y_prev[hop])
+                pred = np.where(np.isfinite(pred), pred, w[hop])
+                wj, st = self._axis_newton(x[hop], pred, JUMP_NEWTON_STEPS)
+                hit = hop[st >= 0]
+                w[hit], y[hit] = wj[st >= 0], 0.0
+                landed[hit] = True
+                jump[hop] = y[hop] * JUMP_FACTOR
             active = y > y_final
         # polish at the final level to rounding (a few steps from a converged point)
         zf = self._pz(x + 1j * y)
-        r = newton(pr, zf, w)
-        w, err = r.value, r.residual
+        err = np.zeros(x.shape)
+        rest = ~landed
+        if rest.any():
+            r = newton(pr, zf[rest], w[rest])
+            w[rest], err[rest] = r.value, r.residual
         if not check:
             return w
         tol = BOUNDARY_RTOL * (pr.scale + np.abs(w))
@@ -403,10 +628,10 @@ class AnalyticLaw(SpectralLaw):
             k = int(np.argmax(bad))
             raise ConvergenceError(
                 f"subordination solve at z={complex(x[k] + 1j * y[k])!r}: estimated error "
-                f"{err[k]:.3e} > {tol[k]:.1e} after {r.iterations} Newton steps "
+                f"{err[k]:.3e} > {tol[k]:.1e} after the continuation's Newton steps "
                 f"(theory eq. (14.3))",
                 point=complex(x[k] + 1j * y[k]), residual=float(err[k]),
-                tolerance=float(tol[k]), iterations=r.iterations)
+                tolerance=float(tol[k]), iterations=levels)
         return w
 
     # -- hooks ----------------------------------------------------------------------
@@ -425,7 +650,7 @@ class AnalyticLaw(SpectralLaw):
             xs = product_grid(self._bounds, SUPPORT_GRID)
         else:
             xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
-        w = self._continue(xs, np.zeros(xs.size), check=False)
+        w = self._locate(xs)
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
         seed = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
@@ -453,7 +678,8 @@ class AnalyticLaw(SpectralLaw):
         x_in = np.array([xs[i + 1] if not inside[i] else xs[i] for i in idx])
         # eq. (14.5) by bordered Newton from the real solution at the outer grid point;
         # where that start is too far from the fold, bisect the cell and retry
-        res = self._edges(x_out, x_in, 0)
+        w_at = {float(v): c for v, c in zip(xs, w)}
+        res = self._edges(x_out, x_in, 0, np.array([w_at[float(v)] for v in x_out]))
         lo_c, hi_c = np.minimum(x_out, x_in), np.maximum(x_out, x_in)
 
         def in_cell(r):
@@ -500,51 +726,97 @@ class AnalyticLaw(SpectralLaw):
             ivs.append(Interval(float(x0), float(x1), e0, e1))
         return tuple(ivs)
 
-    def _edges(self, x_out, x_in, bisections):
+    def _locate(self, xs):
+        """``w(x + i0)`` on the locator grid ``xs`` (increasing), eq. (14.12).
+
+        Every ``LOCATOR_STRIDE``-th point (and the last) is continued from
+        ``y = scale`` (with the axis attempts of eq. (14.11)); then, halving the
+        stride, the points half-way between solved ones are solved at ``y = 0``
+        by Newton from the linear interpolation of their two neighbours, each
+        root accepted only by the test of :meth:`_classify_axis`; rejected points
+        are continued.  Every grid point is classified, none is skipped.
+        """
+        n = xs.size
+        w = np.empty(n, dtype=complex)
+        stride = LOCATOR_STRIDE
+        coarse = np.unique(np.r_[np.arange(0, n, stride), n - 1])
+        w[coarse] = self._continue(xs[coarse], np.zeros(coarse.size), check=False)
+        solved = np.zeros(n, dtype=bool)
+        solved[coarse] = True
+        while stride > 1:
+            half = stride // 2
+            mid = np.arange(half, n, stride)
+            mid = mid[~solved[mid]]
+            if mid.size:
+                lo = mid - half
+                hi = np.minimum(mid + half, n - 1)
+                hi = np.where(solved[hi], hi, lo)
+                t = np.where(hi > lo, (mid - lo) / np.maximum(hi - lo, 1), 0.0)
+                guess = w[lo] + t * (w[hi] - w[lo])
+                w[mid] = self._axis(xs[mid], guess)
+                solved[mid] = True
+            stride = half
+        rest = np.flatnonzero(~solved)
+        if rest.size:
+            w[rest] = self._continue(xs[rest], np.zeros(rest.size), check=False)
+        return w
+
+    def _edges(self, x_out, x_in, bisections, w_out=None):
         """Bordered Newton (eq. (14.5)) from cells ``[x_out, x_in]`` across an edge,
-        after ``bisections`` bisections of each cell (a start, never the edge)."""
+        after ``bisections`` bisections of each cell (a start, never the edge);
+        ``w_out`` is ``w`` at ``x_out`` when it is known (no bisection)."""
         pr = self._problem
         x_out, x_in = x_out.copy(), x_in.copy()
-        for _ in range(bisections):
-            mid = 0.5 * (x_out + x_in)
-            wm = self._continue(mid, np.zeros(mid.size), check=False)
-            ins = np.abs(wm.imag) > INSIDE_RTOL * (pr.scale + np.abs(wm))
-            x_in = np.where(ins, mid, x_in)
-            x_out = np.where(ins, x_out, mid)
         if not x_out.size:
             return FixedPointResult(np.empty((0, 2)), np.empty(0), 0, np.empty(0, dtype=bool))
-        w_out = self._continue(x_out, np.zeros(x_out.size), check=False).real
-        return edge_newton(pr, w_out, x_out)
+        if bisections or w_out is None:
+            w_out = self._continue(x_out, np.zeros(x_out.size), check=False)
+            w_in = self._continue(x_in, np.zeros(x_in.size), check=False)
+            for _ in range(bisections):
+                mid = 0.5 * (x_out + x_in)
+                wm = self._axis(mid, 0.5 * (w_out + w_in))
+                ins = np.abs(wm.imag) > INSIDE_RTOL * (pr.scale + np.abs(wm))
+                x_in, w_in = np.where(ins, mid, x_in), np.where(ins, wm, w_in)
+                x_out, w_out = np.where(ins, x_out, mid), np.where(ins, w_out, wm)
+        return edge_newton(pr, np.asarray(w_out).real, x_out)
 
     def _hard_edge_exponent(self):
         return hard_edge_exponent((self.a, self.b), self._describe())
+
+    def _warm_guess(self, x):
+        """Interpolation of the table of solved boundary values at ``x`` (eq. (14.7)):
+        linear in ``x`` for ⊞; for ⊠ linear in ``log x`` of ``log w`` (the problem is
+        scale-free; next to a hard edge at 0, ``w`` behaves as a power of ``x``),
+        extrapolated linearly below the table."""
+        xs, ws = self._warm_x, self._warm_w
+        if not self.multiplicative:
+            return np.interp(x, xs, ws.real) + 1j * np.interp(x, xs, ws.imag)
+        with np.errstate(all="ignore"):
+            t, lw, tq = np.log(xs), np.log(ws), np.log(np.maximum(x, np.finfo(float).tiny))
+        out = np.interp(tq, t, lw.real) + 1j * np.interp(tq, t, lw.imag)
+        below = tq < t[0]
+        if below.any() and t[1] > t[0]:
+            slope = (lw[1] - lw[0]) / (t[1] - t[0])
+            out[below] = lw[0] + slope * (tq[below] - t[0])
+        return np.exp(out)
 
     def _boundary(self, x):
         """``w(x + i0)`` at real points inside the support (eq. (14.7)).
 
         Newton at ``y = 0`` from the interpolation of already solved
-        neighbours; a root strictly inside the problem's half-plane is the
-        subordination point (a holomorphic self-map of the half-plane that is
-        not an automorphism has at most one fixed point there), so it is kept
-        when it converged with ``|1 - phi'|`` away from 0; every other point is
-        solved by the continuation of eq. (14.3).
+        neighbours (:meth:`_warm_guess`); a root is kept when
+        :meth:`_classify_axis` accepts it (the interior fixed point with the
+        margin of eq. (14.13), or the boundary fixed point of eq. (14.11));
+        the others are solved by eq. (14.14), then by the continuation of
+        eq. (14.3).
         """
         pr = self._problem
         x = np.asarray(x, dtype=float)
         w = np.empty(x.shape, dtype=complex)
         todo = np.ones(x.shape, dtype=bool)
         if self._warm_x.size >= 2 and x.size:
-            guess = np.interp(x, self._warm_x, self._warm_w.real) + 1j * np.interp(
-                x, self._warm_x, self._warm_w.imag)
-            zf = self._pz(x.astype(complex))
-            r = newton(pr, zf, guess, max_steps=WARM_NEWTON_STEPS)
-            with np.errstate(all="ignore"):
-                _, dp = pr.phi(r.value, zf)
-            size = pr.scale + np.abs(r.value)
-            ok = r.converged & (pr.sign * r.value.imag > WARM_INSIDE_RTOL * size) & (
-                np.abs(1.0 - dp) > WARM_JACOBIAN_MIN)
-            w[ok] = r.value[ok]
-            todo = ~ok
+            w = self._axis(x, self._warm_guess(x), check=True)
+            todo[:] = False
         if todo.any():
             w[todo] = self._continue(x[todo], np.zeros(int(todo.sum())))
         inside = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))

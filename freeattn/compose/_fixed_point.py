@@ -30,6 +30,15 @@ FIXED_POINT_RTOL = 1e-15
 MAX_ITERATIONS = 400
 #: Most Newton steps per call of :func:`newton`.
 MAX_NEWTON_STEPS = 40
+#: A point of :func:`newton` whose full step is rejected while its error estimate is
+#: below this (relative) is at the rounding noise of ``phi`` and stops there.
+STALL_RTOL = 1e-12
+#: :func:`newton` takes its last step without calling ``phi`` again where the step
+#: before it was shorter than this (relative) and the error it predicts for
+#: quadratic convergence is below the tolerance.
+PREDICT_RTOL = 1e-8
+#: Most successive halvings of a Newton step before :func:`newton` gives a point up.
+MAX_HALVINGS = 30
 #: Most bordered-Newton steps of :func:`edge_newton`.
 MAX_EDGE_STEPS = 60
 #: Relative step of the finite-difference Jacobian of the bordered system (the
@@ -57,12 +66,16 @@ class FixedPointResult:
         Iterations (or Newton steps) used.
     converged : ndarray of bool
         Per point: residual below the tolerance.
+    derivative : ndarray or None
+        :func:`newton` only: ``d phi/d w`` at ``value`` (from the last evaluation,
+        so a caller tests the root without calling ``phi`` again).
     """
 
     value: np.ndarray
     residual: np.ndarray
     iterations: int
     converged: np.ndarray
+    derivative: np.ndarray = None
 
 
 class FixedPointProblem:
@@ -140,16 +153,24 @@ def _newton_error(f, dp):
 
 
 def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS, rtol=FIXED_POINT_RTOL):
-    """Damped Newton on ``w - phi(w, z) = 0`` (theory eq. (14.3)).
+    """Damped Newton on ``w - phi(w, z) = 0`` (theory eq. (14.3)), one ``phi`` call per round.
 
-    A step that would take ``w`` into the wrong half-plane, or increase the
-    residual, is halved (up to 30 times).  A point is converged when Newton's
-    own error estimate ``|w - phi| / |1 - phi'|`` (the length of the next
-    step) is below the tolerance -- where ``phi' -> 1`` a small residual does
-    not mean a small error -- or when the residual is at the rounding of
-    ``phi`` (:data:`FIXED_POINT_RTOL`), where a step would only follow rounding
-    noise (at a degenerate point such as ``z -> 0`` for Bernoulli ⊞ Bernoulli,
-    ``phi`` is the identity to rounding near the fixed point).
+    Every round evaluates ``phi`` once on all unfinished points: a point either
+    tries its full Newton step or, where its last trial was rejected, half of
+    that trial (the backtracking of all points shares the calls).  A trial is
+    accepted when it is finite, in the problem's closed half-plane (a trial in
+    the other half-plane is first projected onto the real axis, where a real
+    root lies) and does not raise the residual above ``max(|f|, floor)`` with
+    ``floor`` the rounding of ``phi`` (:data:`FIXED_POINT_RTOL`).  A point is
+    converged when Newton's own error estimate ``|w - phi| / |1 - phi'|`` (the
+    length of the next step) is below the tolerance -- where ``phi' -> 1`` a
+    small residual does not mean a small error -- or when the residual is at
+    the rounding of ``phi``, where a step would only follow rounding noise (at a
+    degenerate point such as ``z -> 0`` for Bernoulli ⊞ Bernoulli, ``phi`` is the
+    identity to rounding near the fixed point).  A point whose full step is
+    rejected although its error estimate is below :data:`STALL_RTOL` stops
+    there (the residual is rounding noise; ``residual`` reports the estimate),
+    and so does a point after :data:`MAX_HALVINGS` halvings.
 
     Parameters
     ----------
@@ -157,6 +178,7 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS, rtol=FIXED_POINT_RTOL):
     z, w0 : ndarray
         Points and starting values (same shape).
     max_steps : int
+        Most rounds (calls of ``phi`` after the one at ``w0``).
     rtol : float
         Relative error ``|w - phi| / |1 - phi'| / (scale + |w|)`` at which a
         point is converged (default :data:`FIXED_POINT_RTOL`).
@@ -166,61 +188,72 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS, rtol=FIXED_POINT_RTOL):
     FixedPointResult
         ``residual`` holds the estimated error ``|w - phi| / |1 - phi'|``.
     """
-    def _tol(problem, w):
-        return rtol * (problem.scale + np.abs(w))
+    def _size(w):
+        return problem.scale + np.abs(w)
 
     def _done(f, err, w):
         # converged: the estimated error is below the tolerance, or the residual is
         # at the rounding of phi (a step would then only move w along rounding noise,
         # which where phi' -> 1 can be large)
-        return (err <= _tol(problem, w)) | (np.abs(f) <= FIXED_POINT_RTOL * (
-            problem.scale + np.abs(w)))
+        size = _size(w)
+        return (err <= rtol * size) | (np.abs(f) <= FIXED_POINT_RTOL * size)
 
     w = w0.astype(complex).copy()
     with np.errstate(all="ignore"):
         f, dp = _residual(problem, w, z)
+        step = f / (1.0 - dp)
     err = _newton_error(f, dp)
-    active = ~_done(f, err, w)
+    active = ~_done(f, err, w) & np.isfinite(step)
+    lam = np.ones(w.shape)
+    err_prev = np.full(w.shape, np.inf)
+    predicted = np.zeros(w.shape, dtype=bool)
     it = 0
     for it in range(1, max_steps + 1):
         if not active.any():
             break
         idx = np.flatnonzero(active)
-        wa, za, fa, da = w[idx], z[idx], f[idx], dp[idx]
+        wa, fa = w[idx], f[idx]
+        cand = wa - lam[idx] * step[idx]
+        wrong = problem.sign * cand.imag < 0
+        cand[wrong] = cand[wrong].real
         with np.errstate(all="ignore"):
-            step = fa / (1.0 - da)
-        lam = np.ones(idx.size)
-        new = wa - step
-        ok = np.zeros(idx.size, dtype=bool)
-        fn = np.empty(idx.size, dtype=complex)
-        dn = np.empty(idx.size, dtype=complex)
-        floor = FIXED_POINT_RTOL * (problem.scale + np.abs(wa))
-        for _ in range(30):
-            todo = ~ok
-            if not todo.any():
-                break
-            cand = wa[todo] - lam[todo] * step[todo]
-            with np.errstate(all="ignore"):
-                fc, dc = _residual(problem, cand, za[todo])
-            good = np.isfinite(fc) & (problem.sign * cand.imag >= 0) & (
-                np.abs(fc) <= np.maximum(np.abs(fa[todo]), floor[todo]))
-            t = np.flatnonzero(todo)
-            ok[t[good]] = True
-            new[t[good]] = cand[good]
-            fn[t[good]] = fc[good]
-            dn[t[good]] = dc[good]
-            lam[t[~good]] *= 0.5
-        # points with no acceptable step stop where they are
-        moved = np.abs(new - wa)
-        w[idx[ok]] = new[ok]
-        f[idx[ok]] = fn[ok]
-        dp[idx[ok]] = dn[ok]
-        err[idx] = _newton_error(f[idx], dp[idx])
+            fc, dc = _residual(problem, cand, z[idx])
+        floor = FIXED_POINT_RTOL * _size(wa)
+        good = np.isfinite(fc) & np.isfinite(dc) & (
+            np.abs(fc) <= np.maximum(np.abs(fa), floor))
+        acc, rej = idx[good], idx[~good]
+        moved = np.abs(cand[good] - wa[good])
+        full = lam[acc] == 1.0
+        w[acc], f[acc], dp[acc] = cand[good], fc[good], dc[good]
+        with np.errstate(all="ignore"):
+            step[acc] = f[acc] / (1.0 - dp[acc])
+        err_prev[acc[~full]] = np.inf
+        err_prev[acc[full]], err[acc] = err[acc[full]], _newton_error(f[acc], dp[acc])
         # a full step that changed w by less than the tolerance also ends the solve
-        done = ~ok | _done(f[idx], err[idx], w[idx]) | (
-            ok & (lam == 1.0) & (moved <= _tol(problem, w[idx])))
-        active[idx[done]] = False
-    return FixedPointResult(w, err, it, _done(f, err, w))
+        stop_acc = _done(f[acc], err[acc], w[acc]) | ~np.isfinite(step[acc]) | (
+            full & (moved <= rtol * _size(w[acc])))
+        # quadratic convergence: after a step of length e_k following one of e_(k-1),
+        # the next step leaves an error ~ e_k**3 / e_(k-1)**2; where that is below
+        # the tolerance the next step is taken without another call of phi
+        with np.errstate(all="ignore"):
+            sz = _size(w[acc])
+            pred = err[acc] ** 3 / err_prev[acc] ** 2
+            free = ~stop_acc & full & (err[acc] <= PREDICT_RTOL * sz) & (pred <= rtol * sz)
+        fi = acc[free]
+        if fi.size:
+            nw = w[fi] - step[fi]
+            flip = problem.sign * nw.imag < 0
+            nw[flip] = nw[flip].real
+            w[fi], err[fi] = nw, pred[free]
+            predicted[fi] = True
+            stop_acc |= free
+        lam[acc] = 1.0
+        active[acc[stop_acc]] = False
+        # a rejected full step from within STALL_RTOL is rounding noise: stop there
+        stall = (lam[rej] == 1.0) & (err[rej] <= STALL_RTOL * _size(w[rej]))
+        lam[rej] *= 0.5
+        active[rej[stall | (lam[rej] < 0.5 ** MAX_HALVINGS)]] = False
+    return FixedPointResult(w, err, it, _done(f, err, w) | predicted, dp)
 
 
 def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
@@ -264,11 +297,13 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
         if not act.any():
             break
         wa, xa = w[act], x[act]
-        f, d, _ = system(wa, xa)
         hw = EDGE_FD_STEP * (s + np.abs(wa))
         hx = EDGE_FD_STEP * (s + np.abs(xa))
-        fw, dw, _ = system(wa + hw, xa)
-        fx, dx, _ = system(wa, xa + hx)
+        # the point and its two difference-quotient neighbours in one call of phi
+        f3, d3, _ = system(np.concatenate([wa, wa + hw, wa]), np.concatenate([xa, xa, xa + hx]))
+        na = wa.size
+        f, fw, fx = f3[:na], f3[na:2 * na], f3[2 * na:]
+        d, dw, dx = d3[:na], d3[na:2 * na], d3[2 * na:]
         j11, j12 = (fw - f) / hw, (fx - f) / hx
         j21, j22 = (dw - d) / hw, (dx - d) / hx
         det = j11 * j22 - j12 * j21
