@@ -508,7 +508,9 @@ def _check_harmonic_model(n, d_qk, **options):
 
 def _register_models():
     # Degree 0 of (15.3) is left out of (15.6), so no deterministic low-rank
-    # part remains; the model has no n -> infinity limit law at fixed d.
+    # part remains; the model has no n -> infinity limit law at fixed d, and
+    # validate compares its sampled spectrum with softmax attention's instead
+    # (compare_with, theory section 15.4).
     from ._models import Intermediate, Model, register_intermediate, register_model
 
     register_intermediate(Intermediate("finite_seed", _build_finite_seed, stream="finite"))
@@ -516,12 +518,14 @@ def _register_models():
                          uses=("finite_seed",),
                          description="finite-width harmonic Gaussian equivalent of "
                                      "sqrt(n)(A - 11^T/n)",
-                         equation="theory eq. (15.6)", check=_check_harmonic_model))
+                         equation="theory eq. (15.6)", check=_check_harmonic_model,
+                         compare_with="attention"))
     register_model(Model("harmonic_signed", _sample_harmonic_signed,
                          uses=("finite_seed",),
                          description="harmonic equivalent with the signed exact remainder "
                                      "of degrees >= 3",
-                         equation="theory eq. (15.8)", check=_check_harmonic_model))
+                         equation="theory eq. (15.8)", check=_check_harmonic_model,
+                         compare_with="attention"))
 
 
 _register_models()
