@@ -25,6 +25,13 @@ kept as a Gaussian product (``exact_degrees=3``, theory eq. (15.10)) next to the
 time of one draw of each signed predictor as a ratio to C (10^4 batched 3 x 3 LAPACK
 ``eigvals``, ``benchmarks/_common.py``, timed in the same run with ``time.process_time``).
 
+``--sequence`` instead runs :func:`freeattn.validate` on the sequence of approximations
+of theory section 15.3 and the harmonic models (registry models ``hermite2``,
+``hermite3``, ``row_variance``, ``harmonic_equivalent``, ``harmonic_signed``, all compared
+with sampled attention) and prints, per point, the two-sample KS of each to attention, the
+paper's law's KS (attention's row) and the floor, as the report gives them (``draws``
+draws, ``rng=2026``; JSON: ``benchmarks/results/finite_width_sequence.json``).
+
 ``--regime`` instead prints the points around the edges of the regime in which the
 trained-model report uses the predictor (theory eq. (12.11),
 ``freeattn.interop._analyze.finite_width_regime``), without the Gaussian version, and with
@@ -51,6 +58,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 GRID = [(512, 16, 0.5), (512, 16, 1.0), (512, 32, 0.5), (512, 32, 1.0), (512, 32, 1.5),
         (512, 64, 0.5), (512, 64, 1.0), (512, 128, 1.0), (1024, 64, 0.5), (1024, 64, 1.0)]
 QUICK = [(512, 32, 0.5), (512, 32, 1.0)]
+SEQUENCE = [(512, 32, 0.5), (512, 32, 1.0), (512, 64, 1.0), (512, 16, 0.5)]
+SEQUENCE_NAMES = ("hermite2", "hermite3", "row_variance", "harmonic_equivalent",
+                  "harmonic_signed")
 NARROW = [(512, 16, 0.5), (512, 16, 1.0), (256, 8, 0.5)]
 REGIME = [(256, 32, 0.5), (256, 32, 1.0), (256, 32, 1.4), (256, 16, 0.5), (256, 16, 1.0),
           (256, 64, 1.0), (256, 128, 1.0), (512, 32, 1.4), (1024, 32, 1.0)]
@@ -137,6 +147,26 @@ def narrow_table(draws, quick=False):
     return rows
 
 
+def sequence_table(draws, quick=False):
+    """The rows of ``--sequence``: what ``validate`` reports for theory section 15.3's models."""
+    print("| n | d | beta | paper's law | + He_2 | + He_3 | (15.1) own row variance "
+          "| (15.6) | (15.8) | floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    for n, d, beta in ([(64, 16, 0.5)] if quick else SEQUENCE):
+        report = freeattn.validate(beta, d / n, n, draws, models=SEQUENCE_NAMES, rng=2026,
+                                   progress=False)
+        r = {"n": n, "d": d, "beta": beta, "draws": draws,
+             "paper": report.results["attention"].ks,
+             "floor": report.results["harmonic_signed"].ks_compared_floor}
+        r.update({m: report.results[m].ks_compared for m in SEQUENCE_NAMES})
+        rows.append(r)
+        print(f"| {n} | {d} | {beta} | {r['paper']:.3f} | "
+              + " | ".join(f"{r[m]:.3f}" for m in SEQUENCE_NAMES)
+              + f" | {r['floor']:.3f} |", flush=True)
+    return rows
+
+
 def regime_table(draws):
     """The rows of ``--regime``: the predictor around the edges of theory eq. (12.11)."""
     from freeattn.interop._analyze import finite_width_regime
@@ -159,7 +189,15 @@ def main(argv=None):
                         help="the points around the edges of theory eq. (12.11) instead")
     parser.add_argument("--narrow", action="store_true",
                         help="narrow heads with degree 3 kept (theory eq. (15.10)) instead")
+    parser.add_argument("--sequence", action="store_true",
+                        help="validate's report for the models of theory section 15.3 instead")
     args = parser.parse_args(argv)
+    if args.sequence:
+        rows = sequence_table(args.draws, quick=args.quick)
+        if not args.quick:
+            (HERE / "results" / "finite_width_sequence.json").write_text(
+                json.dumps({"machine": _common.machine_info(), "rows": rows}, indent=1))
+        return 0
     if args.narrow:
         rows = narrow_table(args.draws, quick=args.quick)
         if not args.quick:
