@@ -311,6 +311,7 @@ NARROW_DEFAULT_MIN_RATIO = 4.0
 NARROW_DEGREE3_MAX_RATIO = 2.0
 
 
+@pytest.mark.slow
 @pytest.mark.statistical
 def test_degree_three_product_fixes_the_narrowest_head():
     # theory eq. (15.10), section 15.5: at d = 8 degree 3 is structured; keeping it as a
@@ -323,3 +324,19 @@ def test_degree_three_product_fixes_the_narrowest_head():
     assert runs[2].ks_compared_floor == runs[3].ks_compared_floor      # same attention draws
     assert runs[2].ks_compared_ratio > NARROW_DEFAULT_MIN_RATIO
     assert runs[3].ks_compared_ratio < NARROW_DEGREE3_MAX_RATIO
+
+
+def test_narrow_benchmark_row_runs_at_a_tiny_size():
+    # benchmarks/finite_width.py --narrow (the table of theory section 15.5, eq. (15.10)): one
+    # row at n = 64 has every distance in (0, 1] and positive cost ratios to C.
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "finite_width.py"
+    spec = importlib.util.spec_from_file_location("finite_width_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row = module.narrow_row(64, 8, 0.5, 1)
+    assert row["N3"] == 112
+    assert all(0 < row[key] <= 1 for key in ("paper", "noise", "gaussian_2", "gaussian_3",
+                                             "signed_2", "signed_3"))
+    assert row["draw_over_C_2"] > 0 and row["draw_over_C_3"] > 0
