@@ -433,7 +433,7 @@ def test_models_command_lists_the_registry(capsys):
     rows = json.loads(out)
     assert [r["name"] for r in rows] == list(freeattn.MODELS)
     assert rows[0] == {"name": "attention", "law": True, "zeros": 1, "common_mode": 0,
-                       "outliers": 1, "defined": "theory eq. (7.1)",
+                       "outliers": 1, "compare_with": None, "defined": "theory eq. (7.1)",
                        "matrix": freeattn.MODELS["attention"].description}
     code, out, _ = run(capsys, "models")
     assert code == 0 and all(name in out for name in freeattn.CHAIN_MODELS)

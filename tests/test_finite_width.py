@@ -6,7 +6,7 @@ from scipy.special import roots_jacobi
 from scipy.stats import ks_2samp
 
 import freeattn
-from freeattn.montecarlo._finite_width import (EmpiricalSpectrumLaw, _degree_two_product,
+from freeattn.montecarlo._finite_width import (EmpiricalSpectrumLaw, _gaussian_product,
                                     finite_width_law, gegenbauer_coefficients,
                                     harmonic_dimension, harmonic_equivalent_matrix,
                                     harmonic_noise_variance)
@@ -142,13 +142,13 @@ def test_wide_head_limit_recovers_the_paper_coefficients(beta):
 
 # --- eq. (15.6): the model and its sampler -------------------------------------------
 
-def test_degree_two_product_second_moments():
+def test_gaussian_product_second_moments():
     # eq. (15.6): G H^T / N_2 (sampled through the Bartlett factor when N_2 >= n) has
     # entry variance 1/N_2, so squared Frobenius norm n^2/N_2 (relative sd ~ sqrt(2/n^2 +
     # 2/(n N_2)) < 1e-2 at these sizes; tolerance 2%).
     rng = np.random.default_rng(7)
     for n, width in ((100, 400), (100, 50)):
-        x = _degree_two_product(n, width, rng)
+        x = _gaussian_product(n, width, rng)
         assert np.sum(x * x) == pytest.approx(n * n / width, rel=0.02)
         # spectrum of X X^T: the product of two free Poisson laws of ratios 1 and n/width has
         # m2/m1^2 = 1 + 1 + n/width (free cumulants add); tolerance 10% at n = 100

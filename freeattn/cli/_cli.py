@@ -505,11 +505,15 @@ def _cmd_models(args, emit):
         [r.Column("name", align="left"),
          r.Column("law", format=lambda has_law: "yes" if has_law else "none"),
          "zeros", "common_mode", "outliers",
+         r.Column("compare_with", "compared with", align="left",
+                  format=lambda name: name or "-"),
          r.Column("defined", align="left"), r.Column("matrix", align="left")],
-        [[m.name, m.law is not None, m.zeros, m.common_mode, m.outliers, m.equation,
-          m.description] for m in fa.MODELS.values()])
+        [[m.name, m.law is not None, m.zeros, m.common_mode, m.outliers, m.compare_with,
+          m.equation, m.description] for m in fa.MODELS.values()])
     return r.Document(["Monte Carlo models (freeattn.MODELS): law = has a limiting law; "
-                       "zeros, common_mode, outliers = what validate removes as non-bulk",
+                       "zeros, common_mode, outliers = what validate removes as non-bulk; "
+                       "compared with = the sampled model validate compares a model "
+                       "without a law with (two-sample KS)",
                        table])
 
 

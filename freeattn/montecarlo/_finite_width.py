@@ -19,8 +19,10 @@ Its measured accuracy is in theory note 15,
 section 15.4, and in ``benchmarks/finite_width.py``.
 """
 
+import math
+
 import numpy as np
-from scipy.special import gammaln, ive
+from scipy.special import gammainc, gammaln, ive
 
 from ..core._errors import ConvergenceError
 from ..core._checks import rng_generator
@@ -32,10 +34,16 @@ __all__ = [
     "MAX_FINITE_BETA",
     "NOISE_KINDS",
     "finite_width_law",
+    "EXACT_DEGREES",
     "gegenbauer_coefficients",
+    "gegenbauer_polynomial",
     "harmonic_dimension",
     "harmonic_equivalent_matrix",
     "harmonic_noise_variance",
+    "hermite_noise_variance",
+    "hermite_truncation_matrix",
+    "row_variance_matrix",
+    "SEQUENCE_MODELS",
 ]
 
 #: Largest inverse temperature of the finite-width predictor.  Above it the
@@ -59,6 +67,19 @@ SILVERMAN_IQR = 1.34
 BESSEL_UNDERFLOW = 1e-250
 
 FINITE_WIDTH_MODELS = ("harmonic_equivalent", "harmonic_signed")
+
+#: Harmonic degrees the model can keep as Gaussian products (``exact_degrees``):
+#: 2 is theory eq. (15.6)/(15.8), 3 adds the degree-3 product of eq. (15.10).
+EXACT_DEGREES = (2, 3)
+
+#: The approximations of softmax attention at finite width between the paper's
+#: law and the harmonic models, as registry models (theory section 15.3): the
+#: Hermite truncations of order 2 and 3 with homogeneous noise (eq. (15.9)) and
+#: the row-normalised kernel (eq. (15.1)).  Order 1 is the linear model (7.6),
+#: whose law is the paper's.
+SEQUENCE_MODELS = ("hermite2", "hermite3", "row_variance")
+#: Largest order of :func:`hermite_truncation_matrix` (``He_k`` by the recurrence).
+MAX_HERMITE_ORDER = 8
 
 
 def _check_args(beta, n, d):
@@ -167,12 +188,13 @@ def gegenbauer_coefficients(x, d, degrees=(0, 1, 2)):
     return [harmonic_dimension(d, l) * np.exp(_log_kappa(x, d, l)) for l in degrees]
 
 
-def harmonic_noise_variance(x, d):
-    """Variance of the degrees ``>= 3`` of ``exp(x t)`` (theory eq. (15.5)).
+def harmonic_noise_variance(x, d, exact_degrees=2):
+    """Variance of the degrees ``> exact_degrees`` of ``exp(x t)`` (theory eqs. (15.5), (15.10)).
 
     ``v(x) = E[exp(2 x t)] - c_0(x)^2 - c_1(x)^2/d - c_2(x)^2/N_2``, the
     second moment of the kernel minus its degree 0-2 parts (Parseval on the
-    sphere, ``E[P_l^2] = 1/N_l``).
+    sphere, ``E[P_l^2] = 1/N_l``); with ``exact_degrees=3`` also minus
+    ``c_3(x)^2/N_3`` (the variance of the degrees ``>= 4``).
 
     Parameters
     ----------
@@ -180,6 +202,8 @@ def harmonic_noise_variance(x, d):
         Positive arguments.
     d : int
         Head width, ``d >= 3``.
+    exact_degrees : {2, 3}, optional
+        The highest degree kept out of the noise.
 
     Returns
     -------
@@ -205,9 +229,10 @@ def harmonic_noise_variance(x, d):
     True
     """
     x = np.asarray(x, dtype=float)
-    c0, c1, c2 = gegenbauer_coefficients(x, d)
+    _check_exact_degrees(exact_degrees)
+    coefficients = gegenbauer_coefficients(x, d, degrees=range(exact_degrees + 1))
     (second,) = gegenbauer_coefficients(2.0 * x, d, degrees=(0,))
-    v = second - c0 ** 2 - c1 ** 2 / d - c2 ** 2 / harmonic_dimension(d, 2)
+    v = second - sum(c ** 2 / harmonic_dimension(d, l) for l, c in enumerate(coefficients))
     worst = np.min(v / second) if v.size else 0.0
     if worst < -NOISE_VARIANCE_RTOL:
         raise ConvergenceError(
@@ -217,6 +242,35 @@ def harmonic_noise_variance(x, d):
     return np.maximum(v, 0.0)
 
 
+def _check_exact_degrees(exact_degrees):
+    if isinstance(exact_degrees, bool) or exact_degrees not in EXACT_DEGREES:
+        raise ValueError(f"exact_degrees must be one of {EXACT_DEGREES}, got {exact_degrees!r}")
+
+
+def gegenbauer_polynomial(t, d, degree):
+    """``P_l(t)`` normalised to ``P_l(1) = 1`` for ``S^(d-1)``, ``l <= 3`` (theory eq. (15.3)).
+
+    ``P_0 = 1``, ``P_1 = t``, ``P_2 = (d t^2 - 1)/(d - 1)``,
+    ``P_3 = ((d + 2) t^3 - 3 t)/(d - 1)`` (orthogonal to ``t`` under the cosine
+    law (15.2): ``E[t^4] = 3/(d(d + 2))``, ``E[t^2] = 1/d``).
+
+    Examples
+    --------
+    >>> float(gegenbauer_polynomial(1.0, 16, 3))
+    1.0
+    """
+    t = np.asarray(t, dtype=float)
+    if degree == 0:
+        return np.ones_like(t)
+    if degree == 1:
+        return t
+    if degree == 2:
+        return (d * t * t - 1.0) / (d - 1.0)
+    if degree == 3:
+        return ((d + 2.0) * t * t - 3.0) * t / (d - 1.0)
+    raise ValueError(f"degree must be 0, 1, 2 or 3, got {degree}")
+
+
 def _wishart_factor(n, width, rng):
     """Lower-triangular ``L`` with ``L L^T ~ Wishart_n(width, I)`` (Bartlett decomposition)."""
     low = np.tril(rng.standard_normal((n, n)), -1)
@@ -224,8 +278,11 @@ def _wishart_factor(n, width, rng):
     return low + np.diag(diag)
 
 
-def _degree_two_product(n, width, rng):
+def _gaussian_product(n, width, rng):
     """A matrix distributed as ``G H^T/width``, ``G, H`` n x width i.i.d. N(0, 1).
+
+    The Gaussian stand-in for a harmonic degree of width ``N_l`` (theory
+    eqs. (15.6), (15.10)).
 
     For ``width >= n`` it is sampled as ``Z L^T/width`` with ``Z`` n x n
     Gaussian and ``L`` the Bartlett factor of ``H H^T`` (``H = L O`` with
@@ -240,8 +297,8 @@ def _degree_two_product(n, width, rng):
 NOISE_KINDS = ("gaussian", "signed")
 
 
-def harmonic_equivalent_matrix(n, d, beta, *, noise="gaussian", rng=None):
-    """One draw of the harmonic Gaussian-equivalent model (theory eqs. (15.6) and (15.8)).
+def harmonic_equivalent_matrix(n, d, beta, *, noise="gaussian", exact_degrees=2, rng=None):
+    """One draw of the harmonic Gaussian-equivalent model (theory eqs. (15.6), (15.8), (15.10)).
 
     ``Y_ij = e^(-beta^2 r_i^2/2) [c_1(x_ij) t_ij + c_2(x_ij) X_ij
     + sqrt(v(x_ij)) W_ij]/sqrt(n)`` with Gaussian queries and keys, norms
@@ -262,8 +319,15 @@ def harmonic_equivalent_matrix(n, d, beta, *, noise="gaussian", rng=None):
         (eq. (15.6)); ``"signed"`` is ``eps_ij R(x_ij, t_ij)``, the exact
         remainder of the kernel at the model's own cosines with independent
         random signs (eq. (15.8)).
+    exact_degrees : {2, 3}, optional
+        ``3`` also replaces degree 3 by a Gaussian product ``c_3(x_ij)
+        (G_3 H_3^T)_ij/N_3`` of width ``N_3`` (theory eq. (15.10)), for narrow
+        heads where ``N_3`` is comparable with ``n``; the noise is then that
+        of the degrees ``>= 4``.  Default 2 (eqs. (15.6), (15.8)).
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Passed to :func:`numpy.random.default_rng`.
+        Passed to :func:`numpy.random.default_rng`; ``Q``, ``K``, the degree-2
+        product, the degree-3 product (``exact_degrees=3`` only), then the noise
+        are drawn.
 
     Returns
     -------
@@ -282,22 +346,144 @@ def harmonic_equivalent_matrix(n, d, beta, *, noise="gaussian", rng=None):
     beta, n, d = _check_args(beta, n, d)
     if noise not in NOISE_KINDS:
         raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
+    _check_exact_degrees(exact_degrees)
     rng = rng_generator(rng)
-    q = rng.standard_normal((n, d))
-    k = rng.standard_normal((n, d))
+    q, k = _gaussian_queries_keys(n, d, rng)
     r = np.linalg.norm(q, axis=1) / np.sqrt(d)
     rho = np.linalg.norm(k, axis=1) / np.sqrt(d)
     t = (q / np.linalg.norm(q, axis=1)[:, None]) @ (k / np.linalg.norm(k, axis=1)[:, None]).T
     x = beta * np.sqrt(d) * np.outer(r, rho)
-    c0, c1, c2 = gegenbauer_coefficients(x, d)
-    product = _degree_two_product(n, harmonic_dimension(d, 2), rng)
+    c = gegenbauer_coefficients(x, d, degrees=range(exact_degrees + 1))
+    structured = c[1] * t
+    for degree in range(2, exact_degrees + 1):
+        structured += c[degree] * _gaussian_product(n, harmonic_dimension(d, degree), rng)
     if noise == "gaussian":
-        rest = np.sqrt(harmonic_noise_variance(x, d)) * rng.standard_normal((n, n))
+        rest = (np.sqrt(harmonic_noise_variance(x, d, exact_degrees))
+                * rng.standard_normal((n, n)))
     else:
-        remainder = np.exp(x * t) - c0 - c1 * t - c2 * (d * t * t - 1.0) / (d - 1.0)
+        remainder = np.exp(x * t)
+        for degree, coefficient in enumerate(c):
+            remainder -= coefficient * gegenbauer_polynomial(t, d, degree)
         rest = remainder * rng.choice(np.array([-1.0, 1.0]), size=(n, n))
     scale = np.exp(-0.5 * beta ** 2 * r ** 2)[:, None] / np.sqrt(n)
-    return scale * (c1 * t + c2 * product + rest)
+    return scale * (structured + rest)
+
+
+def _gaussian_queries_keys(n, d, rng):
+    """``Q, K``: ``n x d`` i.i.d. N(0, 1), queries first (the draw order of every model here)."""
+    return rng.standard_normal((n, d)), rng.standard_normal((n, d))
+
+
+def hermite_noise_variance(beta, order):
+    """``alpha_m^2 = sum_(k > m) beta^(2k)/k!``, the variance left after ``order`` terms.
+
+    ``theta1 = exp(beta^2) - 1 = sum_(k >= 1) beta^(2k)/k!`` is the variance of
+    ``exp(beta s - beta^2/2)`` for ``s ~ N(0, 1)`` (theory eq. (2.4)); the tail is
+    ``exp(x) P(m + 1, x)``, ``x = beta^2``, with ``P`` the regularised lower incomplete
+    gamma function (no cancellation at small ``beta``); theory eq. (15.9).
+
+    Examples
+    --------
+    >>> round(hermite_noise_variance(1.0, 1), 12) == round(np.e - 2, 12)   # e - 1 - 1
+    True
+    """
+    x = float(beta) ** 2
+    return float(math.exp(x) * gammainc(order + 1, x))
+
+
+def hermite_truncation_matrix(n, d, beta, *, order=2, rng=None):
+    """The Hermite truncation of order ``m`` with homogeneous noise (theory eq. (15.9)).
+
+    ``Y = [sum_(k=1..m) beta^k He_k(S)/k! + alpha_m W]/sqrt(n)`` with
+    ``S = Q K^T/sqrt(d)`` (Gaussian queries and keys), ``He_k`` the
+    probabilists' Hermite polynomials applied entrywise, ``W`` i.i.d. N(0, 1)
+    and ``alpha_m^2 = e^(beta^2) - 1 - sum_(k <= m) beta^(2k)/k!``
+    (:func:`hermite_noise_variance`).  ``order=1`` is the linear model (theory
+    eq. (7.6)); orders 2 and 3 are the steps "+ He_2" and "+ He_3" of theory
+    section 15.3.
+
+    Parameters
+    ----------
+    n : int
+        Tokens, ``n >= 2``.
+    d : int
+        Head width, ``d >= 3``.
+    beta : float
+        Inverse temperature, ``0 < beta <= MAX_FINITE_BETA``.
+    order : int, optional
+        ``1 <= order <= MAX_HERMITE_ORDER``.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Passed to :func:`numpy.random.default_rng`; ``Q``, ``K``, then ``W`` are drawn.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+
+    Raises
+    ------
+    TypeError, ValueError
+        For arguments of the wrong type or range.
+
+    Examples
+    --------
+    >>> hermite_truncation_matrix(32, 8, 0.5, order=3, rng=0).shape
+    (32, 32)
+    """
+    beta, n, d = _check_args(beta, n, d)
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)):
+        raise TypeError(f"order must be an integer, got {type(order).__name__}")
+    if not 1 <= order <= MAX_HERMITE_ORDER:
+        raise ValueError(f"order must satisfy 1 <= order <= {MAX_HERMITE_ORDER}, got {order}")
+    rng = rng_generator(rng)
+    q, k = _gaussian_queries_keys(n, d, rng)
+    s = q @ k.T / np.sqrt(d)
+    # He_(k+1)(s) = s He_k(s) - k He_(k-1)(s), He_0 = 1, He_1 = s
+    previous, current = np.ones_like(s), s
+    total = beta * s
+    for degree in range(2, order + 1):
+        previous, current = current, s * current - (degree - 1) * previous
+        total += beta ** degree / math.factorial(degree) * current
+    total += math.sqrt(hermite_noise_variance(beta, order)) * rng.standard_normal((n, n))
+    total /= np.sqrt(n)
+    return total
+
+
+def row_variance_matrix(n, d, beta, *, rng=None):
+    """The kernel normalised by each row's own score variance (theory eq. (15.1)).
+
+    ``Y_ij = [exp(beta s_ij - beta^2 r_i^2/2) - 1]/sqrt(n)`` with
+    ``s_ij = q_i . k_j/sqrt(d)`` and ``r_i^2 = |q_i|^2/d``, the variance of row
+    ``i``'s scores given ``q_i``: the last step of theory section 15.3 before the
+    harmonic models, and the approximation of ``sqrt(n)(A - 11^T/n)`` they
+    start from.
+
+    Parameters
+    ----------
+    n : int
+        Tokens, ``n >= 2``.
+    d : int
+        Head width, ``d >= 3``.
+    beta : float
+        Inverse temperature, ``0 < beta <= MAX_FINITE_BETA``.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Passed to :func:`numpy.random.default_rng`; ``Q`` then ``K`` are drawn.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, n)
+
+    Examples
+    --------
+    >>> row_variance_matrix(32, 8, 0.5, rng=0).shape
+    (32, 32)
+    """
+    beta, n, d = _check_args(beta, n, d)
+    q, k = _gaussian_queries_keys(n, d, rng_generator(rng))
+    exponent = beta * (q @ k.T) / np.sqrt(d)
+    exponent -= (0.5 * beta ** 2 / d) * np.einsum("ij,ij->i", q, q)[:, None]
+    out = np.expm1(exponent)
+    out /= np.sqrt(n)
+    return out
 
 
 class EmpiricalSpectrumLaw:
@@ -425,7 +611,7 @@ class EmpiricalSpectrumLaw:
         return float(self.values[0]), float(self.values[-1])
 
 
-def finite_width_law(beta, n, d, *, draws=4, noise="signed", rng=None):
+def finite_width_law(beta, n, d, *, draws=4, noise="signed", exact_degrees=2, rng=None):
     """Predicted squared singular values of ``sqrt(n)(A - 11^T/n)`` at head width ``d``.
 
     Theory note 15.
@@ -451,6 +637,9 @@ def finite_width_law(beta, n, d, *, draws=4, noise="signed", rng=None):
         sampled through its Bartlett factor).
     noise : {"signed", "gaussian"}, optional
         The model of the degrees ``>= 3`` (see :func:`harmonic_equivalent_matrix`).
+    exact_degrees : {2, 3}, optional
+        ``3`` keeps degree 3 as a Gaussian product too (theory eq. (15.10), for
+        narrow heads; measured in theory section 15.5).
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Passed to :func:`numpy.random.default_rng`.
 
@@ -474,12 +663,13 @@ def finite_width_law(beta, n, d, *, draws=4, noise="signed", rng=None):
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
         raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
     seeds = rng_generator(rng).spawn(int(draws))
-    values = [squared_singular_values(harmonic_equivalent_matrix(n, d, beta, noise=noise,
-                                                                 rng=s))
-              for s in seeds]
+    _check_exact_degrees(exact_degrees)
+    values = [squared_singular_values(harmonic_equivalent_matrix(
+        n, d, beta, noise=noise, exact_degrees=exact_degrees, rng=s)) for s in seeds]
+    kept = "" if exact_degrees == 2 else f", degrees <= {exact_degrees} kept"
     return EmpiricalSpectrumLaw(np.concatenate(values),
-                                description=f"harmonic equivalent ({noise} noise), n={n}, "
-                                            f"d={d}, beta={beta}, {draws} draws")
+                                description=f"harmonic equivalent ({noise} noise{kept}), "
+                                            f"n={n}, d={d}, beta={beta}, {draws} draws")
 
 
 # ---------------------------------------------------------------------------
@@ -491,37 +681,88 @@ def _build_finite_seed(draw, rng):
     return rng.integers(0, 2 ** 63, size=4, dtype=np.int64)
 
 
+#: Options of the harmonic registry models (``validate(..., options=...)``).
+_HARMONIC_OPTIONS = {"exact_degrees": 2}
+
+
+def _finite_seed(draw):
+    return np.random.SeedSequence([int(w) for w in draw.get("finite_seed")])
+
+
+def _sample_harmonic(draw, noise):
+    exact = draw.options.get("exact_degrees", _HARMONIC_OPTIONS["exact_degrees"])
+    return harmonic_equivalent_matrix(draw.n, draw.d_qk, draw.beta, noise=noise,
+                                      exact_degrees=exact, rng=_finite_seed(draw))
+
+
 def _sample_harmonic_equivalent(draw):
-    seed = np.random.SeedSequence([int(w) for w in draw.get("finite_seed")])
-    return harmonic_equivalent_matrix(draw.n, draw.d_qk, draw.beta, noise="gaussian", rng=seed)
+    return _sample_harmonic(draw, "gaussian")
 
 
 def _sample_harmonic_signed(draw):
-    seed = np.random.SeedSequence([int(w) for w in draw.get("finite_seed")])
-    return harmonic_equivalent_matrix(draw.n, draw.d_qk, draw.beta, noise="signed", rng=seed)
+    return _sample_harmonic(draw, "signed")
+
+
+def _sample_hermite2(draw):
+    return hermite_truncation_matrix(draw.n, draw.d_qk, draw.beta, order=2,
+                                     rng=_finite_seed(draw))
+
+
+def _sample_hermite3(draw):
+    return hermite_truncation_matrix(draw.n, draw.d_qk, draw.beta, order=3,
+                                     rng=_finite_seed(draw))
+
+
+def _sample_row_variance(draw):
+    return row_variance_matrix(draw.n, draw.d_qk, draw.beta, rng=_finite_seed(draw))
 
 
 def _check_harmonic_model(n, d_qk, **options):
     if d_qk < MIN_FINITE_D:
         raise ValueError(f"d_qk must be >= {MIN_FINITE_D} for the harmonic model, got {d_qk}")
+    if "exact_degrees" in options:
+        _check_exact_degrees(options["exact_degrees"])
 
 
 def _register_models():
     # Degree 0 of (15.3) is left out of (15.6), so no deterministic low-rank
-    # part remains; the model has no n -> infinity limit law at fixed d.
+    # part remains; the model has no n -> infinity limit law at fixed d, and
+    # validate compares its sampled spectrum with softmax attention's instead
+    # (compare_with, theory section 15.4).
     from ._models import Intermediate, Model, register_intermediate, register_model
 
     register_intermediate(Intermediate("finite_seed", _build_finite_seed, stream="finite"))
+    # The steps of theory section 15.3 before the harmonic models.  They draw Q and K
+    # from the same finite-width stream as the harmonic models (so they share them:
+    # differences between these models are not sampling noise), independent of
+    # attention's (so their two-sample distance to attention has the floor validate
+    # reports).  Non-bulk parts as in the proof chain (theory eq. (7.8)): He_2(S) has
+    # a conditional column mean (|k_j|^2/d - 1) and a row factor (|q_i|^2/d - 1), as
+    # "normalized"; the row-normalised kernel keeps only the conditional column mean,
+    # as "attention".
+    for name, sample, equation, outliers, description in (
+            ("hermite2", _sample_hermite2, "theory eq. (15.9)", 2,
+             "(beta S + beta^2 He_2(S)/2 + alpha_2 W)/sqrt(n), Hermite truncation"),
+            ("hermite3", _sample_hermite3, "theory eq. (15.9)", 2,
+             "(beta S + beta^2 He_2(S)/2 + beta^3 He_3(S)/6 + alpha_3 W)/sqrt(n)"),
+            ("row_variance", _sample_row_variance, "theory eq. (15.1)", 1,
+             "(exp(beta s_ij - beta^2 |q_i|^2/(2d)) - 1)/sqrt(n), own row variance")):
+        register_model(Model(name, sample, uses=("finite_seed",), outliers=outliers,
+                             description=description, equation=equation,
+                             check=_check_harmonic_model, compare_with="attention"))
+
     register_model(Model("harmonic_equivalent", _sample_harmonic_equivalent,
                          uses=("finite_seed",),
                          description="finite-width harmonic Gaussian equivalent of "
                                      "sqrt(n)(A - 11^T/n)",
-                         equation="theory eq. (15.6)", check=_check_harmonic_model))
+                         equation="theory eq. (15.6)", check=_check_harmonic_model,
+                         compare_with="attention", options=_HARMONIC_OPTIONS))
     register_model(Model("harmonic_signed", _sample_harmonic_signed,
                          uses=("finite_seed",),
                          description="harmonic equivalent with the signed exact remainder "
                                      "of degrees >= 3",
-                         equation="theory eq. (15.8)", check=_check_harmonic_model))
+                         equation="theory eq. (15.8)", check=_check_harmonic_model,
+                         compare_with="attention", options=_HARMONIC_OPTIONS))
 
 
 _register_models()

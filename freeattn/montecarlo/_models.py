@@ -385,6 +385,17 @@ class Model:
         argument) if the model cannot be sampled at these sizes, e.g. a key
         width that the number of heads does not divide; ``validate`` and
         ``convergence`` call it before any draw.  ``None``: every size works.
+    compare_with : str or None
+        Name of a registered model whose *sampled* spectrum this one is compared
+        with, for a model without a limit law (e.g. ``"attention"`` for the
+        finite-width models of theory note 15).  :func:`freeattn.validate`
+        then samples that model too (on its own streams of the same draws, and
+        on as many independent draws for the noise floor) and reports the
+        two-sample Kolmogorov distance of the pooled bulks, the floor, their
+        ratio and the compared model's own distance to its law
+        (:class:`freeattn.montecarlo._validation.ModelResult`).  Without a law
+        of its own, the model's outliers are judged against the compared
+        model's edge.  ``None``: no sampled comparison.
     """
 
     name: str
@@ -401,11 +412,17 @@ class Model:
     spectrum: Optional[Callable] = None
     floor: bool = False
     check: Optional[Callable] = None
+    compare_with: Optional[str] = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "," in self.name:
             raise ValueError(f"model name must be a non-empty string without commas, "
                              f"got {self.name!r}")
+        if self.compare_with is not None and (
+                not isinstance(self.compare_with, str) or not self.compare_with
+                or self.compare_with == self.name):
+            raise ValueError(f"model {self.name!r}: compare_with must be None or the name "
+                             f"of another model, got {self.compare_with!r}")
         if not callable(self.sample):
             raise TypeError(f"model {self.name!r}: sample must be callable")
         for field in ("law", "reference", "check"):

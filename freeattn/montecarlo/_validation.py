@@ -85,6 +85,26 @@ class ModelResult:
         and ``sqrt(n)``.
     sqrt_n : float
         ``sqrt(n)``, the common mode of the uncentred ``sqrt(n) A``.
+    compared_with : str
+        For a model with ``compare_with`` (``freeattn.Model``; the finite-width
+        models of theory note 15, which have no limit law): the model its
+        sampled spectrum is compared with, e.g. ``"attention"``; ``""``
+        otherwise (and the four fields below are NaN).
+    ks_compared : float
+        Two-sample Kolmogorov distance between the pooled bulk of this model
+        and that of ``compared_with`` over the same draws (each on its own
+        random streams).
+    ks_compared_floor : float
+        Its noise floor: the two-sample distance between the pooled bulk of
+        ``compared_with`` and its pooled bulk over ``draws`` independent
+        draws (one realisation; the two samples have the sizes of the
+        comparison above, so under "same law" the comparison is of this size).
+    ks_compared_ratio : float
+        ``ks_compared / ks_compared_floor``.
+    ks_compared_law : float
+        The ``ks`` of ``compared_with`` to its own limiting law (for
+        ``"attention"``: the paper's law ``attention_law(beta, gamma).squared()``),
+        for comparison with ``ks_compared``.
     """
 
     model: str
@@ -108,6 +128,11 @@ class ModelResult:
     removed: int
     top_singular_values: tuple
     sqrt_n: float
+    compared_with: str = ""
+    ks_compared: float = math.nan
+    ks_compared_floor: float = math.nan
+    ks_compared_ratio: float = math.nan
+    ks_compared_law: float = math.nan
 
     @property
     def beats_mp(self):
@@ -138,7 +163,22 @@ _REPORT_COLUMNS = (
 
 # Scalar fields of a ModelResult, one csv column each (tuples get one column per entry).
 _CSV_SCALARS = ("ks", "w1", "ks_mp", "w1_mp", "ks_noise", "w1_noise", "ks_iid", "largest",
-                "largest_se", "edge", "mp_edge", "above_edge", "removed", "sqrt_n")
+                "largest_se", "edge", "mp_edge", "above_edge", "removed", "sqrt_n",
+                "compared_with", "ks_compared", "ks_compared_floor", "ks_compared_ratio",
+                "ks_compared_law")
+
+# The table of sampled comparisons (models with ``compare_with``), text and markdown only;
+# the csv and json carry the same fields with every other number of the model.
+_COMPARED_COLUMNS = (
+    ("model", "model", lambda r: r.model),
+    ("compared_with", "compared with", lambda r: r.compared_with),
+    ("ks_compared", "KS", lambda r: f"{r.ks_compared:.4f}"),
+    ("ks_compared_floor", "KS floor", lambda r: f"{r.ks_compared_floor:.4f}"),
+    ("ks_compared_ratio", "KS / floor", lambda r: f"{r.ks_compared_ratio:.2f}"),
+    ("ks_compared_law", "its KS to law", lambda r: f"{r.ks_compared_law:.4f}"),
+    ("law_over_ks", "law / KS", lambda r: f"{r.ks_compared_law / r.ks_compared:.2f}"
+     if r.ks_compared > 0 else "nan"),
+)
 
 
 def _results_table(results):
@@ -147,6 +187,14 @@ def _results_table(results):
                for name, label, fmt in _REPORT_COLUMNS]
     # every cell is computed from the whole result, so each row holds the result itself
     return Table(columns, [[r] * len(columns) for r in results])
+
+
+def _compared_table(results):
+    """The text/markdown table of the sampled comparisons, one row per model with one."""
+    columns = [Column(name, label, format=fmt,
+                      align="left" if name in ("model", "compared_with") else "right")
+               for name, label, fmt in _COMPARED_COLUMNS]
+    return Table(columns, [[r] * len(columns) for r in results if r.compared_with])
 
 
 def _results_csv(results):
@@ -182,7 +230,10 @@ class ValidationReport:
         child ``spawn_key + (i,)``, and the bootstrap of model ``m`` the
         seed sequence with spawn key ``spawn_key + (draws, crc32(m))``
         (``zlib.crc32`` of the name), so a model's result does not depend on
-        the other models asked for.
+        the other models asked for.  When a requested model is compared with a
+        sampled model (``freeattn.Model.compare_with``), the noise floor of that
+        comparison samples the compared model on ``draws`` further children
+        ``spawn_key + (draws + 1 + i,)``.
     theta1, edge, mp_edge : float
         ``exp(beta**2) - 1``, the squared edge of the single-head law
         ``attention_law(beta, gamma)`` and ``4 theta1`` (each model's own
@@ -220,16 +271,33 @@ class ValidationReport:
                 f"n={self.n}, d_qk={self.d_qk}, draws={self.draws}; "
                 f"predicted squared edge {self.edge:.4f} (MP {self.mp_edge:.4f})")
         own = [f"{r.model} {r.edge:.4f}" for r in self.results.values()
-               if not (r.edge == self.edge or math.isnan(r.edge) and math.isnan(self.edge))]
+               if not (r.edge == self.edge or math.isnan(r.edge))]
         if own:
             line += "; models with their own law, edge: " + ", ".join(own)
+        lawless = [r.model for r in self.results.values()
+                   if math.isnan(r.edge) and not r.compared_with]
+        if lawless:
+            line += "; without a limit law (no distance): " + ", ".join(lawless)
         return line
 
     def document(self):
-        """The report as a :class:`freeattn.core._render.Document` (any format)."""
+        """The report as a :class:`freeattn.core._render.Document` (any format).
+
+        Text and markdown show one table of every model and, when some model
+        is compared with a sampled model (``freeattn.Model.compare_with``), a
+        second table of those comparisons; csv and json hold every field of
+        every :class:`ModelResult` (the comparison fields are NaN/null and
+        ``compared_with`` empty for the other models).
+        """
         results = list(self.results.values())
-        return Document([self._header_line(), _results_table(results)],
-                        data=self.to_dict(), csv=_results_csv(results))
+        blocks = [self._header_line(), _results_table(results)]
+        if any(r.compared_with for r in results):
+            blocks += ["", f"Sampled comparisons (models without a limit law): two-sample KS "
+                           f"of the pooled bulks over the same {self.draws} draws; floor: the "
+                           f"compared model against {self.draws} independent draws of itself; "
+                           f"'its KS to law': the compared model's distance to its own law",
+                       _compared_table(results)]
+        return Document(blocks, data=self.to_dict(), csv=_results_csv(results))
 
     def to_json(self, indent=2):
         """The report as a JSON string (non-finite numbers as ``null``).
@@ -271,13 +339,35 @@ def _law_range_error(name, value, lo, hi, extra=""):
 POSITIVE_GAMMA = Real(0.0, math.inf, low_closed=False, high_closed=False)
 
 
+def _with_compared(models):
+    """``models`` and every model they are compared with (``Model.compare_with``),
+    in registry order."""
+    from ._models import MODELS
+
+    while True:
+        names = {m.name for m in models}
+        missing = []
+        for model in models:
+            target = model.compare_with
+            if target is None or target in names or target in missing:
+                continue
+            if target not in MODELS:
+                raise ValueError(f"model {model.name!r} is compared with {target!r}, which "
+                                 f"is not registered; registered models: "
+                                 f"{', '.join(MODELS)}")
+            missing.append(target)
+        if not missing:
+            return models
+        models = resolve_models(list(models) + missing)
+
+
 def _check_validate_args(beta, gamma, n, draws, models, progress, options=None):
     """All checks of :func:`validate`'s arguments; return them normalized."""
     b = ATTENTION_BETA.check(beta, "beta")
     g = POSITIVE_GAMMA.check(gamma, "gamma")
     n = Integer(2).check(n, "n")
     draws = Integer(1).check(draws, "draws")
-    models = resolve_models(models)
+    models = _with_compared(resolve_models(models))
     options = check_options(options, models)
     check_progress(progress)
     # d_qk/n is within 1/(2n) of gamma, so a gamma beyond the law's range by
@@ -313,13 +403,22 @@ def _ks(law, sorted_x, floor=None):
     return stats.ks_distance(cdf, cdf - atom * (sorted_x <= 0.0) if atom else None)
 
 
-def _model_result(model, spectra, n, law, reference, rng):
-    """Statistics of one model from its per-draw ascending spectra."""
+def _split(model, spectra, n, edge):
+    """Each draw's ``(bulk, removed)`` (theory eq. (7.8)) with outliers judged against ``edge``."""
+    return [stats.split_bulk(values, n, edge, zeros=model.zeros,
+                             common_mode=model.common_mode, outliers=model.outliers)
+            for values in spectra]
+
+
+def _model_result(model, spectra, n, law, reference, rng, split_edge=math.nan):
+    """Statistics of one model from its per-draw ascending spectra.
+
+    Without a law, outliers are judged against ``split_edge`` (the edge of the
+    law of the model it is compared with, NaN: none is removed).
+    """
     edge = float(law.support()[1]) if law is not None else math.nan
     mp_edge = float(reference.support()[1]) if reference is not None else math.nan
-    split = [stats.split_bulk(values, n, edge, zeros=model.zeros,
-                              common_mode=model.common_mode, outliers=model.outliers)
-             for values in spectra]
+    split = _split(model, spectra, n, edge if law is not None else split_edge)
     bulks = [b for b, _ in split]
     pooled = np.sort(np.concatenate(bulks))
 
@@ -375,20 +474,57 @@ def _bootstrap_seed(base, model):
                                   pool_size=base.pool_size)
 
 
+def _compared_fields(model, compared, spectra, floor_spectra, n, split_edge, results):
+    """The sampled-comparison fields of ``model``'s :class:`ModelResult` (see its
+    ``compared_with``): two-sample KS to ``compared`` over the same draws, the floor
+    of ``compared`` against its independent draws, their ratio, ``compared``'s own KS."""
+
+    def pooled(which, per_draw, edge):
+        return np.sort(np.concatenate([b for b, _ in _split(which, per_draw, n, edge)]))
+
+    own_edge = results[compared.name].edge
+    mine = pooled(model, [s[model.name] for s in spectra],
+                  results[model.name].edge if not math.isnan(results[model.name].edge)
+                  else split_edge)
+    theirs = pooled(compared, [s[compared.name] for s in spectra], own_edge)
+    twins = pooled(compared, [s[compared.name] for s in floor_spectra], own_edge)
+    ks = stats.ks_two_sample(mine, theirs)
+    floor = stats.ks_two_sample(theirs, twins)
+    return dict(compared_with=compared.name, ks_compared=ks, ks_compared_floor=floor,
+                ks_compared_ratio=ks / floor if floor > 0 else math.inf,
+                ks_compared_law=results[compared.name].ks)
+
+
 def _validate(beta, gamma, n, d_qk, draws, models, options, root, executor, progress):
     start = time.perf_counter()
     seed = seed_dict(root)
     draw_seeds = root.spawn(draws)
     bootstrap_base = root.spawn(1)[0]
+    # the noise floor of sampled comparisons: the compared models on independent draws
+    floor_seeds = root.spawn(draws)
     # laws before draws: a law that cannot be computed fails before a long run
     laws = {m.name: (m.limit_law(beta, gamma, options), m.reference_law(beta, gamma, options))
             for m in models}
     single = single_head_law(beta, gamma)
     theta1 = float(linear_coefficients(beta).theta1)
+    by_name = {m.name: m for m in models}
+    compared = tuple(m for m in models if any(x.compare_with == m.name for x in models))
     spectra = run_draws(n, d_qk, beta, models, draw_seeds, executor, progress, options)
+    floor_spectra = (run_draws(n, d_qk, beta, compared, floor_seeds, executor, progress,
+                               options) if compared else [])
+
+    def split_edge(m):
+        law = laws[m.compare_with][0] if m.compare_with else None
+        return float(law.support()[1]) if law is not None else math.nan
+
     results = {m.name: _model_result(m, [s[m.name] for s in spectra], n, *laws[m.name],
-                                     np.random.default_rng(_bootstrap_seed(bootstrap_base, m)))
+                                     np.random.default_rng(_bootstrap_seed(bootstrap_base, m)),
+                                     split_edge(m))
                for m in models}
+    for m in models:
+        if m.compare_with:
+            results[m.name] = dataclasses.replace(results[m.name], **_compared_fields(
+                m, by_name[m.compare_with], spectra, floor_spectra, n, split_edge(m), results))
     return ValidationReport(beta=beta, gamma=gamma, n=n, d_qk=d_qk, draws=draws,
                             seed=seed, theta1=theta1, edge=float(single.support()[1]),
                             mp_edge=float(same_variance_mp(beta, gamma).support()[1]),
