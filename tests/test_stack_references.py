@@ -1,0 +1,189 @@
+"""Stacks of attention layers against 40-digit references (theory eqs. (13.2), (13.9)-(13.11)).
+
+The references (``tests/reference/stack_references.json``) are written by
+``tests/reference/make_stack_references.py`` with mpmath at 50 digits, stored
+to 40, from the closed S-transform of the product (theory eqs. (13.9),
+(13.10)): the upper edge is the critical value of ``chi`` (solved by
+``findroot``), the density the continued root of ``chi(w) = 1/x``, the
+hard-edge constant eq. (13.11).  They use no part of freeattn's solvers; the
+script checked its moments against freeattn's exact ones (eq. (13.3)) to 30
+digits and its density's mass and mean by quadrature (the numbers are in the
+JSON's ``checks``).  Here the engine's ``attention_stack_law`` (the
+subordination solve of theory eqs. (14.4), (14.6), (14.8)) is measured against
+them.
+"""
+
+import json
+import pathlib
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from freeattn.attention._stack_law import attention_stack_law
+
+REFERENCE = pathlib.Path(__file__).parent / "reference" / "stack_references.json"
+DATA = json.loads(REFERENCE.read_text())
+CASES = DATA["cases"]
+
+#: Upper edge, relative (the engine's locator, theory eq. (14.9), against the
+#: critical value of eq. (13.10)).  Measured maximum 8.9e-16 (L = 2), 1.1e-15 (L = 3).
+EDGE_RTOL = 1e-12
+#: Density (``pdf``), relative, at the 19 fractions of the band stored.  Measured
+#: maximum over the L = 2 cases 1.6e-11, at 0.999 of the band (the Chebyshev
+#: representation next to the soft edge; the engine's direct solve ``_density``
+#: is within 4.8e-13 there); elsewhere <= 1.3e-13.  L = 3: 1.0e-12 (at 0.999).
+DENSITY_RTOL = 1e-10
+#: Cauchy transform at two points off the axis inside the band and two real points
+#: outside the support, relative.  Measured maximum 1.2e-13 (L = 2), 5.6e-16 (L = 3).
+STIELTJES_RTOL = 1e-10
+#: ``moment(k)``, k <= 6, against the references' 40 digits: the engine's moments
+#: are exact series rounded to float (theory eqs. (8.21)-(8.24)); measured maximum
+#: 6.7e-16 (L = 2) and 1.3e-15 (L = 3), a few ulps.
+MOMENT_RTOL = 2e-15
+#: The hard-edge constant C of eq. (13.11) against the engine's first panel
+#: (``_edge_coefficient``).  Measured maximum 4.4e-16 (L = 2), 3.3e-16 (L = 3).
+HARD_EDGE_RTOL = 1e-12
+
+FAST = ["L2_beta1_gamma1", "L2_beta0.5_gamma1", "L2_beta1_gamma0.5"]
+SLOW = ["L2_mixed"]
+DEEP = "L3_beta1_gamma1"
+
+_LAWS = {}
+
+
+def _law(name):
+    if name not in _LAWS:
+        case = CASES[name]
+        _LAWS[name] = attention_stack_law([float(b) for b in case["betas"]],
+                                          [float(g) for g in case["gammas"]],
+                                          layers=case["layers"])
+    return _LAWS[name]
+
+
+def _floats(rows):
+    return np.array([[float(v) for v in row] for row in rows])
+
+
+def _edge_error(name):
+    law = _law(name)
+    (lo, hi), = law.intervals()
+    ref = float(CASES[name]["intervals"][0][1])
+    assert lo == 0.0                        # eq. (14.6): the support reaches 0
+    return abs(hi / ref - 1.0)
+
+
+def _density_error(name, rows=slice(None)):
+    pts = _floats(CASES[name]["density"])[rows]
+    got = _law(name).pdf(pts[:, 0])
+    return float(np.max(np.abs(got / pts[:, 1] - 1.0)))
+
+
+def _stieltjes_error(name):
+    pts = _floats(CASES[name]["stieltjes"])
+    z = pts[:, 0] + 1j * pts[:, 1]
+    ref = pts[:, 2] + 1j * pts[:, 3]
+    return float(np.max(np.abs(_law(name).stieltjes(z) / ref - 1.0)))
+
+
+def _check_case(name, rows=slice(None)):
+    case = CASES[name]
+    law = _law(name)
+    # edges: one band [0, x_+], x_+ = 1/chi(w*) (eq. (13.10))
+    assert _edge_error(name) <= EDGE_RTOL
+    # density at 0.001 .. 0.999 of the band (eq. (13.10)) and G (eq. (13.10))
+    assert _density_error(name, rows) <= DENSITY_RTOL
+    assert _stieltjes_error(name) <= STIELTJES_RTOL
+    # exact moments (eq. (13.3)) against the reference series of eq. (13.10)
+    ref = [float(m) for m in case["moments"]]
+    got = [law.moment(k) for k in range(1, len(ref) + 1)]
+    np.testing.assert_allclose(got, ref, rtol=MOMENT_RTOL, atol=0)
+    # hard edge (eqs. (13.11), (14.6)): exponent -L/(L+1) exactly, and its constant
+    iv = law.interval_details()[0]
+    assert Fraction(iv.lo_exponent) == Fraction(case["hard_edge"]["exponent"])
+    coef = float(case["hard_edge"]["coefficient"])
+    assert abs(law._edge_coefficient() / coef - 1.0) <= HARD_EDGE_RTOL
+
+
+def test_references_are_self_consistent():
+    # the script's own checks, as stored: moments equal freeattn's exact ones (eq. (13.3))
+    # to 30 digits, unit mass and the mean prod theta1 by quadrature to 1e-16, and
+    # (13.11) approached like x**(1/(L+1)) at 1e-10, 1e-20, 1e-30 of the edge
+    assert DATA["dps"] >= 40
+    for name, case in CASES.items():
+        checks = case["checks"]
+        assert float(checks["moments_vs_freeattn_stack_moments_rel"]) <= 1e-30, name
+        assert float(checks["quadrature_mass_minus_1"]) <= 1e-16, name
+        assert float(checks["quadrature_mean_rel"]) <= 1e-16, name
+        ratios = [float(r) for r in case["hard_edge"]["ratio_at_1e-10_1e-20_1e-30_of_edge"]]
+        assert abs(ratios[2] - 1.0) < abs(ratios[1] - 1.0) < abs(ratios[0] - 1.0) < 0.1, name
+        # the mean is the product of the layers' theta1 (eq. (13.3)), to the stored digits
+        mean = np.prod([float(t) for t in case["theta1"]])
+        assert abs(float(case["moments"][0]) / mean - 1.0) <= 1e-15, name
+        assert len(case["density"]) == len(DATA["density_fractions"])
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_two_layer_law_against_reference(name):
+    _check_case(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SLOW)
+def test_two_layer_law_per_layer_parameters_against_reference(name):
+    # per-layer (beta, gamma) = (1, 1), (0.5, 0.5): the product of the two S_H of eq. (13.9)
+    _check_case(name)
+
+
+@pytest.mark.slow
+def test_three_layer_law_against_reference():
+    # eq. (13.10) with L = 3 (the engine's many-law system, eq. (14.8)); the law costs
+    # about 60-70 s of CPU (measured on a loaded machine), so it is checked only here,
+    # with one density point (the middle of the band; all 19 measured <= 1.0e-12)
+    middle = DATA["density_fractions"].index("0.5")
+    _check_case(DEEP, rows=[middle])
+
+
+# ---------------------------------------------------------------------------
+# Haar rotation at large N: the free product without free probability
+
+#: Size and seeds of the Haar cross-check.  Measured KS distance of the eigenvalues of
+#: T^{1/2} O T O^T T^{1/2} to the two-layer law at N = 1000: 0.0027-0.0031 (seeds 0-3;
+#: 0.0018-0.0022 at N = 1500), of order 1/N, not 1/sqrt(N): the spectrum is rigid.
+#: Two independent draws differ by 0.004.  The i.i.d. (bootstrap) width of a KS
+#: distance from N values is about 1.36/sqrt(N) = 0.043 at 95%; the classical
+#: (commuting) product of the same diagonals is 0.051 from the law.
+HAAR_N = 1000
+HAAR_SEEDS = (0, 1)
+#: Bound on the KS distance: about three times the measured 0.0031.
+HAAR_KS_MAX = 0.01
+#: The commuting product must be farther than this (measured 0.051).
+CLASSICAL_KS_MIN = 0.03
+
+
+def _ks_to_law(values, law):
+    v = np.sort(values)
+    f = law.cdf(v)
+    e = np.arange(1, v.size + 1) / v.size
+    return float(np.max(np.maximum(np.abs(f - e), np.abs(f - (e - 1.0 / v.size)))))
+
+
+@pytest.mark.slow
+def test_two_layer_law_against_haar_rotation():
+    # eq. (13.2) at L = 2 (beta = gamma = 1) without free probability: T = diag of the
+    # single-layer law's quantiles (i + 1/2)/N, O Haar orthogonal (QR of a Gaussian with
+    # the signs of diag(R)); T^{1/2} O T O^T T^{1/2} has, as N -> oo, the law nu ⊠ nu
+    import freeattn
+
+    one = freeattn.attention_law(1.0, 1.0).squared()
+    law = _law("L2_beta1_gamma1")
+    q = one.ppf((np.arange(HAAR_N) + 0.5) / HAAR_N)
+    root = np.sqrt(q)
+    for seed in HAAR_SEEDS:
+        rng = np.random.default_rng(seed)
+        o, r = np.linalg.qr(rng.standard_normal((HAAR_N, HAAR_N)))
+        o *= np.sign(np.diag(r))
+        ev = np.linalg.eigvalsh(root[:, None] * ((o * q) @ o.T) * root[None, :])
+        assert _ks_to_law(ev, law) <= HAAR_KS_MAX, seed
+    classical = q * np.random.default_rng(9).permutation(q)
+    assert _ks_to_law(classical, law) >= CLASSICAL_KS_MIN
