@@ -33,6 +33,11 @@ REF = json.loads((pathlib.Path(__file__).parent / "reference" / "moment_referenc
 #: Two ulps: a correctly rounded moment differs from the reference's (rounded)
 #: value by at most one ulp of each.
 ULP2 = 2 * np.finfo(float).eps
+#: Per order k, relative: a law whose tower parameters are floats computed by numpy/scipy
+#: (the multi-head population) carries their rounding, ~1 ulp, into m_k amplified about k
+#: times (m_k is a degree-k polynomial in them). Measured: 2 ulps for m_150 on one machine,
+#: 21 ulps (4.7e-15) on another with numpy 2.4.6 / scipy 1.17.1; bound k ulps.
+ULP_PER_ORDER = np.finfo(float).eps
 
 
 def _ref(case, k):
@@ -82,12 +87,13 @@ def test_multihead_moment_150_is_verified_fixed_point():
     """eqs. (8.21), (8.24): the multi-head law's population has transcendental float
     parameters, so its tower runs in fixed point verified at two precisions; m_150 =
     1.05e192 (the float recursion: 0.0) matches the contour integral of the law's own
-    60-digit Stieltjes solver (23 digits) to 2 ulps."""
+    60-digit Stieltjes solver (23 digits) to k ulps (the rounding of its float
+    parameters, see ULP_PER_ORDER)."""
     law = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0)
     for k in (150, 100, 20, 2, 1):
         ref, digits = _ref("multihead", k)
         assert digits >= 17
-        assert _close(law.moment(k), ref, ULP2), k
+        assert _close(law.moment(k), ref, max(ULP2, k * ULP_PER_ORDER)), k
     assert not law._verified_series(150).exact
 
 
