@@ -1044,15 +1044,20 @@ def figure_finite_width(betas=(0.5, 1.0), n=512, widths=(16, 32, 64, 128), draws
     return fig
 
 
-def _stack_cell(task):
-    """Pooled spectra of the stack models of :func:`figure_stacks` at one depth (picklable)."""
+def _pooled_cell(task):
+    """Pooled bulk spectra of registry models at one setting (picklable).
+
+    ``task`` is ``(n, beta, names, seeds, options)``: every model of ``names``
+    is sampled once per seed (``n`` tokens, head width ``n``) with the model
+    ``options``, and its structural zeros are dropped.
+    """
     from .montecarlo._models import iter_models, resolve_models
 
-    n, beta, layers, names, seeds = task
+    n, beta, names, seeds, options = task
     out = {name: [] for name in names}
     models = resolve_models(list(names))
     for seed in seeds:
-        for model, matrix in iter_models(n, n, beta, models, seed, options={"layers": layers}):
+        for model, matrix in iter_models(n, n, beta, models, seed, options=options):
             out[model.name].append(model.spectrum(matrix)[model.zeros:])
     return {k: np.concatenate(v) for k, v in out.items()}
 
@@ -1109,8 +1114,9 @@ def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_lin
 
     depths = list(depths)
     seeds = iter(np.random.default_rng(rng).spawn(len(depths) * draws))
-    tasks = [(n, beta, L, tuple(models), [next(seeds) for _ in range(draws)]) for L in depths]
-    pooled = list((executor.map if executor is not None else map)(_stack_cell, tasks))
+    tasks = [(n, beta, tuple(models), [next(seeds) for _ in range(draws)], {"layers": L})
+             for L in depths]
+    pooled = list((executor.map if executor is not None else map)(_pooled_cell, tasks))
     theta1 = float(fa.linear_coefficients(beta).theta1)
     fig = _figure((5.2 * len(depths), 3.8))
     for i, (L, spectra) in enumerate(zip(depths, pooled)):
@@ -1139,19 +1145,6 @@ def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_lin
         ax.legend(fontsize=7)
     fig.suptitle(rf"Attention stack, $\beta$ = {beta:g}, n = {n}, {draws} draws", fontsize=9)
     return fig
-
-
-def _tokens_cell(task):
-    """Pooled spectra of the token models of :func:`figure_tokens` for one Gram kind (picklable)."""
-    from .montecarlo._models import iter_models, resolve_models
-
-    n, beta, names, seeds = task
-    out = {name: [] for name in names}
-    models = resolve_models(list(names))
-    for seed in seeds:
-        for model, matrix in iter_models(n, n, beta, models, seed):
-            out[model.name].append(model.spectrum(matrix)[model.zeros:])
-    return {k: np.concatenate(v) for k, v in out.items()}
 
 
 #: Titles of the panels of :func:`figure_tokens`, by token-Gram kind.
@@ -1221,8 +1214,8 @@ def figure_tokens(beta=0.5, n=400, kinds=("wishart", "rotated"), draws=2, *, rng
                              f"got {kind!r}")
     seeds = iter(np.random.default_rng(rng).spawn(len(kinds) * draws))
     tasks = [(n, beta, (f"tokens_{kind}", f"tokens_{kind}_linear"),
-              [next(seeds) for _ in range(draws)]) for kind in kinds]
-    pooled = list((executor.map if executor is not None else map)(_tokens_cell, tasks))
+              [next(seeds) for _ in range(draws)], None) for kind in kinds]
+    pooled = list((executor.map if executor is not None else map)(_pooled_cell, tasks))
     iso = fa.attention_law(beta, 1.0).squared()
     fig = _figure((5.2 * len(kinds), 3.8))
     for i, (kind, spectra) in enumerate(zip(kinds, pooled)):

@@ -7,3 +7,19 @@ import matplotlib
 # Tests never open a window.
 matplotlib.use("Agg")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def load_script(relative_path):
+    """Import a script of the repository (a benchmark, a reference generator) as a module.
+
+    ``relative_path`` is relative to the repository root, e.g.
+    ``"benchmarks/finite_width.py"``.
+    """
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / relative_path
+    spec = importlib.util.spec_from_file_location(path.stem + "_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -275,12 +275,8 @@ def test_noise_kind_is_checked():
 def test_benchmark_row_runs_at_a_tiny_size():
     # benchmarks/finite_width.py (the script behind the table of theory section 15.4): one
     # row at n = 64 has the three distances in (0, 1] and a positive time.
-    import importlib.util
-    import pathlib
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "finite_width.py"
-    spec = importlib.util.spec_from_file_location("finite_width_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from conftest import load_script
+    module = load_script("benchmarks/finite_width.py")
     row = module.row(64, 16, 0.5, 1)
     assert all(0 < row[key] <= 1 for key in ("paper", "gaussian", "signed", "noise"))
     assert row["seconds_per_draw"] > 0

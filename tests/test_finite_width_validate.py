@@ -329,12 +329,8 @@ def test_degree_three_product_fixes_the_narrowest_head():
 def test_narrow_benchmark_row_runs_at_a_tiny_size():
     # benchmarks/finite_width.py --narrow (the table of theory section 15.5, eq. (15.10)): one
     # row at n = 64 has every distance in (0, 1] and positive cost ratios to C.
-    import importlib.util
-    import pathlib
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "finite_width.py"
-    spec = importlib.util.spec_from_file_location("finite_width_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from conftest import load_script
+    module = load_script("benchmarks/finite_width.py")
     row = module.narrow_row(64, 8, 0.5, 1)
     assert row["N3"] == 112
     assert all(0 < row[key] <= 1 for key in ("paper", "noise", "gaussian_2", "gaussian_3",

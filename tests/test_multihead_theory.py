@@ -182,12 +182,8 @@ def test_level_equation_reduces_to_marchenko_pastur():
 
 
 def _reference_module():
-    import importlib.util
-    path = Path(__file__).parent / "reference" / "make_multihead_references.py"
-    spec = importlib.util.spec_from_file_location("make_multihead_references", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from conftest import load_script
+    return load_script("tests/reference/make_multihead_references.py")
 
 
 def test_algebraic_curve_and_its_parametrization():
