@@ -342,6 +342,47 @@ def test_product_chain_of_three_marchenko_pastur_laws():
     assert np.max(np.abs(g / ref.stieltjes(z) - 1.0)) <= 1e-12
 
 
+#: The warm solves of eqs. (14.15)-(14.16) against the cold continuation of section
+#: 14.8 at the same points: both stop Newton at a step of CHAIN_FINAL_RTOL = 1e-14,
+#: so they agree to about that where they land on the same solution (measured
+#: 1.0e-14 relative off the axis, 2.8e-15 on it) and by O(1) where a warm root were
+#: another solution.
+WARM_AGREEMENT_RTOL = 1e-12
+
+
+def test_product_chain_warm_starts_eq_14_15_eq_14_16():
+    # MP(1, 0.01)^⊠2 ⊠ (δ_1 + δ_20)/2 has two bands, so the real axis has a gap,
+    # a region below the support and one above it (all three tables of eq. (14.16))
+    from freeattn.compose._chain import product_chain
+
+    mp = freeattn.marchenko_pastur(1.0, 0.01)
+    law = product_chain([mp, mp, freeattn.point_masses([1.0, 20.0], [0.5, 0.5])])
+    (a0, a1), (b0, b1) = law.intervals()
+    assert a1 < b0
+    # off the axis: a first call seeds the table, a second one nearby is warm
+    z0 = np.r_[np.linspace(0.5, 30.0, 40)] + 0.05j
+    law._stieltjes_exact(z0)
+    z = z0 * (1 + 1e-3) + 0.01j
+    cold = law._g_from(law._continue(z.real, z.imag), z)
+    n_table = law._last[0].size
+    warm = law._stieltjes_exact(z)
+    assert np.max(np.abs(warm / cold - 1.0)) <= WARM_AGREEMENT_RTOL
+    # the warm path was taken: the table grew by the new points only (no cold ones)
+    assert law._last[0].size == n_table + z.size
+    # on the axis: inside both bands, in the gap, below and above the support
+    x = np.r_[np.linspace(a0, a1, 9)[1:-1], np.linspace(b0, b1, 9)[1:-1],
+              np.linspace(a1, b0, 9)[2:-2], 0.6 * a0, 1.05 * b1]
+    om, acc = law._solve_axis(x)
+    assert acc.sum() >= x.size - 2                 # all but points too close to an edge
+    ref = law._continue(x[acc], np.zeros(int(acc.sum())))
+    g_warm = law._g_from(om[:, acc], x[acc].astype(complex))
+    g_cold = law._g_from(ref, x[acc].astype(complex))
+    assert np.max(np.abs(g_warm / g_cold - 1.0)) <= WARM_AGREEMENT_RTOL
+    # a point next to an edge is never taken warm (eq. (14.16)'s distance condition)
+    _, acc_edge = law._solve_axis(np.array([b1 * (1 + 1e-9)]))
+    assert not acc_edge.any()
+
+
 def test_product_chain_bad_input():
     from freeattn.compose._chain import product_chain
 

@@ -107,19 +107,30 @@ def token_attention_law(beta, gamma, tokens, *, options=None):
 
     def build():
         from ..compose._analytic import analytic_multiplicative
+        from ..compose._chain import ProductChainLaw
+        from ..compose._rational_solver import RationalSolver
 
-        pi = free_multiplicative(free_multiplicative(tokens, tokens),
-                                 marchenko_pastur(1.0, 1.0 / g, options=options))
+        mp_g = marchenko_pastur(1.0, 1.0 / g, options=options)
+        pi = free_multiplicative(free_multiplicative(tokens, tokens), mp_g)
         population = pi.affine(float(c.alpha2), float(c.theta2))
         law = sample_covariance(population, 1.0, options=options)
-        try:
-            # the algebraic path (theory section 8) is fast where it applies; its
-            # support is located now so that a failure falls back at build time
-            law.interval_details()
-        except ConvergenceError:
-            # the general path: analytic subordination (theory eqs. (14.4)-(14.6))
-            law = analytic_multiplicative(marchenko_pastur(1.0, 1.0, options=options),
-                                          population, options=options)
+        if isinstance(getattr(law, "_solver", None), RationalSolver):
+            try:
+                # the algebraic path (theory section 8) is fast where it applies; its
+                # support is located now so that a failure falls back at build time
+                law.interval_details()
+                return SingularValueLaw(law)
+            except ConvergenceError:
+                pass
+        # the general path: analytic subordination (theory eqs. (14.4)-(14.6)) over
+        # pi = G ⊠ G ⊠ MP as one system (eq. (14.8)), which a nested solve sees
+        # warm-started (eq. (14.15)); a population known only through its
+        # transform would otherwise be solved point by point (section 8.4)
+        if tokens._s_transform() is None:
+            pi = ProductChainLaw([tokens, tokens, mp_g], options)
+            population = pi.affine(float(c.alpha2), float(c.theta2))
+        law = analytic_multiplicative(marchenko_pastur(1.0, 1.0, options=options),
+                                      population, options=options)
         return SingularValueLaw(law)
 
     lo, hi = tokens.support()

@@ -19,15 +19,22 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ..laws._law_base import Interval, SpectralLaw
-from ._analytic import WARM_INSIDE_RTOL, _cauchy_pair, hard_edge_exponent, product_grid
+from ._analytic import (LOCATOR_STRIDE, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair,
+                        hard_edge_exponent, product_grid)
 
 __all__ = ["ProductChainLaw", "product_chain"]
 
 #: Points of the geometric grid on which the support is located.
 CHAIN_GRID = 1200
-#: Bisections of a grid cell that holds an edge (to ``2**-24`` of its width,
-#: about 1e-9 relative) before the square-root extrapolation of eq. (14.9).
-CHAIN_EDGE_BISECTIONS = 24
+#: A grid cell that holds an edge is cut into ``CHAIN_EDGE_SECTIONS`` equal
+#: parts (in ``log x``) per round, all solved in one batch, for
+#: ``CHAIN_EDGE_ROUNDS`` rounds (``64**4 = 2**24``: to ``2**-24`` of its width,
+#: about 1e-9 relative) before the square-root extrapolation of eq. (14.9).  A
+#: continuation costs about the same for one point as for a few hundred (each
+#: level is one call of every factor's Cauchy transform), so four rounds of 63
+#: points cost a sixth of 24 bisections.
+CHAIN_EDGE_SECTIONS = 64
+CHAIN_EDGE_ROUNDS = 4
 #: ``|Im G| * |z|`` above which a real point is inside the support.
 CHAIN_INSIDE_RTOL = 1e-9
 #: The continuation starts at ``y = CHAIN_START * scale`` from the large-``|z|``
@@ -52,11 +59,25 @@ CHAIN_FINAL_STEPS = 20
 CHAIN_STOP = 1e-15
 #: Relative accuracy at which the final point is accepted (Newton's step length).
 CHAIN_ACCEPT_RTOL = 1e-11
+#: Next to a fold the Jacobian of eq. (14.8) is nearly singular and Newton's step
+#: length overstates the error; a final point whose relative residual is below
+#: this is accepted there (theory section 14.8, the fold at an edge; the same rule
+#: as eq. (14.13) for two laws).
+CHAIN_FOLD_RESIDUAL_RTOL = 1e-13
 #: The extrapolated edge of eq. (14.9) is kept within this many cell widths of
 #: the last bisection cell's middle (else the middle is the edge).
 CHAIN_EXTRAPOLATION_REACH = 1.5
+#: Off-axis points kept (the latest first) as warm starts of eq. (14.15).
+CHAIN_WARM_TABLE = 8192
 #: ``Im omega`` up to this fraction of ``|omega|`` counts as real (rounding).
 CHAIN_REAL_RTOL = 1e-12
+
+
+def _relative_residual(res, om, eL):
+    """The largest residual of eq. (14.8), each relative to the size of its terms."""
+    with np.errstate(all="ignore"):
+        return np.maximum(np.abs(res[:-1]).max(axis=0, initial=0.0) / np.abs(eL),
+                          np.abs(res[-1]) / np.abs(np.prod(om, axis=0)))
 
 
 def _eta_pair(law, w):
@@ -82,12 +103,22 @@ class ProductChainLaw(SpectralLaw):
     def __init__(self, factors, options=None):
         super().__init__(options if options is not None else factors[0].options)
         self.factors = tuple(factors)
+        # factors that are one law object share its evaluations (rows of the system)
+        groups = {}
+        for i, f in enumerate(self.factors):
+            groups.setdefault(id(f), (f, []))[1].append(i)
+        self._groups = tuple((f, rows) for f, rows in groups.values())
         sup = [f.support() for f in self.factors]
         self._bounds = (math.prod(s[0] for s in sup), math.prod(s[1] for s in sup))
         self._m1 = np.array([f.mean() for f in self.factors])
         self._xscale = max(self._bounds[1], np.finfo(float).tiny)
         self._warm_x = np.empty(0)
         self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
+        self._gap_x = np.empty(0)
+        self._gap_w = np.empty((len(self.factors), 0), dtype=complex)
+        # the latest solved off-axis points and their unknowns (eq. (14.15))
+        self._last = (np.empty(0, dtype=complex),
+                      np.empty((len(self.factors), 0), dtype=complex))
 
     def _describe(self):
         parts = []
@@ -102,8 +133,10 @@ class ProductChainLaw(SpectralLaw):
         L = om.shape[0]
         etas = np.empty(om.shape, dtype=complex)
         detas = np.empty(om.shape, dtype=complex)
-        for i, f in enumerate(self.factors):
-            etas[i], detas[i] = _eta_pair(f, om[i])
+        # a law that is several factors (a stack of equal layers) is called once
+        for f, rows in self._groups:
+            e, de = _eta_pair(f, om[rows].ravel())
+            etas[rows], detas[rows] = e.reshape(len(rows), -1), de.reshape(len(rows), -1)
         eL, dL = etas[-1], detas[-1]
         with np.errstate(all="ignore"):
             res = np.empty(om.shape, dtype=complex)
@@ -134,10 +167,7 @@ class ProductChainLaw(SpectralLaw):
             res, step, eL, _ = self._system(om[:, idx], t[idx])
             # at the rounding floor (next to a fold, where the Jacobian is nearly
             # singular, a step would only follow rounding noise) the point is done
-            with np.errstate(all="ignore"):
-                rel = np.maximum(np.abs(res[:-1]).max(axis=0, initial=0.0) / np.abs(eL),
-                                 np.abs(res[-1]) / np.abs(np.prod(om[:, idx], axis=0)))
-            floor = rel <= CHAIN_RESIDUAL_RTOL
+            floor = _relative_residual(res, om[:, idx], eL) <= CHAIN_RESIDUAL_RTOL
             conv[idx[floor]] = True
             step[:, floor] = 0.0
             # damping: no unknown moves by more than CHAIN_STEP_RATIO of its size
@@ -209,9 +239,10 @@ class ProductChainLaw(SpectralLaw):
         keep = np.all(np.isfinite(final), axis=0)
         om[:, keep] = final[:, keep]
         if check:
-            _, step, _, _ = self._system(om, t)
+            res, step, eL, _ = self._system(om, t)
             err = np.abs(step).max(axis=0) / np.abs(om).max(axis=0)
-            bad = ~(err <= CHAIN_ACCEPT_RTOL)
+            fold = _relative_residual(res, om, eL) <= CHAIN_FOLD_RESIDUAL_RTOL
+            bad = ~((err <= CHAIN_ACCEPT_RTOL) | fold)
             if bad.any():
                 k = int(np.argmax(bad))
                 raise ConvergenceError(
@@ -244,13 +275,16 @@ class ProductChainLaw(SpectralLaw):
         lo, hi = self._bounds
         xs = product_grid(self._bounds, CHAIN_GRID)
         start = xs[0]
-        om = self._continue(xs, np.zeros(xs.size), check=False)
+        om = self._locate(xs)
         inside = self._inside(om, xs)
         if not inside.any():
             raise ConvergenceError(f"no point of the support of {self._describe()} found on "
                                    f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
         seed = inside & np.all(om.imag < 0, axis=0)
         self._warm_x, self._warm_w = xs[seed], om[:, seed]
+        # the continued real solutions outside the support, the table of eq. (14.16)
+        real = ~inside & np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        self._gap_x, self._gap_w = xs[real], om[:, real].real + 0j
         if inside[-1]:
             raise ConvergenceError(f"the support of {self._describe()} reaches its bound {hi!r}")
         hard = bool(not lo > 0 and inside[0])
@@ -268,11 +302,7 @@ class ProductChainLaw(SpectralLaw):
             # eq. (14.9): the edge is where the solution leaves the axis; bisect
             # in log x, then extrapolate (Im G)**2, linear in x at a soft edge,
             # from two points inside to its zero
-            for _ in range(CHAIN_EDGE_BISECTIONS):
-                mid = np.sqrt(x_out * x_in)
-                ins = self._inside(self._continue(mid, np.zeros(mid.size), check=False), mid)
-                x_in = np.where(ins, mid, x_in)
-                x_out = np.where(ins, x_out, mid)
+            x_out, x_in = self._narrow(x_out, x_in)
             xe = self._refine_edges(x_out, x_in)
             for k in range(idx.size):
                 edges.append((float(xe[k]), kinds[k], Fraction(1, 2)))
@@ -285,6 +315,70 @@ class ProductChainLaw(SpectralLaw):
                     f"edges of {self._describe()} do not pair into intervals: {edges!r}")
             ivs.append(Interval(x0, x1, e0, e1))
         return tuple(ivs)
+
+    def _locate(self, xs):
+        """The unknowns of eq. (14.8) at ``x + i0`` on the locator grid ``xs``.
+
+        As eq. (14.12) for two laws: every ``LOCATOR_STRIDE``-th point (and the
+        last) is continued; then, halving the stride, each point half-way between
+        solved ones is solved by Newton at ``y = 0`` from their interpolation.
+        A root is kept only strictly inside the lower half-plane (the margin
+        ``WARM_INSIDE_RTOL`` of eq. (14.7), beyond a conjugate pair split off a
+        real double root by rounding); every other point (outside the support,
+        or next to an edge) is continued, in one batch at the end.
+        """
+        n = xs.size
+        om = np.empty((len(self.factors), n), dtype=complex)
+        stride = LOCATOR_STRIDE
+        coarse = np.unique(np.r_[np.arange(0, n, stride), n - 1])
+        om[:, coarse] = self._continue(xs[coarse], np.zeros(coarse.size), check=False)
+        solved = np.zeros(n, dtype=bool)
+        solved[coarse] = True
+        rejected = []
+        while stride > 1:
+            half = stride // 2
+            mid = np.arange(half, n, stride)
+            mid = mid[~solved[mid]]
+            if mid.size:
+                lo = mid - half
+                hi = np.minimum(mid + half, n - 1)
+                hi = np.where(solved[hi], hi, lo)
+                frac = np.where(hi > lo, (mid - lo) / np.maximum(hi - lo, 1), 0.0)
+                guess = om[:, lo] + frac * (om[:, hi] - om[:, lo])
+                new, ok = self._newton(guess, 1.0 / xs[mid].astype(complex),
+                                       CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+                ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
+                # a rejected point's root is still the best guess for its neighbours
+                om[:, mid] = np.where(np.all(np.isfinite(new), axis=0), new, guess)
+                rejected.append(mid[~ok])
+                solved[mid] = True
+            stride = half
+        rest = np.concatenate(rejected + [np.flatnonzero(~solved)]).astype(int)
+        if rest.size:
+            om[:, rest] = self._continue(xs[rest], np.zeros(rest.size), check=False)
+        return om
+
+    def _narrow(self, x_out, x_in):
+        """Cells ``[x_out, x_in]`` (either order) holding an edge, cut to
+        ``CHAIN_EDGE_SECTIONS**-CHAIN_EDGE_ROUNDS`` of their width (in ``log x``).
+
+        Each round solves ``CHAIN_EDGE_SECTIONS - 1`` interior points of every
+        cell in one batch and keeps the sub-cell at the first change from
+        outside to inside, counted from ``x_out``.
+        """
+        k = CHAIN_EDGE_SECTIONS
+        frac = np.arange(1, k) / k
+        for _ in range(CHAIN_EDGE_ROUNDS):
+            pts = x_out[:, None] * (x_in / x_out)[:, None] ** frac[None, :]
+            flat = pts.ravel()
+            ins = self._inside(self._continue(flat, np.zeros(flat.size), check=False),
+                               flat).reshape(pts.shape)
+            # first point inside (x_in itself when none is); the point before it is outside
+            first = np.where(ins.any(axis=1), np.argmax(ins, axis=1), k - 1)
+            rows = np.arange(x_out.size)
+            full = np.concatenate([x_out[:, None], pts, x_in[:, None]], axis=1)
+            x_out, x_in = full[rows, first], full[rows, first + 1]
+        return x_out, x_in
 
     def _refine_edges(self, x_out, x_in):
         """Zero of ``(Im G)**2`` (linear in ``x`` next to a soft edge) extrapolated from
@@ -322,14 +416,107 @@ class ProductChainLaw(SpectralLaw):
         g = self._g_from(om, x.astype(complex))
         return np.maximum(-g.imag, 0.0) / math.pi
 
+    def _solve(self, z):
+        """The unknowns of eq. (14.8) at ``z`` (1-d, ``Im z >= 0``), eq. (14.15).
+
+        A point off the axis within ``WARM_NEIGHBOUR_RTOL`` of the nearest of
+        the latest ``CHAIN_WARM_TABLE`` solved off-axis points starts Newton from that point's unknowns (scaled by
+        ``t/t_prev``, exact at large ``|z|``) and keeps the root when it
+        converges strictly inside the lower half-plane; every other point is
+        continued from ``y = CHAIN_START * scale``.
+        """
+        z = np.asarray(z, dtype=complex)
+        om = np.empty((len(self.factors), z.size), dtype=complex)
+        todo = np.ones(z.size, dtype=bool)
+        off = np.flatnonzero(z.imag > 0)
+        last_z, last_om = self._last
+        if off.size and last_z.size:
+            from scipy.spatial import cKDTree
+
+            zo = z[off]
+            _, pick = cKDTree(np.c_[last_z.real, last_z.imag]).query(np.c_[zo.real, zo.imag])
+            near = np.abs(zo - last_z[pick]) <= WARM_NEIGHBOUR_RTOL * np.abs(zo)
+            if near.any():
+                k, zn = off[near], zo[near]
+                guess = last_om[:, pick[near]] * (last_z[pick[near]] / zn)
+                new, ok = self._newton(guess, 1.0 / zn, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+                ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
+                om[:, k[ok]] = new[:, ok]
+                todo[k[ok]] = False
+        on = np.flatnonzero(todo & (z.imag <= 0))
+        if on.size:
+            new, ok = self._solve_axis(z[on].real)
+            om[:, on[ok]] = new[:, ok]
+            todo[on[ok]] = False
+        if todo.any():
+            om[:, todo] = self._continue(z[todo].real, np.maximum(z[todo].imag, 0.0))
+        up = z.imag > 0
+        if up.any():
+            # the table keeps the latest CHAIN_WARM_TABLE points (a nested law is
+            # called by its host's solvers in turn, at interleaved point sets)
+            self._last = (np.concatenate([z[up], last_z])[:CHAIN_WARM_TABLE],
+                          np.concatenate([om[:, up], last_om], axis=1)[:, :CHAIN_WARM_TABLE])
+        return om
+
+    def _solve_axis(self, x):
+        """Warm solves at real ``x`` (eqs. (14.7), (14.16)); ``(om, accepted)``.
+
+        Inside the support: Newton from the interpolated table of boundary
+        values, kept strictly inside the lower half-plane (eq. (14.7)).  In a
+        gap (or beyond the support): Newton from the interpolation of the two
+        continued grid solutions around ``x``, kept when both lie in the same
+        gap as ``x``, ``x`` is farther than their distance from every edge, and
+        the root is real and within the bracket of eq. (14.16).
+        """
+        L = len(self.factors)
+        om = np.zeros((L, x.size), dtype=complex)
+        acc = np.zeros(x.size, dtype=bool)
+        ivs = self.interval_details()
+        edges = np.array([e for iv in ivs for e in (iv.lo, iv.hi)], dtype=float)
+        t = 1.0 / x.astype(complex)
+        inside = np.zeros(x.size, dtype=bool)
+        for iv in ivs:
+            inside |= (x > iv.lo) & (x < iv.hi)
+        cand = np.flatnonzero(inside)
+        if cand.size and self._warm_x.size >= 2:
+            wx, ww = self._warm_x, self._warm_w
+            guess = np.stack([np.interp(x[cand], wx, r.real) + 1j * np.interp(x[cand], wx, r.imag)
+                              for r in ww])
+            new, ok = self._newton(guess, t[cand], CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+            ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
+            om[:, cand[ok]], acc[cand[ok]] = new[:, ok], True
+        gx, gw = self._gap_x, self._gap_w
+        if gx.size >= 2 and edges.size:
+            pos = np.searchsorted(gx, x)
+            cand = np.flatnonzero(~inside & (pos > 0) & (pos < gx.size))
+            a, b = pos[cand] - 1, pos[cand]
+            xc = x[cand]
+            gap = np.searchsorted(edges, xc)
+            width = gx[b] - gx[a]
+            keep = ((np.searchsorted(edges, gx[a]) == gap) & (np.searchsorted(edges, gx[b]) == gap)
+                    & (np.min(np.abs(xc[:, None] - edges[None, :]), axis=1) > width))
+            cand, a, b, xc, width = cand[keep], a[keep], b[keep], xc[keep], width[keep]
+            if cand.size:
+                frac = (xc - gx[a]) / width
+                wa, wb = gw[:, a], gw[:, b]
+                guess = wa + frac * (wb - wa)
+                new, ok = self._newton(guess, t[cand], CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+                ok &= np.all(np.abs(new.imag) <= CHAIN_REAL_RTOL * np.abs(new), axis=0)
+                # eq. (14.16): within the bracket of its neighbours, widened by its width
+                spread = np.abs(wb - wa)
+                lo = np.minimum(wa.real, wb.real) - spread
+                hi = np.maximum(wa.real, wb.real) + spread
+                ok &= np.all((new.real >= lo) & (new.real <= hi), axis=0)
+                om[:, cand[ok]], acc[cand[ok]] = new[:, ok].real + 0j, True
+        return om, acc
+
     def _stieltjes_exact(self, z):
         z = np.asarray(z, dtype=complex)
-        om = self._continue(z.real, np.maximum(z.imag, 0.0))
-        return self._g_from(om, z)
+        return self._g_from(self._solve(z), z)
 
     def _stieltjes_pair(self, zs):
         zs = np.asarray(zs, dtype=complex)
-        om = self._continue(zs.real, np.maximum(zs.imag, 0.0))
+        om = self._solve(zs)
         t = 1.0 / zs
         L = om.shape[0]
         _, _, eL, denom = self._system(om, t)
