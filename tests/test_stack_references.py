@@ -144,6 +144,28 @@ def test_three_layer_law_against_reference():
     _check_case(DEEP, rows=[middle])
 
 
+#: Next to a soft edge the density is ``c sqrt(x_+ - x) (1 + O(x_+ - x))`` (theory eq.
+#: (14.9)), so pdf/sqrt(x_+ - x) at 4.4e-9 and 1e-8 (relative) below the edge equals its
+#: value at 1e-6 to O(1e-6) plus the accuracy of the direct solve there: measured
+#: 1.0e-6 and 1.0e-6.
+SQRT_EDGE_RTOL = 1e-4
+
+
+@pytest.mark.slow
+def test_three_layer_law_solved_next_to_its_upper_edge():
+    # eq. (14.8) next to a fold (theory section 14.9): at 4.4e-9 below the edge Newton's
+    # last step is 1.2e-11 > CHAIN_ACCEPT_RTOL while the residual is at rounding; the
+    # direct solve (no density representation) must accept it, not raise
+    law = _law(DEEP)
+    (_, hi), = law.intervals()
+    x = hi * (1.0 - np.array([4.4e-9, 1e-8, 1e-6]))
+    dens = law._density(x)
+    g = law._stieltjes_exact(x.astype(complex))
+    assert np.all(dens > 0) and np.array_equal(dens, np.maximum(-g.imag, 0.0) / np.pi)
+    ratio = dens / np.sqrt(hi - x)
+    assert np.max(np.abs(ratio[:2] / ratio[2] - 1.0)) <= SQRT_EDGE_RTOL
+
+
 # ---------------------------------------------------------------------------
 # Haar rotation at large N: the free product without free probability
 

@@ -109,29 +109,6 @@ def test_wishart_token_law_fits_where_the_isotropic_law_does_not():
     assert _ks_to_law(values, freeattn.attention_law(1.0, 1.0).squared()) >= 0.025
 
 
-#: Next to a soft edge the density is ``c sqrt(x_+ - x) (1 + O(x_+ - x))`` (theory eq.
-#: (14.9)); at 1e-8 and 1e-6 (relative) below the edge the two ratios pdf/sqrt agree to
-#: O(1e-6) plus the density's accuracy there (Newton at a nearly singular Jacobian,
-#: about sqrt(eps) relative to the distance): measured 1.2e-6.
-SQRT_EDGE_RTOL = 1e-4
-
-
-@pytest.mark.slow
-def test_three_layer_law_next_to_its_upper_edge():
-    # eq. (14.8) next to a fold: the relative residual is at rounding (3e-16) while
-    # Newton's step is 1.3e-11 (theory section 14.9); the law and its density must be
-    # built there.  beta = 0.5, gamma = 1, three layers (about 20 s of CPU).
-    law = attention_stack_law(0.5, 1.0, layers=3)
-    (lo, hi), = law.intervals()
-    assert lo == 0.0
-    x = hi * (1.0 - np.array([4.4e-9, 1e-8, 1e-6]))
-    p = law.pdf(x)
-    assert np.all(np.isfinite(p)) and np.all(p > 0)
-    ratio = p[1:] / np.sqrt(hi - x[1:])
-    assert abs(ratio[0] / ratio[1] - 1.0) <= SQRT_EDGE_RTOL
-    assert abs(law.total_mass() - 1.0) <= 1e-12
-
-
 @pytest.mark.parametrize("kwargs, error", [
     ({"layers": 0}, ValueError), ({"layers": 1.5}, TypeError), ({"layers": 65}, ValueError),
     ({"layers": 2, "beta": [1.0, 1.0, 1.0]}, ValueError),

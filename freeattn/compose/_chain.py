@@ -65,7 +65,7 @@ CHAIN_ACCEPT_RTOL = 1e-11
 #: as eq. (14.13) for two laws).
 CHAIN_FOLD_RESIDUAL_RTOL = 1e-13
 #: The extrapolated edge of eq. (14.9) is kept within this many cell widths of
-#: the last bisection cell's middle (else the middle is the edge).
+#: the last narrowed cell's middle (else the middle is the edge).
 CHAIN_EXTRAPOLATION_REACH = 1.5
 #: Off-axis points kept (the latest first) as warm starts of eq. (14.15).
 CHAIN_WARM_TABLE = 8192
@@ -299,7 +299,7 @@ class ProductChainLaw(SpectralLaw):
             kinds = ["lo" if not inside[i] else "hi" for i in idx]
             x_out = np.array([xs[i] if not inside[i] else xs[i + 1] for i in idx])
             x_in = np.array([xs[i + 1] if not inside[i] else xs[i] for i in idx])
-            # eq. (14.9): the edge is where the solution leaves the axis; bisect
+            # eq. (14.9): the edge is where the solution leaves the axis; narrow
             # in log x, then extrapolate (Im G)**2, linear in x at a soft edge,
             # from two points inside to its zero
             x_out, x_in = self._narrow(x_out, x_in)
@@ -382,7 +382,7 @@ class ProductChainLaw(SpectralLaw):
 
     def _refine_edges(self, x_out, x_in):
         """Zero of ``(Im G)**2`` (linear in ``x`` next to a soft edge) extrapolated from
-        two points inside the last bisection cell's neighbourhood (eq. (14.9))."""
+        two points inside the last narrowed cell's neighbourhood (eq. (14.9))."""
         x2 = x_in + 2.0 * (x_in - x_out)
         pts = np.concatenate([x_in, x2])
         g = self._g_from(self._continue(pts, np.zeros(pts.size), check=False),
