@@ -415,6 +415,41 @@ def test_a_gap_narrower_than_a_grid_cell_is_found():
     assert np.all(np.abs(w.imag) <= 1e-9 * np.abs(w))
 
 
+def test_population_edges_eq_14_17_against_the_algebraic_path():
+    # eq. (14.17) for two atoms against the algebraic path of theory section 8 (a
+    # degree-3 Silverstein curve, edges by its discriminant): two bands at c = 0.05,
+    # one at c = 0.3; both solve to rounding (measured agreement at most 2.5e-16 relative)
+    from freeattn.compose._population_support import population_edges
+
+    pop = freeattn.point_masses([1.0, 3.0], [0.5, 0.5])
+    for c, bands in ((0.05, 2), (0.3, 1)):
+        ref = np.array(freeattn.sample_covariance(pop, c).intervals())
+        got = np.array(population_edges(c, np.array([3.0, 1.0]), np.array([0.5, 0.5])))
+        assert got.shape == (bands, 2)
+        assert np.max(np.abs(got - ref) / ref) <= 4 * np.finfo(float).eps
+
+
+@pytest.mark.slow
+def test_a_gap_holding_no_grid_point_is_found_eq_14_17():
+    # 1000 chi-square(3) atoms (the second draw of default_rng(1)) at ratio 1/2: the
+    # gap [0.0049513597, 0.0049575874] is 0.14 of the grid cell there and holds no grid
+    # point (the grid locator returned 7 bands and the density representation then
+    # raised); eq. (14.17) gives 8 bands, and the subordination point is real (outside
+    # the support) in the middle of the narrow gap and complex in the bands around it
+    rng = np.random.default_rng(1)
+    rng.chisquare(3, 500)
+    t = rng.chisquare(3, 1000)
+    law = freeattn.sample_covariance(freeattn.point_masses(t, np.full(1000, 1e-3)), 0.5)
+    ivs = law.intervals()
+    assert len(ivs) == 8
+    (a0, a1), (b0, b1) = ivs[0], ivs[1]
+    assert abs(a1 - 0.0049513597) <= 1e-10 and abs(b0 - 0.0049575874) <= 1e-10
+    x = np.array([0.5 * (a1 + b0), 0.5 * (a0 + a1), 0.5 * (b0 + b1)])
+    w = law._continue(x, np.zeros(3), check=False)
+    assert abs(w[0].imag) <= 1e-9 * abs(w[0]) and np.all(np.abs(w[1:].imag) > 1e-3 * np.abs(w[1:]))
+    assert abs(law.total_mass() - 1.0) <= 1e-12
+
+
 def test_hard_edge_exponent_rule_and_its_errors():
     # eq. (14.6): orders q = 1 (MP(1, 1), density ~ x**(-1/2)) add; a factor whose
     # support starts above 0 adds nothing; no factor at 0, or another end, raises

@@ -659,6 +659,14 @@ class AnalyticLaw(SpectralLaw):
             raise ConvergenceError(
                 f"no point of the support of {self._describe()} found on a grid of "
                 f"{xs.size} points over [{lo!r}, {hi!r}]")
+        population = self._atomic_population()
+        if population is not None:
+            # eq. (14.17): every gap of a sample covariance over atoms, however narrow
+            # against the grid (the grid still seeds the warm starts of eq. (14.7))
+            from ._population_support import population_edges
+
+            bands = population_edges(*population)
+            return tuple(Interval(a, b, Fraction(1, 2), Fraction(1, 2)) for a, b in bands)
         edges = []
         hard = bool(self.multiplicative and not lo > 0 and inside[0])
         if hard:
@@ -725,6 +733,21 @@ class AnalyticLaw(SpectralLaw):
                     f"edges of {self._describe()} do not pair into intervals: {edges!r}")
             ivs.append(Interval(float(x0), float(x1), e0, e1))
         return tuple(ivs)
+
+    def _atomic_population(self):
+        """``(ratio, t, w)`` when this law is ``MP(v, ratio) ⊠ sum_k w_k delta_{t_k}``
+        with ``0 < ratio < 1`` and every ``t_k > 0`` (the atoms scaled by ``v``),
+        the case of theory eq. (14.17); else None."""
+        from ..laws._elementary import MarchenkoPastur, PointMasses
+
+        if not self.multiplicative:
+            return None
+        for mp, pop in ((self.a, self.b), (self.b, self.a)):
+            if isinstance(mp, MarchenkoPastur) and isinstance(pop, PointMasses) \
+                    and 0 < mp.ratio < 1 and np.all(pop.values > 0):
+                return (float(mp.ratio), float(mp.variance) * np.asarray(pop.values, dtype=float),
+                        np.asarray(pop.weights, dtype=float))
+        return None
 
     def _locate(self, xs):
         """``w(x + i0)`` on the locator grid ``xs`` (increasing), eq. (14.12).

@@ -1,0 +1,207 @@
+"""Support of a sample-covariance law over an atomic population (theory section 14.17).
+
+For ``mu = MP(1, c) ⊠ H`` with ``H = sum_k w_k delta_{t_k}`` (``t_k > 0``) and
+``0 < c < 1``, the companion Stieltjes transform inverts to
+
+    x(m) = -1/m + c sum_k w_k t_k / (1 + t_k m)          (theory eq. (14.17))
+
+and ``(0, oo)`` minus the support is the image of ``{m < 0 : x'(m) > 0}`` away
+from the poles ``m = -1/t_k`` (Silverstein & Choi 1995).  The edges are the
+values of ``x`` at the zeros of ``x'``; each interval between consecutive
+poles is sampled on its own, so a gap is found however narrow it is compared
+with the spread of the atoms (the grid locator of theory section 14.10 can
+miss one that holds no grid point).
+
+Nothing in this module prints or does I/O.
+"""
+
+import numpy as np
+
+from ..core._errors import ConvergenceError
+
+__all__ = ["population_edges"]
+
+#: Samples of ``x'`` inside each interval between consecutive poles (clustered
+#: towards both poles, where ``x' -> -oo``), and on the unbounded interval
+#: left of the first pole (geometric in the distance to it).
+POLE_INTERVAL_SAMPLES = 16
+OUTER_SAMPLES = 64
+#: Shrinks (by 16 each) of the distance to a pole in search of ``x' <= 0`` next to it.
+POLE_SHRINKS = 40
+#: Entries (points x atoms) per block of the sums over atoms.
+SUM_BLOCK = 2 ** 16
+#: Safeguarded Newton steps for the maxima of ``x'`` (zeros of ``x''``) and the
+#: zeros of ``x'``, and the relative bracket width at which they stop.
+CRITICAL_STEPS = 80
+CRITICAL_RTOL = 4e-16
+
+
+def _sums(m, c, t, w, orders):
+    """``x^{(j)}(m)`` for ``j`` in ``orders`` (0 to 3), eq. (14.17), at 1-d ``m``."""
+    out = {j: np.empty(m.shape) for j in orders}
+    with np.errstate(all="ignore"):
+        base = {0: -1.0 / m, 1: 1.0 / m ** 2, 2: -2.0 / m ** 3, 3: 6.0 / m ** 4}
+    sign = {0: 1.0, 1: -1.0, 2: 2.0, 3: -6.0}
+    step = max(1, SUM_BLOCK // max(t.size, 1))
+    for s in range(0, m.size, step):
+        mb = m[s:s + step, None]
+        with np.errstate(all="ignore"):
+            u = t[None, :] / (1.0 + t[None, :] * mb)          # t_k / (1 + t_k m)
+            p = u * w[None, :]
+            for j in range(4):
+                if j in out:
+                    out[j][s:s + step] = base[j][s:s + step] + c * sign[j] * p.sum(axis=1)
+                p = p * u
+    return out
+
+
+def _bracketed(f_pair, lo, hi, flo):
+    """Zeros of ``f`` in brackets ``[lo, hi]`` (``f(lo)`` of sign ``flo``, ``f(hi)`` of
+    the other sign) by Newton safeguarded with bisection, vectorized."""
+    lo, hi = lo.copy(), hi.copy()
+    x = 0.5 * (lo + hi)
+    act = np.arange(x.size)
+    for _ in range(CRITICAL_STEPS):
+        xa = x[act]
+        f, df = f_pair(xa)
+        same = np.sign(f) == np.sign(flo[act])
+        lo[act] = np.where(same, xa, lo[act])
+        hi[act] = np.where(same, hi[act], xa)
+        la, ha = lo[act], hi[act]
+        with np.errstate(all="ignore"):
+            newton = xa - f / df
+        inside = np.isfinite(newton) & (newton > np.minimum(la, ha)) & (newton < np.maximum(la, ha))
+        new = np.where(f == 0, xa, np.where(inside, newton, 0.5 * (la + ha)))
+        x[act] = new
+        # done: a zero hit, a Newton step or the bracket at the rounding of x
+        tol = CRITICAL_RTOL * np.abs(new)
+        done = (f == 0) | (inside & (np.abs(new - xa) <= tol)) | (np.abs(ha - la) <= tol)
+        act = act[~done]
+        if not act.size:
+            break
+    return x
+
+
+def population_edges(ratio, values, weights):
+    """Support intervals of ``MP(1, ratio) ⊠ sum_k w_k delta_{t_k}`` (theory eq. (14.17)).
+
+    Parameters
+    ----------
+    ratio : float
+        ``0 < ratio < 1``.
+    values, weights : ndarray
+        Distinct atoms ``t_k > 0`` and their weights (summing to 1).
+
+    Returns
+    -------
+    list of (float, float)
+        The bands, increasing; every edge is a soft (square-root) edge.
+
+    Raises
+    ------
+    ConvergenceError
+        If the zeros of ``x'`` do not alternate into bands (a sampled interval
+        holding more sign changes than the samples resolve).
+    """
+    c = float(ratio)
+    order = np.argsort(values)
+    t = np.asarray(values, dtype=float)[order]
+    w = np.asarray(weights, dtype=float)[order]
+    poles = -1.0 / t                                   # ascending: -1/t_min < ... < -1/t_max < 0
+    # sample points: left of the first pole (geometric), between poles, and
+    # between the last pole and 0 (clustered at both ends)
+    frac = 0.5 * (1.0 - np.cos(np.pi * np.arange(1, POLE_INTERVAL_SAMPLES + 1)
+                               / (POLE_INTERVAL_SAMPLES + 1)))
+    ends = np.r_[poles, 0.0]
+    inner = (ends[:-1, None] + (ends[1:] - ends[:-1])[:, None] * frac[None, :]).ravel()
+    outer = poles[0] * (1.0 + np.geomspace(1e-12, 1e12, OUTER_SAMPLES))[::-1]
+    m = np.r_[outer, inner]
+    piece = np.r_[np.zeros(outer.size, dtype=int),
+                  np.repeat(np.arange(1, ends.size), POLE_INTERVAL_SAMPLES)]
+    d1 = _sums(m, c, t, w, (1,))[1]
+
+    def d1_pair(x):
+        s = _sums(x, c, t, w, (1, 2))
+        return s[1], s[2]
+
+    def d2_pair(x):
+        s = _sums(x, c, t, w, (2, 3))
+        return s[2], s[3]
+
+    # x' = -oo at a pole: where the sample next to a pole is already positive, a zero
+    # lies between them; a point closer to the pole with x' <= 0 brackets it
+    first = np.r_[True, piece[1:] != piece[:-1]]
+    last = np.r_[piece[1:] != piece[:-1], True]
+    extra_m, extra_piece = [], []
+    for side, idx in (("left", np.flatnonzero(first & (piece >= 1) & (d1 > 0))),
+                      ("right", np.flatnonzero(last & (piece < ends.size - 1) & (d1 > 0)))):
+        if not idx.size:
+            continue
+        k = piece[idx]
+        pole = ends[k - 1] if side == "left" else ends[k]
+        gap = m[idx] - pole
+        found = np.zeros(idx.size, dtype=bool)
+        pt = m[idx].copy()
+        for _ in range(POLE_SHRINKS):
+            gap = np.where(found, gap, gap / 16.0)
+            trial = pole + gap
+            neg = _sums(trial, c, t, w, (1,))[1] <= 0
+            pt = np.where(~found & neg, trial, pt)
+            found |= neg
+            if found.all():
+                break
+        if not found.all():
+            raise ConvergenceError(
+                f"x'(m) of eq. (14.17) stays positive next to the pole m = "
+                f"{float(pole[np.argmin(found)])!r} (ratio={c!r})")
+        extra_m.append(pt)
+        extra_piece.append(k)
+    if extra_m:
+        mx = np.concatenate(extra_m)
+        m = np.r_[m, mx]
+        piece = np.r_[piece, np.concatenate(extra_piece)]
+        d1 = np.r_[d1, _sums(mx, c, t, w, (1,))[1]]
+        srt = np.lexsort((m, piece))
+        m, piece, d1 = m[srt], piece[srt], d1[srt]
+    # the maxima of x' between samples: a sampled local maximum is refined (zero of
+    # x'' between its neighbours) and inserted, so that a hump above 0 narrower than
+    # the sampling still shows as two sign changes
+    same_left = np.r_[False, piece[1:] == piece[:-1]]
+    same_right = np.r_[piece[:-1] == piece[1:], False]
+    # (a sampled maximum above 0 is already a sign change on each side)
+    peak = np.flatnonzero(same_left & same_right & (d1 >= np.r_[-np.inf, d1[:-1]])
+                          & (d1 >= np.r_[d1[1:], -np.inf]) & (d1 <= 0))
+    if peak.size:
+        lo, hi = m[peak - 1], m[peak + 1]
+        slo = d2_pair(lo)[0]
+        shi = d2_pair(hi)[0]
+        ok = np.sign(slo) != np.sign(shi)
+        mp = m[peak].copy()
+        if ok.any():
+            mp[ok] = _bracketed(d2_pair, lo[ok], hi[ok], slo[ok])
+        m = np.r_[m, mp]
+        piece = np.r_[piece, piece[peak]]
+        d1 = np.r_[d1, _sums(mp, c, t, w, (1,))[1]]
+        srt = np.lexsort((m, piece))
+        m, piece, d1 = m[srt], piece[srt], d1[srt]
+    # zeros of x' between consecutive samples of one piece; at the poles x' = -oo,
+    # at m -> 0- it is +oo and at m -> -oo it is (1 - c)/m**2 > 0
+    pos = d1 > 0
+    change = np.flatnonzero((piece[1:] == piece[:-1]) & (pos[1:] != pos[:-1]))
+    zeros = _bracketed(d1_pair, m[change], m[change + 1], d1[change]) if change.size \
+        else np.empty(0)
+    rising = ~pos[change]                               # x' from <= 0 to > 0: a band ends
+    # the first piece starts positive (m -> -oo) and the last ends positive (m -> 0-);
+    # a piece bounded by poles starts and ends negative
+    if not (pos[0] and pos[-1]):
+        raise ConvergenceError(
+            f"x'(m) of eq. (14.17) has the wrong sign at the ends of the real line "
+            f"(ratio={c!r}): the sampling did not reach the limits m -> -oo, m -> 0-")
+    xs = _sums(zeros, c, t, w, (0,))[0]
+    kinds = np.where(rising, "hi", "lo")
+    if kinds.size % 2 or np.any(kinds[0::2] != "lo") or np.any(kinds[1::2] != "hi") \
+            or np.any(np.diff(xs) <= 0):
+        raise ConvergenceError(
+            f"the zeros of x'(m) of eq. (14.17) do not alternate into bands "
+            f"(ratio={c!r}, {t.size} atoms): {list(zip(kinds.tolist(), xs.tolist()))[:8]}")
+    return [(float(a), float(b)) for a, b in zip(xs[0::2], xs[1::2])]
