@@ -6,6 +6,8 @@ which builds the sample-covariance law of theory eq. (13.7) with the
 composition engine.
 """
 
+from functools import lru_cache
+
 from ..core._errors import ConvergenceError
 from ..laws._law_base import SpectralLaw
 
@@ -52,6 +54,19 @@ def engine_build(build, what):
         raise ConvergenceError(
             f"the composition engine could not build {what} "
             f"({type(exc).__name__}: {exc}); no law is returned") from exc
+
+
+@lru_cache(maxsize=16)
+def _token_chain(tokens, gamma, options):
+    """``pi = G ⊠ G ⊠ MP_{1/gamma}`` as one system (theory eq. (14.8)), shared by the
+    heads of a layer: it does not depend on ``beta`` (eq. (13.7)), so its support
+    and its tables of warm starts (eqs. (14.15), (14.16)) are built once per token
+    law and ``gamma``."""
+    from ..compose._chain import ProductChainLaw
+    from ..laws._elementary import marchenko_pastur
+
+    return ProductChainLaw([tokens, tokens, marchenko_pastur(1.0, 1.0 / gamma,
+                                                             options=options)], options)
 
 
 def token_attention_law(beta, gamma, tokens, *, options=None):
@@ -107,28 +122,29 @@ def token_attention_law(beta, gamma, tokens, *, options=None):
 
     def build():
         from ..compose._analytic import analytic_multiplicative
-        from ..compose._chain import ProductChainLaw
         from ..compose._rational_solver import RationalSolver
 
-        mp_g = marchenko_pastur(1.0, 1.0 / g, options=options)
-        pi = free_multiplicative(free_multiplicative(tokens, tokens), mp_g)
-        population = pi.affine(float(c.alpha2), float(c.theta2))
-        law = sample_covariance(population, 1.0, options=options)
-        if isinstance(getattr(law, "_solver", None), RationalSolver):
-            try:
-                # the algebraic path (theory section 8) is fast where it applies; its
-                # support is located now so that a failure falls back at build time
-                law.interval_details()
-                return SingularValueLaw(law)
-            except ConvergenceError:
-                pass
-        # the general path: analytic subordination (theory eqs. (14.4)-(14.6)) over
-        # pi = G ⊠ G ⊠ MP as one system (eq. (14.8)), which a nested solve sees
-        # warm-started (eq. (14.15)); a population known only through its
-        # transform would otherwise be solved point by point (section 8.4)
         if tokens._s_transform() is None:
-            pi = ProductChainLaw([tokens, tokens, mp_g], options)
+            # no rational S-transform (an empirical Gram, many atoms): analytic
+            # subordination (theory eqs. (14.4)-(14.6)) over pi = G ⊠ G ⊠ MP as one
+            # system (eq. (14.8)), which the outer solve sees warm-started (eqs.
+            # (14.15), (14.16)); as nested laws, pi would be solved point by point
+            # (section 8.4)
+            population = _token_chain(tokens, g, options).affine(float(c.alpha2),
+                                                                  float(c.theta2))
+        else:
+            mp_g = marchenko_pastur(1.0, 1.0 / g, options=options)
+            pi = free_multiplicative(free_multiplicative(tokens, tokens), mp_g)
             population = pi.affine(float(c.alpha2), float(c.theta2))
+            law = sample_covariance(population, 1.0, options=options)
+            if isinstance(getattr(law, "_solver", None), RationalSolver):
+                try:
+                    # the algebraic path (theory section 8) is fast where it applies;
+                    # its support is located now so that a failure falls back here
+                    law.interval_details()
+                    return SingularValueLaw(law)
+                except ConvergenceError:
+                    pass
         law = analytic_multiplicative(marchenko_pastur(1.0, 1.0, options=options),
                                       population, options=options)
         return SingularValueLaw(law)

@@ -67,6 +67,10 @@ CHAIN_FOLD_RESIDUAL_RTOL = 1e-13
 #: The extrapolated edge of eq. (14.9) is kept within this many cell widths of
 #: the last narrowed cell's middle (else the middle is the edge).
 CHAIN_EXTRAPOLATION_REACH = 1.5
+#: The table of eq. (14.16) reaches ``CHAIN_GAP_REACH`` times beyond the grid on
+#: both sides, with ``CHAIN_GAP_POINTS`` geometric points each.
+CHAIN_GAP_REACH = 1e4
+CHAIN_GAP_POINTS = 64
 #: Off-axis points kept (the latest first) as warm starts of eq. (14.15).
 CHAIN_WARM_TABLE = 8192
 #: ``Im omega`` up to this fraction of ``|omega|`` counts as real (rounding).
@@ -282,9 +286,18 @@ class ProductChainLaw(SpectralLaw):
                                    f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
         seed = inside & np.all(om.imag < 0, axis=0)
         self._warm_x, self._warm_w = xs[seed], om[:, seed]
-        # the continued real solutions outside the support, the table of eq. (14.16)
+        # the continued real solutions outside the support, the table of eq. (14.16),
+        # with points beyond the grid on both sides (geometric, to CHAIN_GAP_REACH)
         real = ~inside & np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
-        self._gap_x, self._gap_w = xs[real], om[:, real].real + 0j
+        above = xs[-1] * np.geomspace(1.0, CHAIN_GAP_REACH, CHAIN_GAP_POINTS + 1)[1:]
+        below = xs[0] * np.geomspace(1.0 / CHAIN_GAP_REACH, 1.0, CHAIN_GAP_POINTS + 1)[:-1]
+        ext = np.r_[below if lo > 0 else np.empty(0), above]
+        om_ext = self._continue(ext, np.zeros(ext.size), check=False)
+        gx = np.r_[ext, xs[real]]
+        gw = np.concatenate([om_ext, om[:, real]], axis=1)
+        keep = np.all(np.abs(gw.imag) <= CHAIN_REAL_RTOL * np.abs(gw), axis=0)
+        order = np.argsort(gx[keep])
+        self._gap_x, self._gap_w = gx[keep][order], gw[:, keep][:, order].real + 0j
         if inside[-1]:
             raise ConvergenceError(f"the support of {self._describe()} reaches its bound {hi!r}")
         hard = bool(not lo > 0 and inside[0])
@@ -443,6 +456,15 @@ class ProductChainLaw(SpectralLaw):
                 ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
                 om[:, k[ok]] = new[:, ok]
                 todo[k[ok]] = False
+        off = np.flatnonzero(todo & (z.imag > 0))
+        if off.size:
+            # eq. (14.15) from the large-|z| start: for Im z > 0 a root strictly inside
+            # the half-plane is the solution whatever the start
+            t = 1.0 / z[off]
+            new, ok = self._newton(self._start(t), t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+            ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
+            om[:, off[ok]] = new[:, ok]
+            todo[off[ok]] = False
         on = np.flatnonzero(todo & (z.imag <= 0))
         if on.size:
             new, ok = self._solve_axis(z[on].real)
