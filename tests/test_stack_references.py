@@ -149,6 +149,8 @@ def test_three_layer_law_against_reference():
 #: value at 1e-6 to O(1e-6) plus the accuracy of the direct solve there: measured
 #: 1.0e-6 and 1.0e-6.
 SQRT_EDGE_RTOL = 1e-4
+#: Agreement of two solves next to the fold (see the test): measured 9.3e-8.
+NEAR_FOLD_RTOL = 1e-6
 
 
 @pytest.mark.slow
@@ -161,7 +163,11 @@ def test_three_layer_law_solved_next_to_its_upper_edge():
     x = hi * (1.0 - np.array([4.4e-9, 1e-8, 1e-6]))
     dens = law._density(x)
     g = law._stieltjes_exact(x.astype(complex))
-    assert np.all(dens > 0) and np.array_equal(dens, np.maximum(-g.imag, 0.0) / np.pi)
+    # the density solve and G at x + i0 (warm-started, theory eq. (14.7)) are two solves
+    # of an ill-conditioned system next to the fold: measured 9.3e-8 apart at 4.4e-9
+    # below the edge, 6.4e-10 at 1e-6 (about sqrt(eps) relative to the distance)
+    assert np.all(dens > 0)
+    np.testing.assert_allclose(dens, np.maximum(-g.imag, 0.0) / np.pi, rtol=NEAR_FOLD_RTOL)
     ratio = dens / np.sqrt(hi - x)
     assert np.max(np.abs(ratio[:2] / ratio[2] - 1.0)) <= SQRT_EDGE_RTOL
 

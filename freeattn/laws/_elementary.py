@@ -397,10 +397,14 @@ class MarchenkoPastur(SpectralLaw):
         return 2 / big if abs(big) >= abs(small) else small / (2 * c * v * z)
 
     def _stieltjes_derivative(self, z):
-        # c v z G**2 - (z - v(1-c)) G + 1 = 0 differentiated in z.
+        return self._stieltjes_pair(z)[1]
+
+    def _stieltjes_pair(self, z):
+        # c v z G**2 - (z - v(1-c)) G + 1 = 0 differentiated in z: G' from G, one root.
         v, c = self.variance, self.ratio
-        g = self._stieltjes_exact(z)
-        return -(c * v * g * g - g) / (2.0 * c * v * z * g - (z - v * (1.0 - c)))
+        g = self._stieltjes(z)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return g, -(c * v * g * g - g) / (2.0 * c * v * z * g - (z - v * (1.0 - c)))
 
     def _moment_series(self, kmax, prec):
         # Narayana moments (theory eq. (5.10)), exact rationals from the
