@@ -639,33 +639,3 @@ def test_hard_edge_rule_with_atoms_eq_8_13():
         (iv,) = law.interval_details()
         assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-1, 2)
         assert law.total_mass() == pytest.approx(1.0, abs=1e-10)
-
-
-#: The warm starts of eq. (8.27) against the algebraic tower at the same points: both
-#: end with Newton on the outermost level to rounding, so they agree to a few ulps
-#: (measured 6.7e-16 in G at all 31 points: off the axis, inside, outside); a root on
-#: another sheet would differ by O(1).
-WARM_TOWER_RTOL = 1e-13
-
-
-def test_sample_covariance_warm_starts_eq_8_27():
-    law = attention_law(0.7, 1.0).squared().normalized  # MP(1, 1) ⊠ (a + b MP), eq. (5.5)
-    assert law._sample_covariance_warm()
-    hi = law.support()[1]
-    z = np.r_[np.linspace(0.05, 1.4, 12) * hi + 0.2j,        # off the axis
-              np.linspace(0.1, 0.9, 9) * hi,                  # on the axis, inside
-              np.linspace(1.1, 3.0, 6) * hi, -np.linspace(0.1, 1.0, 4) * hi]  # outside
-    z = z.astype(complex)
-    law._stieltjes_pair(z)                                      # seeds the table
-    zn = z.real * (1 + 1e-3) + 1j * z.imag
-    g, dg, acc = law._warm_pair(zn)
-    t, g_tower = law._solver.solve(zn)
-    assert acc[:12].all() and acc[12:21].all() and acc[21:].all()
-    assert np.max(np.abs(g[acc] / g_tower[acc] - 1.0)) <= WARM_TOWER_RTOL
-    inside = slice(12, 21)
-    assert np.all(g[inside].imag < 0)                           # a density, not a real root
-    outside = slice(21, None)
-    assert np.all(g[outside].imag == 0)
-    # G' against the tower's (eq. (8.10) by implicit differentiation; measured 2.8e-15)
-    ref = law._solver.curve.stages(t)
-    assert np.max(np.abs(dg / (ref[3][-1] / ref[2][-1]) - 1.0)) <= 1e-10

@@ -62,24 +62,6 @@ NEAR_EDGE_RTOL = 1e-9
 
 from ._rational_solver import _TINY, RationalSolver
 
-#: Warm starts of a sample covariance over a closed-form population (theory eq.
-#: (8.27)): a point within ``SC_WARM_NEIGHBOUR_RTOL`` of one of the latest
-#: ``SC_WARM_TABLE`` solved points starts Newton on the outermost level from its
-#: subordination point, at most ``SC_WARM_STEPS`` steps; the root is kept when the
-#: step has fallen below ``SC_WARM_RTOL`` and ``Im tau`` exceeds
-#: ``SC_WARM_INSIDE_RTOL * |tau|`` (strictly inside the upper half-plane).
-SC_WARM_TABLE = 8192
-SC_WARM_NEIGHBOUR_RTOL = 0.05
-SC_WARM_STEPS = 12
-SC_WARM_RTOL = 1e-14
-SC_WARM_INSIDE_RTOL = 1e-6
-#: ... or, where ``|dz/dtau|`` exceeds ``SC_WARM_FOLD`` of ``|z/tau|`` (away from a
-#: fold, an edge), when ``Im tau`` exceeds ``SC_WARM_ROUNDING`` times the rounding of
-#: ``tau`` (``eps |z| / |dz/dtau|``); a real ``z`` keeps a real root there when
-#: ``dz/dtau > 0`` (outside the support).
-SC_WARM_FOLD = 1e-4
-SC_WARM_ROUNDING = 64.0
-
 # --------------------------------------------------------------------------- #
 # Moments of compositions
 # --------------------------------------------------------------------------- #
@@ -274,113 +256,13 @@ class SubordinationLaw(SpectralLaw):
     def _stieltjes_derivative(self, z):
         return self._stieltjes_pair(z)[1]
 
-    def _sample_covariance_warm(self):
-        """True for ``MP(v, c) ⊠ b`` with ``b`` in closed form, the case of eq. (8.27)."""
-        from ..laws._elementary import MarchenkoPastur
-
-        return (isinstance(self.level, SLevel) and isinstance(self.level.partner, MarchenkoPastur)
-                and isinstance(self._solver, RationalSolver)
-                and self._solver.polisher is not None)
-
-    def _warm_pair(self, z):
-        """``(G, G', accepted)`` by Newton on ``Phi(tau) = z`` from the nearest solved
-        point (theory eq. (8.27)); ``accepted`` marks the certified points."""
-        g = np.zeros(z.shape, dtype=complex)
-        dg = np.zeros(z.shape, dtype=complex)
-        acc = np.zeros(z.shape, dtype=bool)
-        table = getattr(self, "_sc_table", None)
-        if table is None or not table[0].size or not z.size:
-            return g, dg, acc
-        from scipy.spatial import cKDTree
-
-        tz, ttau = table
-        _, pick = cKDTree(np.c_[tz.real, tz.imag]).query(np.c_[z.real, z.imag])
-        near = np.flatnonzero((np.abs(z - tz[pick]) <= SC_WARM_NEIGHBOUR_RTOL * np.abs(z))
-                              & (z.imag >= 0))
-        if not near.size:
-            return g, dg, acc
-        zn = z[near]
-        with np.errstate(all="ignore"):
-            tau = ttau[pick[near]] * (zn / tz[pick[near]])      # tau ~ z as |z| -> oo
-        # a real z with a nearly real start: Newton in real arithmetic (the tower's
-        # real roots carry an imaginary part of its rounding); the test below keeps
-        # a real root only outside the support
-        flat = (zn.imag == 0) & (np.abs(tau.imag) <= SC_WARM_INSIDE_RTOL * np.abs(tau))
-        tau = np.where(flat, tau.real + 0j, tau)
-        b, level = self.constituent, self.level
-        done = np.zeros(near.size, dtype=bool)
-        act = np.arange(near.size)
-        for _ in range(SC_WARM_STEPS):
-            ta = tau[act]
-            with np.errstate(all="ignore"):
-                gb, dgb = b._stieltjes_pair(ta)
-                zz, _, dz, _ = level.apply(ta, gb, np.ones_like(ta), dgb)
-                step = (zz - zn[act]) / dz
-            fin = np.isfinite(step)
-            tau[act] = np.where(fin, ta - step, ta)
-            conv = fin & (np.abs(step) <= SC_WARM_RTOL * np.abs(ta))
-            done[act[conv]] = True
-            act = act[fin & ~conv]
-            if not act.size:
-                break
-        with np.errstate(all="ignore"):
-            gb, dgb = b._stieltjes_pair(tau)
-            zz, gg, dz, dgg = level.apply(tau, gb, np.ones_like(tau), dgb)
-        with np.errstate(all="ignore"):
-            # |dz/dtau| relative to |z/tau|, and the rounding of tau it implies
-            slope = np.abs(dz) * np.abs(tau) / np.abs(zn)
-            err = SC_WARM_ROUNDING * np.finfo(float).eps * np.abs(tau) / slope
-        away = slope > SC_WARM_FOLD
-        inside = (tau.imag > SC_WARM_INSIDE_RTOL * np.abs(tau)) | (away & (tau.imag > err))
-        # a real z outside the support: tau real, off the constituent's support, and
-        # z increasing in tau there (Silverstein & Choi 1995: then tau is the solution)
-        real = ((zn.imag == 0) & away & (np.abs(tau.imag) <= err)
-                & (np.abs(gb.imag) <= err / np.abs(tau) * np.abs(gb) + _TINY)
-                & (dz.real > 0))
-        ok = done & np.isfinite(gg) & np.isfinite(dgg) & (inside | real)
-        tau = np.where(real, tau.real + 0j, tau)
-        if real.any():
-            with np.errstate(all="ignore"):
-                gb, dgb = b._stieltjes_pair(tau)
-                gb = np.where(real, gb.real + 0j, gb)
-                dgb = np.where(real, dgb.real + 0j, dgb)
-                zz, gg, dz, dgg = level.apply(tau, gb, np.ones_like(tau), dgb)
-        hit = near[ok]
-        g[hit], acc[hit] = gg[ok], True
-        with np.errstate(all="ignore"):
-            dg[hit] = dgg[ok] / dz[ok]
-        return g, dg, acc
-
-    def _remember(self, z, tau):
-        """Add solved points to the table of eq. (8.27) (the latest first)."""
-        keep = np.isfinite(tau) & (z.imag >= 0)
-        old = getattr(self, "_sc_table", None)
-        zs, ts = z[keep], tau[keep]
-        if old is not None:
-            zs, ts = np.r_[zs, old[0]], np.r_[ts, old[1]]
-        self._sc_table = (zs[:SC_WARM_TABLE], ts[:SC_WARM_TABLE])
-
     def _stieltjes_pair(self, z):
         """``G`` and ``G' = (dG/dtau)/(dz/dtau)`` from one solve."""
         if isinstance(self._solver, RationalSolver):
-            warm = self._sample_covariance_warm()
-            if warm:
-                g, dg, acc = self._warm_pair(z)
-                if acc.all():
-                    return g, dg
-                rest = np.flatnonzero(~acc)
-                zr = z[rest]
-            else:
-                zr = z
-            t, gr = self._solver.solve(zr)
+            t, g = self._solver.solve(z)
             zs, gs, dzs, dgs = self._solver.curve.stages(t)
             with np.errstate(divide="ignore", invalid="ignore"):
-                dgr = dgs[-1] / dzs[-1]
-            if not warm:
-                return gr, dgr
-            self._remember(zr, zs[-2])
-            g[rest], dg[rest] = gr, dgr
-            return g, dg
+                return g, dgs[-1] / dzs[-1]
         tau, g = self._solver.solve(z)
         _, _, dz, dg = self._solver._phi(tau)
         with np.errstate(divide="ignore", invalid="ignore"):
