@@ -430,13 +430,15 @@ class ProductChainLaw(SpectralLaw):
         return np.maximum(-g.imag, 0.0) / math.pi
 
     def _solve(self, z):
-        """The unknowns of eq. (14.8) at ``z`` (1-d, ``Im z >= 0``), eq. (14.15).
+        """The unknowns of eq. (14.8) at ``z`` (1-d, ``Im z >= 0``), eqs. (14.15), (14.16).
 
-        A point off the axis within ``WARM_NEIGHBOUR_RTOL`` of the nearest of
-        the latest ``CHAIN_WARM_TABLE`` solved off-axis points starts Newton from that point's unknowns (scaled by
-        ``t/t_prev``, exact at large ``|z|``) and keeps the root when it
-        converges strictly inside the lower half-plane; every other point is
-        continued from ``y = CHAIN_START * scale``.
+        Off the axis, Newton starts from the nearest of the latest
+        ``CHAIN_WARM_TABLE`` solved points when it is within
+        ``WARM_NEIGHBOUR_RTOL`` (its unknowns scaled by ``t/t_prev``, exact at
+        large ``|z|``), else from the large-``|z|`` value, and the root is kept
+        when it lies strictly inside the lower half-plane.  On the axis the
+        tables of :meth:`_solve_axis` are tried.  Every other point is continued
+        from ``y = CHAIN_START * scale``.
         """
         z = np.asarray(z, dtype=complex)
         om = np.empty((len(self.factors), z.size), dtype=complex)
