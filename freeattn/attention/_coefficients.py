@@ -119,6 +119,10 @@ def _float_coefficients(beta):
     x, x_lo = _square_with_error(b)
     theta1 = np.expm1(x) + np.exp(x) * x_lo
     theta2 = x
+    # eq. (2.6): theta1 >= theta2.  Where beta**2 is subnormal (beta < 1.5e-154) the
+    # split error x_lo of the square is not representable and theta1 could fall an
+    # ulp below theta2; the exact theta1 is beta**2 (1 + beta**2/2 + ...) >= theta2.
+    theta1 = np.maximum(theta1, theta2)
     alpha2 = _exp_minus_1_minus_x(x) + np.expm1(x) * x_lo
     alpha = np.sqrt(alpha2)
     if b.ndim == 0:
