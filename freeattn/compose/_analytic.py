@@ -206,6 +206,40 @@ def _reciprocal_pair(law, u):
 
 
 
+def locator_schedule(n):
+    """Index schedule of the locator of eq. (14.12) on a grid of ``n`` points.
+
+    Returns
+    -------
+    coarse : ndarray of int
+        Every ``LOCATOR_STRIDE``-th point and the last (continued).
+    levels : list of (mid, lo, hi, frac)
+        Per halving of the stride, the points half-way between solved ones and
+        their solved neighbours, with the interpolation weight of ``hi``
+        (``guess = v[lo] + frac * (v[hi] - v[lo])``).
+    rest : ndarray of int
+        Points no level reaches (continued).
+    """
+    stride = LOCATOR_STRIDE
+    coarse = np.unique(np.r_[np.arange(0, n, stride), n - 1])
+    solved = np.zeros(n, dtype=bool)
+    solved[coarse] = True
+    levels = []
+    while stride > 1:
+        half = stride // 2
+        mid = np.arange(half, n, stride)
+        mid = mid[~solved[mid]]
+        if mid.size:
+            lo = mid - half
+            hi = np.minimum(mid + half, n - 1)
+            hi = np.where(solved[hi], hi, lo)
+            frac = np.where(hi > lo, (mid - lo) / np.maximum(hi - lo, 1), 0.0)
+            levels.append((mid, lo, hi, frac))
+            solved[mid] = True
+        stride = half
+    return coarse, levels, np.flatnonzero(~solved)
+
+
 def product_grid(bounds, points):
     """The geometric locator grid of a ``⊠`` over the bounds ``(lo, hi)`` of its support.
 
@@ -761,25 +795,10 @@ class AnalyticLaw(SpectralLaw):
         """
         n = xs.size
         w = np.empty(n, dtype=complex)
-        stride = LOCATOR_STRIDE
-        coarse = np.unique(np.r_[np.arange(0, n, stride), n - 1])
+        coarse, levels, rest = locator_schedule(n)
         w[coarse] = self._continue(xs[coarse], np.zeros(coarse.size), check=False)
-        solved = np.zeros(n, dtype=bool)
-        solved[coarse] = True
-        while stride > 1:
-            half = stride // 2
-            mid = np.arange(half, n, stride)
-            mid = mid[~solved[mid]]
-            if mid.size:
-                lo = mid - half
-                hi = np.minimum(mid + half, n - 1)
-                hi = np.where(solved[hi], hi, lo)
-                t = np.where(hi > lo, (mid - lo) / np.maximum(hi - lo, 1), 0.0)
-                guess = w[lo] + t * (w[hi] - w[lo])
-                w[mid] = self._axis(xs[mid], guess)
-                solved[mid] = True
-            stride = half
-        rest = np.flatnonzero(~solved)
+        for mid, lo, hi, frac in levels:
+            w[mid] = self._axis(xs[mid], w[lo] + frac * (w[hi] - w[lo]))
         if rest.size:
             w[rest] = self._continue(xs[rest], np.zeros(rest.size), check=False)
         return w

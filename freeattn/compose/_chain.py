@@ -19,8 +19,8 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ..laws._law_base import Interval, SpectralLaw
-from ._analytic import (LOCATOR_STRIDE, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair,
-                        hard_edge_exponent, product_grid)
+from ._analytic import (WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair, hard_edge_exponent,
+                        locator_schedule, product_grid)
 
 __all__ = ["ProductChainLaw", "product_chain"]
 
@@ -340,33 +340,19 @@ class ProductChainLaw(SpectralLaw):
         real double root by rounding); every other point (outside the support,
         or next to an edge) is continued, in one batch at the end.
         """
-        n = xs.size
-        om = np.empty((len(self.factors), n), dtype=complex)
-        stride = LOCATOR_STRIDE
-        coarse = np.unique(np.r_[np.arange(0, n, stride), n - 1])
+        om = np.empty((len(self.factors), xs.size), dtype=complex)
+        coarse, levels, rest = locator_schedule(xs.size)
         om[:, coarse] = self._continue(xs[coarse], np.zeros(coarse.size), check=False)
-        solved = np.zeros(n, dtype=bool)
-        solved[coarse] = True
-        rejected = []
-        while stride > 1:
-            half = stride // 2
-            mid = np.arange(half, n, stride)
-            mid = mid[~solved[mid]]
-            if mid.size:
-                lo = mid - half
-                hi = np.minimum(mid + half, n - 1)
-                hi = np.where(solved[hi], hi, lo)
-                frac = np.where(hi > lo, (mid - lo) / np.maximum(hi - lo, 1), 0.0)
-                guess = om[:, lo] + frac * (om[:, hi] - om[:, lo])
-                new, ok = self._newton(guess, 1.0 / xs[mid].astype(complex),
-                                       CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
-                ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
-                # a rejected point's root is still the best guess for its neighbours
-                om[:, mid] = np.where(np.all(np.isfinite(new), axis=0), new, guess)
-                rejected.append(mid[~ok])
-                solved[mid] = True
-            stride = half
-        rest = np.concatenate(rejected + [np.flatnonzero(~solved)]).astype(int)
+        rejected = [rest]
+        for mid, lo, hi, frac in levels:
+            guess = om[:, lo] + frac * (om[:, hi] - om[:, lo])
+            new, ok = self._newton(guess, 1.0 / xs[mid].astype(complex),
+                                   CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+            ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
+            # a rejected point's root is still the best guess for its neighbours
+            om[:, mid] = np.where(np.all(np.isfinite(new), axis=0), new, guess)
+            rejected.append(mid[~ok])
+        rest = np.concatenate(rejected).astype(int)
         if rest.size:
             om[:, rest] = self._continue(xs[rest], np.zeros(rest.size), check=False)
         return om
@@ -412,21 +398,9 @@ class ProductChainLaw(SpectralLaw):
         return hard_edge_exponent(self.factors, self._describe())
 
     def _density(self, x):
-        x = np.asarray(x, dtype=float)
-        om = np.empty((len(self.factors), x.size), dtype=complex)
-        todo = np.ones(x.size, dtype=bool)
-        if self._warm_x.size >= 2 and x.size:
-            # eq. (14.7): Newton at y = 0 from interpolated neighbours
-            guess = np.stack([np.interp(x, self._warm_x, r.real) + 1j * np.interp(
-                x, self._warm_x, r.imag) for r in self._warm_w])
-            t = 1.0 / x.astype(complex)
-            new, ok = self._newton(guess, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
-            ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
-            om[:, ok] = new[:, ok]
-            todo = ~ok
-        if todo.any():
-            om[:, todo] = self._continue(x[todo], np.zeros(int(todo.sum())))
-        g = self._g_from(om, x.astype(complex))
+        # eq. (14.7) through the axis tables of _solve, the continuation for the rest
+        z = np.asarray(x, dtype=float).astype(complex)
+        g = self._g_from(self._solve(z), z)
         return np.maximum(-g.imag, 0.0) / math.pi
 
     def _solve(self, z):

@@ -26,6 +26,9 @@ __all__ = ["population_edges"]
 #: left of the first pole (geometric in the distance to it).
 POLE_INTERVAL_SAMPLES = 16
 OUTER_SAMPLES = 64
+#: The samples left of the first pole ``p`` lie at ``p (1 + u)``, ``u`` geometric in
+#: ``[1/OUTER_REACH, OUTER_REACH]``.
+OUTER_REACH = 1e12
 #: Shrinks (by 16 each) of the distance to a pole in search of ``x' <= 0`` next to it.
 POLE_SHRINKS = 40
 #: Entries (points x atoms) per block of the sums over atoms.
@@ -114,7 +117,7 @@ def population_edges(ratio, values, weights):
                                / (POLE_INTERVAL_SAMPLES + 1)))
     ends = np.r_[poles, 0.0]
     inner = (ends[:-1, None] + (ends[1:] - ends[:-1])[:, None] * frac[None, :]).ravel()
-    outer = poles[0] * (1.0 + np.geomspace(1e-12, 1e12, OUTER_SAMPLES))[::-1]
+    outer = poles[0] * (1.0 + np.geomspace(1.0 / OUTER_REACH, OUTER_REACH, OUTER_SAMPLES))[::-1]
     m = np.r_[outer, inner]
     piece = np.r_[np.zeros(outer.size, dtype=int),
                   np.repeat(np.arange(1, ends.size), POLE_INTERVAL_SAMPLES)]
