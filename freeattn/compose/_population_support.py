@@ -29,8 +29,10 @@ OUTER_SAMPLES = 64
 #: The samples left of the first pole ``p`` lie at ``p (1 + u)``, ``u`` geometric in
 #: ``[1/OUTER_REACH, OUTER_REACH]``.
 OUTER_REACH = 1e12
-#: Shrinks (by 16 each) of the distance to a pole in search of ``x' <= 0`` next to it.
+#: Shrinks (by ``POLE_SHRINK_FACTOR`` each) of the distance to a pole in search of
+#: ``x' <= 0`` next to it.
 POLE_SHRINKS = 40
+POLE_SHRINK_FACTOR = 16.0
 #: Entries (points x atoms) per block of the sums over atoms.
 SUM_BLOCK = 2 ** 16
 #: Safeguarded Newton steps for the maxima of ``x'`` (zeros of ``x''``) and the
@@ -81,8 +83,11 @@ def _bracketed(f_pair, lo, hi, flo):
         done = (f == 0) | (inside & (np.abs(new - xa) <= tol)) | (np.abs(ha - la) <= tol)
         act = act[~done]
         if not act.size:
-            break
-    return x
+            return x
+    raise ConvergenceError(
+        f"safeguarded Newton on eq. (14.17) did not converge in {CRITICAL_STEPS} steps at "
+        f"{act.size} of {x.size} points (e.g. m = {float(x[act[0]])!r}, bracket width "
+        f"{float(abs(hi[act[0]] - lo[act[0]])):.3e})")
 
 
 def population_edges(ratio, values, weights):
@@ -104,7 +109,8 @@ def population_edges(ratio, values, weights):
     ------
     ConvergenceError
         If the zeros of ``x'`` do not alternate into bands (a sampled interval
-        holding more sign changes than the samples resolve).
+        holding more sign changes than the samples resolve), or a zero or a
+        maximum of ``x'`` is not solved within ``CRITICAL_STEPS``.
     """
     c = float(ratio)
     order = np.argsort(values)
@@ -146,7 +152,7 @@ def population_edges(ratio, values, weights):
         found = np.zeros(idx.size, dtype=bool)
         pt = m[idx].copy()
         for _ in range(POLE_SHRINKS):
-            gap = np.where(found, gap, gap / 16.0)
+            gap = np.where(found, gap, gap / POLE_SHRINK_FACTOR)
             trial = pole + gap
             neg = _sums(trial, c, t, w, (1,))[1] <= 0
             pt = np.where(~found & neg, trial, pt)
@@ -159,13 +165,16 @@ def population_edges(ratio, values, weights):
                 f"{float(pole[np.argmin(found)])!r} (ratio={c!r})")
         extra_m.append(pt)
         extra_piece.append(k)
-    if extra_m:
-        mx = np.concatenate(extra_m)
-        m = np.r_[m, mx]
-        piece = np.r_[piece, np.concatenate(extra_piece)]
-        d1 = np.r_[d1, _sums(mx, c, t, w, (1,))[1]]
+    def insert(m, piece, d1, new_m, new_piece):
+        """The samples with ``new_m`` added, sorted by piece, then ``m``."""
+        m = np.r_[m, new_m]
+        piece = np.r_[piece, new_piece]
+        d1 = np.r_[d1, _sums(new_m, c, t, w, (1,))[1]]
         srt = np.lexsort((m, piece))
-        m, piece, d1 = m[srt], piece[srt], d1[srt]
+        return m[srt], piece[srt], d1[srt]
+
+    if extra_m:
+        m, piece, d1 = insert(m, piece, d1, np.concatenate(extra_m), np.concatenate(extra_piece))
     # the maxima of x' between samples: a sampled local maximum is refined (zero of
     # x'' between its neighbours) and inserted, so that a hump above 0 narrower than
     # the sampling still shows as two sign changes
@@ -182,11 +191,7 @@ def population_edges(ratio, values, weights):
         mp = m[peak].copy()
         if ok.any():
             mp[ok] = _bracketed(d2_pair, lo[ok], hi[ok], slo[ok])
-        m = np.r_[m, mp]
-        piece = np.r_[piece, piece[peak]]
-        d1 = np.r_[d1, _sums(mp, c, t, w, (1,))[1]]
-        srt = np.lexsort((m, piece))
-        m, piece, d1 = m[srt], piece[srt], d1[srt]
+        m, piece, d1 = insert(m, piece, d1, mp, piece[peak])
     # zeros of x' between consecutive samples of one piece; at the poles x' = -oo,
     # at m -> 0- it is +oo and at m -> -oo it is (1 - c)/m**2 > 0
     pos = d1 > 0
