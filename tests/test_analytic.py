@@ -429,6 +429,37 @@ def test_population_edges_eq_14_17_against_the_algebraic_path():
         assert np.max(np.abs(got - ref) / ref) <= 4 * np.finfo(float).eps
 
 
+def test_intervals_skipped_by_the_bound_eq_14_18_hold_no_zero_of_x_prime():
+    # eq. (14.18) is an upper bound of x'(m) (eq. (14.17)): on every interval between
+    # poles that it declares free of zeros, x' sampled at 64 interior points (Chebyshev
+    # points of the second kind, clustered at the poles) is negative; and the edges
+    # with the skipped intervals equal, to the last bit, those with every interval
+    # sampled (BOUND_NEIGHBOURS = 0 leaves the bound 1/v**2 > 0: nothing is skipped)
+    from freeattn.compose import _population_support as ps
+
+    rng = np.random.default_rng(3)
+    cases = [(rng.chisquare(3, 400), np.full(400, 1 / 400)),
+             (np.exp(rng.normal(0.0, 2.0, 300)), rng.dirichlet(np.ones(300))),
+             (np.r_[rng.uniform(1.0, 1.01, 100), rng.uniform(5.0, 5.01, 150)],
+              np.full(250, 1 / 250))]
+    frac = 0.5 * (1 - np.cos(np.pi * np.arange(1, 65) / 65))
+    for t, w in cases:
+        order = np.argsort(t)
+        t, w = t[order], w[order]
+        for c in (0.05, 0.5, 0.95):
+            free = ps._free_of_zeros(c, t, w)
+            p = -1.0 / t
+            assert 0 < free.sum() < free.size          # the bound both skips and keeps
+            a, b = p[:-1][free], p[1:][free]
+            m = (a[:, None] + (b - a)[:, None] * frac[None, :]).ravel()
+            assert np.all(ps._sums(m, c, t, w, (1,))[1] < 0)
+            fast = ps.population_edges(c, t, w)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(ps, "BOUND_NEIGHBOURS", 0)
+                assert not ps._free_of_zeros(c, t, w).any()
+                assert ps.population_edges(c, t, w) == fast
+
+
 @pytest.mark.slow
 def test_a_gap_holding_no_grid_point_is_found_eq_14_17():
     # 1000 chi-square(3) atoms (the second draw of default_rng(1)) at ratio 1/2: the
