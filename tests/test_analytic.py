@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn.compose._analytic import AnalyticLaw, analytic_additive
+from freeattn.compose._analytic import AnalyticLaw, analytic_additive, analytic_multiplicative
 from freeattn.compose._fixed_point import FixedPointProblem, edge_newton, iterate, newton
 
 BER = freeattn.point_masses([-1.0, 1.0], [0.5, 0.5])
@@ -18,7 +18,9 @@ ARCSINE_RTOL = 1e-10
 
 
 def _arcsine():
-    return freeattn.free_additive(BER, BER)
+    # two equal laws that are distinct objects: the two-law map of eq. (14.1), whose
+    # closed forms the tests below use (one object twice takes eq. (14.19))
+    return freeattn.free_additive(BER, freeattn.point_masses([-1.0, 1.0], [0.5, 0.5]))
 
 
 def test_arcsine_is_an_analytic_law_with_exact_edges():
@@ -121,7 +123,6 @@ def test_fixed_point_problem_is_abstract():
 
 def test_multiplicative_identity_and_two_atom_population():
     # eq. (14.4): with b = delta_1 the fixed point is u = 1/z and G = G_a.
-    from freeattn.compose._analytic import analytic_multiplicative
 
     mp = freeattn.marchenko_pastur(1.0, 0.5)
     one = analytic_multiplicative(mp, freeattn.point_masses([1.0]))
@@ -505,6 +506,50 @@ def _arcsine_roots(x):
     return (x + r) / 2, (x - r) / 2
 
 
+def test_one_law_twice_solves_the_symmetric_equation_eq_14_19():
+    # eq. (14.19): for a ⊞ a the two subordination points are equal and
+    # w = z + h_a(w); for Bernoulli, h(w) = -1/w, so at z = 0 the root is w = i
+    # (G(i) = -i/2: density 1/(2 pi), closed form), and at real x = 3 the accepted
+    # root is (3 + sqrt 5)/2 (closed form, as for eq. (14.1)) with phi' = 1/w**2,
+    # whose square is the two-law map's phi' there.
+    from freeattn.compose._analytic import (_Multiplicative, _SymmetricAdditive,
+                                            _SymmetricMultiplicative)
+
+    law = freeattn.free_additive(BER, BER)
+    assert isinstance(law._problem, _SymmetricAdditive)
+    r = newton(law._problem, np.array([0.0 + 0j]), np.array([0.5 + 0.5j]))
+    assert abs(r.value[0] - 1j) <= 1e-15
+    assert abs(law._density(np.array([0.0]))[0] * 2 * math.pi - 1.0) <= 1e-14
+    good, _ = _arcsine_roots(3.0)
+    w = law._axis(np.array([3.0]), np.array([2.5 + 0j]), check=True)
+    assert abs(w[0] - good) <= 1e-14
+    two = _arcsine()
+    r2 = newton(two._problem, np.array([3.0 + 0j]), np.array([2.5 + 0j]))
+    r1 = newton(law._problem, np.array([3.0 + 0j]), np.array([2.5 + 0j]))
+    assert abs(r1.value[0] - r2.value[0]) <= 1e-14
+    assert abs(law._problem.phi(r1.value, np.array([3.0 + 0j]))[1][0] ** 2
+               - two._problem.phi(r2.value, np.array([3.0 + 0j]))[1][0]) <= 1e-14
+    # the closed-form arcsine law from the symmetric equation, edges and density
+    (lo, hi), = law.intervals()
+    assert abs(lo + 2.0) <= 1e-12 and abs(hi - 2.0) <= 1e-12
+    x = np.linspace(-1.99, 1.99, 41)
+    ref = 1.0 / (np.pi * np.sqrt(4.0 - x * x))
+    assert np.max(np.abs(law.pdf(x) / ref - 1.0)) <= ARCSINE_RTOL
+    # ⊠: attention ⊠ attention (beta = gamma = 1) by eq. (14.19) and by the two-law
+    # map of eq. (14.4), at points off the axis (G and G') and on it (the density)
+    att = freeattn.attention_law(1.0, 1.0).squared()
+    sym = analytic_multiplicative(att, att)
+    assert isinstance(sym._problem, _SymmetricMultiplicative)
+    gen = analytic_multiplicative(att, att)
+    gen._problem = _Multiplicative(att, att, gen._problem.scale)
+    z = np.array([0.3 + 0.2j, 1.0 + 1e-3j, 20.0 + 0.5j, -1.0 + 2.0j])
+    for f in ("stieltjes", "_stieltjes_derivative"):
+        a, b = getattr(sym, f)(z), getattr(gen, f)(z)
+        assert np.max(np.abs(a - b) / np.abs(b)) <= 1e-12
+    x = np.array([0.05, 1.0, 5.0, 20.0])
+    assert np.max(np.abs(sym._density(x) / gen._density(x) - 1.0)) <= 1e-12
+
+
 def test_a_repelling_real_root_is_rejected_and_the_attracting_one_accepted():
     # eq. (14.11): at x = 3, outside [-2, 2], omega(x + i0) = (3 + sqrt 5)/2 with
     # phi' = ((3 - w)/w)^2 = 0.0213 < 1; the other real root (3 - sqrt 5)/2 has
@@ -532,7 +577,6 @@ def test_a_real_root_is_the_boundary_value_for_the_product_sign_convention():
     # accepted real root w0 (phi' < 1) is the limit of the continued omega(x + i y),
     # which lies in the lower half-plane with (omega(x + iy) - w0)/(i y) -> dw/dz =
     # -u^2 eta_b'(v)/(1 - phi') real and < 0 (the test's derivation).
-    from freeattn.compose._analytic import analytic_multiplicative
 
     law = analytic_multiplicative(freeattn.point_masses([1.0, 6.0], [0.5, 0.5]),
                                   freeattn.marchenko_pastur(1.0, 0.1))
