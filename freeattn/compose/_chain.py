@@ -70,6 +70,9 @@ CHAIN_EXTRAPOLATION_REACH = 1.5
 #: The table of eq. (14.16) reaches ``CHAIN_GAP_REACH`` times beyond the grid on
 #: both sides, with ``CHAIN_GAP_POINTS`` geometric points each.
 CHAIN_GAP_REACH = 1e4
+#: Below a hard edge's first grid point the table of eq. (14.7) gets
+#: ``CHAIN_GAP_POINTS`` geometric points down to ``CHAIN_HARD_REACH`` of it.
+CHAIN_HARD_REACH = 1e-12
 CHAIN_GAP_POINTS = 64
 #: Off-axis points kept (the latest first) as warm starts of eq. (14.15).
 CHAIN_WARM_TABLE = 8192
@@ -216,11 +219,17 @@ class ProductChainLaw(SpectralLaw):
             yn = np.maximum(ya / factor[idx], y_final[idx])
             yn = np.where(yn < stop[idx], y_final[idx], yn)
             has = np.isfinite(y_prev[idx])
-            slope = np.where(has, (om[:, idx] - om_prev[:, idx]) / np.where(
-                has, ya - y_prev[idx], 1.0), 0.0)
-            guess = om[:, idx] + slope * (yn - ya)
+            # the secant predictor in the scaled unknowns omega * z, which tend to
+            # constants as |z| -> oo (the start of eq. (14.15)): far from the axis a
+            # step of y by the factor moves omega by that factor, more than the
+            # damped Newton steps of a level reach
+            za, zn = x[idx] + 1j * ya, x[idx] + 1j * yn
+            zp = x[idx] + 1j * np.where(has, y_prev[idx], ya)
+            v, vp = om[:, idx] * za, om_prev[:, idx] * zp
+            slope = np.where(has, (v - vp) / np.where(has, ya - y_prev[idx], 1.0), 0.0)
+            guess = (v + slope * (yn - ya)) / zn
             guess = np.where(guess.imag <= 0, guess, guess.real - 0j)
-            tn = 1.0 / (x[idx] + 1j * yn)
+            tn = 1.0 / zn
             new, ok = self._newton(guess, tn, CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
             good, bad = idx[ok], idx[~ok]
             om_prev[:, good], y_prev[good] = om[:, good], y[good]
@@ -279,20 +288,25 @@ class ProductChainLaw(SpectralLaw):
         lo, hi = self._bounds
         xs = product_grid(self._bounds, CHAIN_GRID)
         start = xs[0]
-        om = self._locate(xs)
+        # points beyond the grid on both sides (geometric, to CHAIN_GAP_REACH) for
+        # the table of eq. (14.16) and, below a support that may reach 0, towards the
+        # hard edge for the table of eq. (14.7) (the density's nodes next to 0 reach
+        # far below the grid's first point); continued with the grid's coarse points
+        above = xs[-1] * np.geomspace(1.0, CHAIN_GAP_REACH, CHAIN_GAP_POINTS + 1)[1:]
+        below = xs[0] * (np.geomspace(1.0 / CHAIN_GAP_REACH, 1.0, CHAIN_GAP_POINTS + 1)
+                         if lo > 0 else np.geomspace(CHAIN_HARD_REACH, 1.0,
+                                                     CHAIN_GAP_POINTS + 1))[:-1]
+        ext = np.r_[below, above]
+        om, om_ext = self._locate(xs, ext)
         inside = self._inside(om, xs)
         if not inside.any():
             raise ConvergenceError(f"no point of the support of {self._describe()} found on "
                                    f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
         seed = inside & np.all(om.imag < 0, axis=0)
         self._warm_x, self._warm_w = xs[seed], om[:, seed]
-        # the continued real solutions outside the support, the table of eq. (14.16),
-        # with points beyond the grid on both sides (geometric, to CHAIN_GAP_REACH)
+        # the continued real solutions outside the support, the table of eq. (14.16)
         real = ~inside & np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
-        above = xs[-1] * np.geomspace(1.0, CHAIN_GAP_REACH, CHAIN_GAP_POINTS + 1)[1:]
-        below = xs[0] * np.geomspace(1.0 / CHAIN_GAP_REACH, 1.0, CHAIN_GAP_POINTS + 1)[:-1]
-        ext = np.r_[below if lo > 0 else np.empty(0), above]
-        om_ext = self._continue(ext, np.zeros(ext.size), check=False)
+        self._add_inside(ext, om_ext)
         gx = np.r_[ext, xs[real]]
         gw = np.concatenate([om_ext, om[:, real]], axis=1)
         keep = np.all(np.abs(gw.imag) <= CHAIN_REAL_RTOL * np.abs(gw), axis=0)
@@ -329,8 +343,9 @@ class ProductChainLaw(SpectralLaw):
             ivs.append(Interval(x0, x1, e0, e1))
         return tuple(ivs)
 
-    def _locate(self, xs):
-        """The unknowns of eq. (14.8) at ``x + i0`` on the locator grid ``xs``.
+    def _locate(self, xs, extra):
+        """The unknowns of eq. (14.8) at ``x + i0`` on the locator grid ``xs``, and
+        at the points ``extra`` (continued with the grid's coarse points).
 
         As eq. (14.12) for two laws: every ``LOCATOR_STRIDE``-th point (and the
         last) is continued; then, halving the stride, each point half-way between
@@ -342,7 +357,9 @@ class ProductChainLaw(SpectralLaw):
         """
         om = np.empty((len(self.factors), xs.size), dtype=complex)
         coarse, levels, rest = locator_schedule(xs.size)
-        om[:, coarse] = self._continue(xs[coarse], np.zeros(coarse.size), check=False)
+        pts = np.r_[xs[coarse], extra]
+        both = self._continue(pts, np.zeros(pts.size), check=False)
+        om[:, coarse], om_extra = both[:, :coarse.size], both[:, coarse.size:]
         rejected = [rest]
         for mid, lo, hi, frac in levels:
             guess = om[:, lo] + frac * (om[:, hi] - om[:, lo])
@@ -355,7 +372,7 @@ class ProductChainLaw(SpectralLaw):
         rest = np.concatenate(rejected).astype(int)
         if rest.size:
             om[:, rest] = self._continue(xs[rest], np.zeros(rest.size), check=False)
-        return om
+        return om, om_extra
 
     def _narrow(self, x_out, x_in):
         """Cells ``[x_out, x_in]`` (either order) holding an edge, cut to
@@ -370,8 +387,9 @@ class ProductChainLaw(SpectralLaw):
         for _ in range(CHAIN_EDGE_ROUNDS):
             pts = x_out[:, None] * (x_in / x_out)[:, None] ** frac[None, :]
             flat = pts.ravel()
-            ins = self._inside(self._continue(flat, np.zeros(flat.size), check=False),
-                               flat).reshape(pts.shape)
+            om = self._continue(flat, np.zeros(flat.size), check=False)
+            self._add_inside(flat, om)              # warm starts next to the edge
+            ins = self._inside(om, flat).reshape(pts.shape)
             # first point inside (x_in itself when none is); the point before it is outside
             first = np.where(ins.any(axis=1), np.argmax(ins, axis=1), k - 1)
             rows = np.arange(x_out.size)
@@ -448,6 +466,7 @@ class ProductChainLaw(SpectralLaw):
             todo[on[ok]] = False
         if todo.any():
             om[:, todo] = self._continue(z[todo].real, np.maximum(z[todo].imag, 0.0))
+        self._add_inside(z.real[on], om[:, on])
         up = z.imag > 0
         if up.any():
             # the table keeps the latest CHAIN_WARM_TABLE points (a nested law is
@@ -477,9 +496,7 @@ class ProductChainLaw(SpectralLaw):
             inside |= (x > iv.lo) & (x < iv.hi)
         cand = np.flatnonzero(inside)
         if cand.size and self._warm_x.size >= 2:
-            wx, ww = self._warm_x, self._warm_w
-            guess = np.stack([np.interp(x[cand], wx, r.real) + 1j * np.interp(x[cand], wx, r.imag)
-                              for r in ww])
+            guess = self._inside_guess(x[cand], ivs)
             new, ok = self._newton(guess, t[cand], CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
             ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
             om[:, cand[ok]], acc[cand[ok]] = new[:, ok], True
@@ -507,6 +524,47 @@ class ProductChainLaw(SpectralLaw):
                 ok &= np.all((new.real >= lo) & (new.real <= hi), axis=0)
                 om[:, cand[ok]], acc[cand[ok]] = new[:, ok].real + 0j, True
         return om, acc
+
+    def _add_inside(self, x, om):
+        """Adds solved real points strictly inside the support to the table of eq. (14.7)."""
+        keep = np.all(om.imag < -WARM_INSIDE_RTOL * np.abs(om), axis=0) & ~np.isin(x, self._warm_x)
+        if keep.any() and self._warm_x.size:
+            xs = np.r_[self._warm_x, x[keep]]
+            order = np.argsort(xs, kind="stable")
+            self._warm_x = xs[order]
+            self._warm_w = np.concatenate([self._warm_w, om[:, keep]], axis=1)[:, order]
+
+    def _inside_guess(self, x, ivs):
+        """Newton starts inside the support from the table of boundary values (eq. (14.7)).
+
+        Between table points: linear interpolation in ``x``.  Between an interval's
+        outermost table point and its edge, the two outermost points are
+        extrapolated in ``sqrt(|x - e|)`` towards a soft edge ``e`` (the unknowns
+        are analytic in it at a square-root fold, theory eq. (14.16)) and in
+        ``log x`` of ``log omega`` towards a hard edge at 0 (a power of ``x``
+        there, eq. (14.6)), where interpolation would repeat the end value.
+        """
+        wx, ww = self._warm_x, self._warm_w
+        guess = np.stack([np.interp(x, wx, r.real) + 1j * np.interp(x, wx, r.imag) for r in ww])
+        for iv in ivs:
+            tab = np.flatnonzero((wx > iv.lo) & (wx < iv.hi))
+            if tab.size < 2:
+                continue
+            for end, (i1, i2) in ((iv.hi, (tab[-1], tab[-2])), (iv.lo, (tab[0], tab[1]))):
+                sel = (x > min(end, wx[i1])) & (x < max(end, wx[i1]))
+                if not sel.any():
+                    continue
+                w1, w2 = ww[:, i1, None], ww[:, i2, None]
+                with np.errstate(all="ignore"):
+                    if end == 0.0:
+                        slope = (np.log(w1) - np.log(w2)) / np.log(wx[i1] / wx[i2])
+                        g = np.exp(np.log(w1) + slope * np.log(x[sel] / wx[i1])[None, :])
+                    else:
+                        s1, s2 = np.sqrt(abs(end - wx[i1])), np.sqrt(abs(end - wx[i2]))
+                        g = w1 + (w1 - w2) / (s1 - s2) * (np.sqrt(np.abs(end - x[sel])) - s1)
+                ok = np.all(np.isfinite(g), axis=0)
+                guess[:, np.flatnonzero(sel)[ok]] = g[:, ok]
+        return guess
 
     def _stieltjes_exact(self, z):
         z = np.asarray(z, dtype=complex)
