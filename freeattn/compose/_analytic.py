@@ -727,6 +727,16 @@ class AnalyticLaw(SpectralLaw):
             raise ConvergenceError(
                 f"no point of the support of {self._describe()} found on a grid of "
                 f"{xs.size} points over [{lo!r}, {hi!r}]")
+        sums = self._discrete_sum()
+        if sums is not None:
+            # eq. (14.20): every gap of a ⊞ of two discrete laws, however narrow
+            from ._discrete_sum_support import discrete_sum_edges
+
+            bands = discrete_sum_edges(*sums)
+            if bands is not None:
+                half, pole = Fraction(1, 2), Fraction(-1, 2)
+                return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
+                             for lo, hi, plo, phi in bands)
         population = self._atomic_population()
         if population is not None:
             # eq. (14.17): every gap of a sample covariance over atoms, however narrow
@@ -801,6 +811,19 @@ class AnalyticLaw(SpectralLaw):
                     f"edges of {self._describe()} do not pair into intervals: {edges!r}")
             ivs.append(Interval(float(x0), float(x1), e0, e1))
         return tuple(ivs)
+
+    def _discrete_sum(self):
+        """``(s, p, t, q)`` when this law is the ⊞ of two discrete laws with at least
+        two atoms each (theory eq. (14.20)); else None."""
+        from ..laws._elementary import PointMasses
+
+        if self.multiplicative or not (isinstance(self.a, PointMasses)
+                                       and isinstance(self.b, PointMasses)):
+            return None
+        if self.a.values.size < 2 or self.b.values.size < 2:
+            return None
+        return (np.asarray(self.a.values, dtype=float), np.asarray(self.a.weights, dtype=float),
+                np.asarray(self.b.values, dtype=float), np.asarray(self.b.weights, dtype=float))
 
     def _atomic_population(self):
         """``(ratio, t, w)`` when this law is ``MP(v, ratio) ⊠ sum_k w_k delta_{t_k}``

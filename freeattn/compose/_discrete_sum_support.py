@@ -1,0 +1,419 @@
+"""Support of the free additive convolution of two finite discrete laws (theory section 14.19).
+
+For ``a = sum_i p_i delta_{s_i}`` and ``b = sum_j q_j delta_{t_j}`` the
+reciprocal Cauchy transforms ``F_a = 1/G_a``, ``F_b = 1/G_b`` are real and
+increasing on the real line between their poles (the zeros of ``G``), and
+``x`` lies outside the support of ``a ⊞ b`` exactly when the real solution
+``(omega_1, omega_2)`` of ``F_a(omega_1) = F_b(omega_2) = f``,
+``x = omega_1 + omega_2 - f`` is attracting there, that is when
+
+    dx/df = 1/F_a'(omega_1) + 1/F_b'(omega_2) - 1 > 0       (theory eq. (14.20)).
+
+Each pair of branches (one interval between consecutive poles of ``F_a`` and
+one of ``F_b``) is a curve parametrized by the common value ``f`` in R; the
+gaps of the support are the images by ``x`` of the ``f``-intervals where
+eq. (14.20) is positive, and the edges are the values of ``x`` at its zeros.
+Each curve is sampled on its own and every sampled local maximum of
+``dx/df`` is refined, so a gap is found however narrow it is against the
+support (the grid locator of theory section 14.10 can miss one that holds no
+grid point).
+
+Nothing in this module prints or does I/O.
+"""
+
+import numpy as np
+
+from ..core._errors import ConvergenceError
+
+__all__ = ["discrete_sum_edges"]
+
+#: Samples of ``f = tan(theta)`` per curve (``theta`` uniform in (-pi/2, pi/2),
+#: scaled by the laws' spread).
+CURVE_SAMPLES = 96
+#: Bisection steps of the inverse branches and of the zeros and maxima of
+#: eq. (14.20) (halving a bracket 200 times reaches the rounding of any double).
+BISECTION_STEPS = 200
+#: Steps (parabolic, or golden-section) refining a sampled local maximum of eq. (14.20).
+GOLDEN_STEPS = 120
+#: Two gap images whose ends agree to this (relative to the spread) are one gap
+#: (a curve ends where ``omega_2`` passes through infinity and the next begins).
+TOUCH_RTOL = 1e-9
+#: Atoms of the sum (``p_i + q_j > 1 + ATOM_MARGIN``) are not handled here; at
+#: ``p_i + q_j = 1`` (to this margin) the edge ``s_i + t_j`` is a pole edge.
+ATOM_MARGIN = 1e-12
+#: Eq. (14.20) counts as positive above this (its terms are at most 1, their rounding
+#: about 1e-16): on a degenerate curve it vanishes identically (Bernoulli ⊞ Bernoulli:
+#: omega_2 = -1/omega_1 and x = 0 all along), and rounding must not open a gap there.
+#: At an edge x is stationary in f, so the shift of the zero moves the edge by
+#: O(S_MARGIN**2).
+S_MARGIN = 1e-13
+#: On a curve with ``p_i + q_j = 1``, ``f = 0`` (both points atoms, eq. (14.20)
+#: equal to ``p_i + q_j - 1 = 0``) is the pole edge ``s_i + t_j`` when eq. (14.20)
+#: changes sign there.
+#: Newton steps polishing the companion-matrix roots of the inverse branches, and
+#: the last step's size (in units of ``BRACKET_RTOL``) below which they are kept.
+POLISH_STEPS = 3
+POLISH_SLACK = 64.0
+#: Relative bracket width at which the inverse branches stop.
+BRACKET_RTOL = 4e-16
+#: ... and the search for the zeros and the maxima of eq. (14.20) (relative to
+#: ``max(|f|, spread)``): at a zero ``x`` is stationary in ``f``
+#: (``dx/df`` is eq. (14.20)), so an error ``d`` in ``f`` moves the edge by
+#: ``O(d**2)``; at a maximum the value of eq. (14.20) is off by ``O(d**2)`` too.
+SEARCH_RTOL = 1e-9
+
+
+class _Branches:
+    """``F = 1/G`` of a discrete law, its poles and its inverse on each branch."""
+
+    def __init__(self, values, weights):
+        order = np.argsort(values)
+        self.t = np.asarray(values, dtype=float)[order]
+        self.w = np.asarray(weights, dtype=float)[order]
+        self.mean = float(self.w @ self.t)
+        # zeros of G: one in each (t_j, t_{j+1}), where G falls from +oo to -oo
+        lo, hi = self.t[:-1].copy(), self.t[1:].copy()
+        for _ in range(BISECTION_STEPS):
+            mid = 0.5 * (lo + hi)
+            pos = self.g(mid) > 0
+            lo, hi = np.where(pos, mid, lo), np.where(pos, hi, mid)
+            if np.all(hi - lo <= BRACKET_RTOL * np.maximum(np.abs(lo), np.abs(hi))):
+                break
+        self.poles = 0.5 * (lo + hi)
+        self.count = self.t.size           # branches: (-oo, p_1), ..., (p_{K-1}, oo)
+        self.left = np.r_[-np.inf, self.poles]
+        self.right = np.r_[self.poles, np.inf]
+        self.scale = max(float(np.max(np.abs(self.t))), float(self.t[-1] - self.t[0]))
+        # coefficients of prod_i (u - t_i) and of sum_j w_j prod_{i != j} (u - t_i)
+        self._prod = np.poly(self.t)
+        self._q = sum(wj * np.poly(np.delete(self.t, j)) for j, wj in enumerate(self.w))
+
+    def g(self, u):
+        with np.errstate(all="ignore"):
+            return (self.w / (u[..., None] - self.t)).sum(axis=-1)
+
+    def dinv_f(self, u):
+        """``1/F'(u) = G**2/(-G')`` at real ``u`` (``w_j`` at the atom ``t_j``)."""
+        with np.errstate(all="ignore"):
+            d = u[..., None] - self.t
+            g = (self.w / d).sum(axis=-1)
+            dg = -(self.w / d ** 2).sum(axis=-1)
+            out = g * g / -dg
+        hit = np.isin(u, self.t)
+        if hit.any():
+            out = np.where(hit, self.w[np.searchsorted(self.t, np.where(hit, u, self.t[0]))],
+                           out)
+        return out
+
+    def inverse(self, f, k, guess=None):
+        """``omega`` on branch ``k`` with ``F(omega) = f`` (``f``, ``k`` arrays of one shape).
+
+        Newton safeguarded by bisection: every branch holds one atom ``t_k``
+        (``F = 0``), ``F`` increases on it, and outside ``[t_1, t_K]``
+        ``omega - t_K <= F(omega) <= omega - t_1`` bounds the outer branches.
+        """
+        shape = np.shape(f)
+        f, k = np.ravel(f), np.ravel(np.broadcast_to(k, shape))
+        x = self._companion_roots(f, k)
+        if x is not None:
+            return x.reshape(shape)
+        t1, tk = self.t[0], self.t[-1]
+        atom = self.t[k]
+        lo = np.where(f >= 0, atom, np.maximum(self.left[k], f + t1))
+        hi = np.where(f >= 0, np.minimum(self.right[k], f + tk), atom)
+        hi = np.maximum(hi, lo)
+        x = 0.5 * (lo + hi)
+        if guess is not None:
+            # a start from a nearby solve (the bisections move f by little per step)
+            g0 = np.ravel(guess)
+            x = np.where((g0 > lo) & (g0 < hi), g0, x)
+        x = np.where(f == 0, atom, x)
+        tol = BRACKET_RTOL * np.maximum(np.abs(x), self.scale)
+        act = np.flatnonzero((f != 0) & (hi - lo > tol))
+        for _ in range(BISECTION_STEPS):
+            if not act.size:
+                break
+            xa, fa = x[act], f[act]
+            with np.errstate(all="ignore"):
+                d = xa[:, None] - self.t
+                g = (self.w / d).sum(axis=-1)
+                dg = -(self.w / d ** 2).sum(axis=-1)
+                r = 1.0 / g - fa                      # F(x) - f, increasing in x
+                step = r / (-dg / (g * g))
+            below = r < 0
+            lo[act] = np.where(below, xa, lo[act])
+            hi[act] = np.where(below, hi[act], xa)
+            new = xa - step
+            inside = np.isfinite(new) & (new > lo[act]) & (new < hi[act])
+            new = np.where(r == 0, xa, np.where(inside, new, 0.5 * (lo[act] + hi[act])))
+            x[act] = new
+            done = (np.abs(new - xa) <= tol[act]) | (hi[act] - lo[act] <= tol[act]) | (r == 0)
+            act = act[~done]
+        if act.size:
+            raise ConvergenceError(f"inverse of F on a branch (theory eq. (14.20)) did not "
+                                   f"converge at f = {float(f[act[0]])!r}")
+        return x.reshape(shape)
+
+    def _companion_roots(self, f, k):
+        """``omega`` on branch ``k`` from the eigenvalues of the companion matrix of
+        ``prod_i (u - t_i) - f sum_j w_j prod_{i != j} (u - t_i)`` (its ``K`` real roots,
+        one per branch, in increasing order), polished by ``POLISH_STEPS`` Newton steps
+        on ``F(u) = f``; None when a root leaves its branch or the polish does not
+        settle (the safeguarded Newton of :meth:`inverse` takes over)."""
+        n, K = f.size, self.count
+        comp = np.zeros((n, K, K))
+        comp[:, 1:, :-1] = np.eye(K - 1)
+        # monic: u**K + (c_1 - f q_1) u**(K-1) + ... ; companion's last column
+        coef = self._prod[1:][None, :] - f[:, None] * self._q[None, :]
+        comp[:, :, -1] = -coef[:, ::-1]
+        with np.errstate(all="ignore"):
+            roots = np.linalg.eigvals(comp)
+        x = np.sort(roots.real, axis=1)[np.arange(n), k]
+        atom = self.t[k]
+        x = np.where(f == 0, atom, x)
+        for _ in range(POLISH_STEPS):
+            with np.errstate(all="ignore"):
+                d = x[:, None] - self.t
+                g = (self.w / d).sum(axis=-1)
+                dg = -(self.w / d ** 2).sum(axis=-1)
+                step = (1.0 / g - f) * g * g / -dg
+            step = np.where((f == 0) | ~np.isfinite(step), 0.0, step)
+            x = x - step
+        tol = BRACKET_RTOL * np.maximum(np.abs(x), self.scale) * POLISH_SLACK
+        ok = np.all(np.isfinite(x)) and np.all(np.abs(step) <= tol) and np.all(
+            (x > self.left[k]) & (x < self.right[k]))
+        return x if ok else None
+
+    def end(self, k, side):
+        """As ``f -> side * oo`` on branch ``k``: ``(True, m)`` on an outer branch, where
+        ``omega - f -> m`` (the mean: ``F(u) = u - m + O(1/u)``), or ``(False, p)``,
+        the pole of ``F`` that ``omega`` tends to."""
+        outer = k == (0 if side < 0 else self.count - 1)
+        return outer, (self.mean if outer else (self.poles[k - 1] if side < 0 else self.poles[k]))
+
+
+def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
+    """Bands of ``a ⊞ b`` for two finite discrete laws (theory eq. (14.20)).
+
+    Parameters
+    ----------
+    a_values, a_weights, b_values, b_weights : ndarray
+        Distinct atoms and their weights (each summing to 1), at least two atoms each.
+
+    Returns
+    -------
+    list of (float, float, bool, bool) or None
+        The bands, increasing, each with whether its lower and upper edge is a
+        pole edge (``x = s_i + t_j`` with ``p_i + q_j = 1``: density
+        ``~ |x - e|**(-1/2)``; else a square-root edge), or None when the sum has
+        an atom (``p_i + q_j > 1``), which this method does not handle.
+
+    Raises
+    ------
+    ConvergenceError
+        If the gap images of the curves overlap (two attracting real solutions
+        at one ``x``, which the theory excludes) or do not leave bands.
+    """
+    a, b = _Branches(a_values, a_weights), _Branches(b_values, b_weights)
+    pair = a.w[:, None] + b.w[None, :]
+    if np.max(pair) > 1.0 + ATOM_MARGIN:
+        return None
+    spread = max(a.t[-1] - a.t[0], b.t[-1] - b.t[0])
+    kk, ll = np.meshgrid(np.arange(a.count), np.arange(b.count), indexing="ij")
+    kk, ll = kk.ravel(), ll.ravel()
+    theta = np.pi * (np.arange(1, CURVE_SAMPLES + 1) / (CURVE_SAMPLES + 1) - 0.5)
+    fs = spread * np.tan(theta)
+    # f = 0 is sampled: there both points are atoms, and at p_i + q_j = 1 it is an edge
+    fs = np.sort(np.r_[fs, 0.0])
+    f = np.broadcast_to(fs, (kk.size, fs.size)).copy()
+    K, L = np.broadcast_to(kk[:, None], f.shape), np.broadcast_to(ll[:, None], f.shape)
+
+    last = {}
+
+    def s_and_x(f, k, l):
+        # Newton starts from the previous call's points when it had the same points
+        prev = last.get(np.shape(f))
+        w1 = a.inverse(f, k, None if prev is None else prev[0])
+        w2 = b.inverse(f, l, None if prev is None else prev[1])
+        last.clear()
+        last[np.shape(f)] = (w1, w2)
+        return a.dinv_f(w1) + b.dinv_f(w2) - 1.0, w1 + w2 - f
+
+    s, _ = s_and_x(f, K, L)
+    # every sampled local maximum of s at or below the margin is refined:
+    # a hump above 0 narrower than the sampling shows as two sign changes once its
+    # top is inserted
+    ext = np.concatenate([np.full((kk.size, 1), -np.inf), s, np.full((kk.size, 1), -np.inf)],
+                         axis=1)
+    # (a degenerate curve, |s| <= S_MARGIN at every sample, has s = 0 to rounding all
+    # along: its noise peaks are not refined)
+    live = np.max(np.abs(s), axis=1, keepdims=True) > S_MARGIN
+    rows, cols = np.nonzero((s >= ext[:, :-2]) & (s >= ext[:, 2:]) & (s <= S_MARGIN) & live)
+    if rows.size:
+        n = fs.size
+        lo = np.where(cols > 0, f[rows, np.maximum(cols - 1, 0)], f[rows, cols] - 4 * spread)
+        hi = np.where(cols < n - 1, f[rows, np.minimum(cols + 1, n - 1)],
+                      f[rows, cols] + 4 * spread)
+        fun = (lambda v, sub=slice(None): s_and_x(v, kk[rows][sub], ll[rows][sub])[0])
+        s_lo = np.where(cols > 0, s[rows, np.maximum(cols - 1, 0)], np.nan)
+        s_hi = np.where(cols < n - 1, s[rows, np.minimum(cols + 1, n - 1)], np.nan)
+        ends = np.isnan(s_lo) | np.isnan(s_hi)
+        if ends.any():
+            s_lo = np.where(np.isnan(s_lo), fun(lo), s_lo)
+            s_hi = np.where(np.isnan(s_hi), fun(hi), s_hi)
+        top = _parabolic_max(fun, lo, f[rows, cols], hi, s_lo, s[rows, cols], s_hi, spread)
+        extra = [[] for _ in range(kk.size)]
+        for r, v in zip(rows, top):
+            extra[r].append(v)
+        width = fs.size + max(len(e) for e in extra)
+        fpad = np.full((kk.size, width), np.inf)
+        for r in range(kk.size):
+            row = np.sort(np.r_[fs, extra[r]])
+            fpad[r, :row.size] = row
+        f = fpad
+        K, L = np.broadcast_to(kk[:, None], f.shape), np.broadcast_to(ll[:, None], f.shape)
+        s = np.where(np.isfinite(f), s_and_x(np.where(np.isfinite(f), f, 0.0), K, L)[0],
+                     np.nan)
+    pos = s > S_MARGIN
+    # zeros of s between consecutive samples of a curve, all curves in one bisection
+    valid = np.isfinite(s[:, 1:]) & np.isfinite(s[:, :-1])
+    rows, cols = np.nonzero(valid & (pos[:, 1:] != pos[:, :-1]))
+    z = _illinois(lambda v, sub=slice(None): s_and_x(v, kk[rows][sub], ll[rows][sub])[0]
+                  - S_MARGIN,
+                  f[rows, cols], f[rows, cols + 1], s[rows, cols] - S_MARGIN,
+                  s[rows, cols + 1] - S_MARGIN, spread)
+    zx = s_and_x(z, kk[rows], ll[rows])[1] if z.size else np.empty(0)
+    # a zero at f = 0 on curve (i, j) with p_i + q_j = 1 is the pole edge s_i + t_j
+    # (there both points are atoms and eq. (14.20) is p_i + q_j - 1 = 0): its value
+    # is the sum of the atoms, exact, so that a gap that closes (Bernoulli ⊞
+    # Bernoulli at 0) has width 0 rather than rounding noise
+    # (f = 0 is a sample of every curve: the zero in one of its two cells is that edge,
+    # found at s = S_MARGIN, away from 0 where s is small all along)
+    zero_at = np.argmax(f == 0.0, axis=1)[rows]
+    pole = ((cols == zero_at - 1) | (cols == zero_at)) & (
+        np.abs(pair[kk[rows], ll[rows]] - 1.0) <= ATOM_MARGIN)
+    zx = np.where(pole, a.t[kk[rows]] + b.t[ll[rows]], zx)
+    gaps = []
+    for r in range(kk.size):
+        sel = rows == r
+        n = int(np.count_nonzero(np.isfinite(s[r])))
+        gaps.extend(_curve_gaps(a, b, int(kk[r]), int(ll[r]), pos[r, :n], cols[sel],
+                                zx[sel], pole[sel]))
+    gaps = sorted((g for g in gaps if g[0] < g[1]), key=lambda g: g[0])
+    merged = []
+    for lo, hi, plo, phi in gaps:
+        if merged and lo <= merged[-1][1] + TOUCH_RTOL * spread:
+            if lo < merged[-1][1] - TOUCH_RTOL * spread:
+                raise ConvergenceError(
+                    f"gap images of eq. (14.20) overlap: {merged[-1][:2]!r} and {(lo, hi)!r}")
+            if hi > merged[-1][1]:
+                merged[-1] = (merged[-1][0], hi, merged[-1][2], phi)
+        else:
+            merged.append((lo, hi, plo, phi))
+    if not merged or merged[0][0] != -np.inf or merged[-1][1] != np.inf:
+        raise ConvergenceError(f"eq. (14.20) did not find the outer gaps: "
+                               f"{[m[:2] for m in merged]!r}")
+    bands = [(merged[j][1], merged[j + 1][0], merged[j][3], merged[j + 1][2])
+             for j in range(len(merged) - 1)]
+    if any(not lo < hi for lo, hi, _, _ in bands):
+        raise ConvergenceError(f"eq. (14.20) gave empty bands: {bands!r}")
+    return [(float(lo), float(hi), bool(plo), bool(phi)) for lo, hi, plo, phi in bands]
+
+
+def _curve_gaps(a, b, k, l, pos, cols, zx, pole):
+    """``(x_lo, x_hi, pole_lo, pole_hi)`` images of the ``f``-intervals where eq. (14.20)
+    is positive on curve ``(k, l)``; ``cols`` are the sample cells of its zeros."""
+    out = []
+    cur = None
+    if pos[0]:
+        cur = (_limit(a, b, k, l, -1), False)
+    for c, xe, pe in zip(cols.tolist(), zx.tolist(), pole.tolist()):
+        if not pos[c]:           # s rises through 0: a gap starts
+            cur = (xe, pe)
+        else:                    # s falls through 0: the gap ends
+            out.append((cur[0], xe, cur[1], pe))
+            cur = None
+    if pos[-1]:
+        out.append((cur[0], _limit(a, b, k, l, +1), cur[1], False))
+    return out
+
+
+def _limit(a, b, k, l, side):
+    """``lim x`` as ``f -> side * oo`` on curve ``(k, l)`` (theory section 14.19)."""
+    outer_a, va = a.end(k, side)
+    outer_b, vb = b.end(l, side)
+    if outer_a and outer_b:
+        return side * np.inf
+    if outer_a or outer_b:       # omega - f -> the mean on one branch, a pole on the other
+        return va + vb
+    # both inner: s -> 0 + 0 - 1 < 0 there, so no gap reaches this end
+    raise ConvergenceError(
+        f"eq. (14.20) is positive at the end of the inner curve ({k}, {l}): the samples "
+        f"do not reach its limit")
+
+
+def _illinois(fun, a, b, fa, fb, scale):
+    """Vectorized Illinois (modified regula falsi) for the zeros of ``fun`` in ``[a, b]``
+    (``fa``, ``fb`` of opposite signs), to ``SEARCH_RTOL`` of ``max(|f|, scale)``."""
+    a, b, fa, fb = a.copy(), b.copy(), fa.copy(), fb.copy()
+    act = np.arange(a.size)
+    for _ in range(BISECTION_STEPS):
+        tol = SEARCH_RTOL * np.maximum(np.maximum(np.abs(a[act]), np.abs(b[act])), scale)
+        act = act[np.abs(b[act] - a[act]) > tol]
+        if not act.size:
+            break
+        with np.errstate(all="ignore"):
+            c = (a[act] * fb[act] - b[act] * fa[act]) / (fb[act] - fa[act])
+        mid = 0.5 * (a[act] + b[act])
+        lo, hi = np.minimum(a[act], b[act]), np.maximum(a[act], b[act])
+        c = np.where(np.isfinite(c) & (c > lo) & (c < hi), c, mid)
+        fc = fun_at(fun, c, act)
+        flip = np.sign(fc) != np.sign(fb[act])
+        # the retained end: b's old side when the sign flips, else halve its value
+        a[act] = np.where(flip, b[act], a[act])
+        fa[act] = np.where(flip, fb[act], 0.5 * fa[act])
+        b[act], fb[act] = c, fc
+        hit = fc == 0
+        a[act[hit]] = c[hit]
+    return 0.5 * (a + b)
+
+
+def fun_at(fun, v, act):
+    """``fun`` at ``v`` for the active subset ``act`` of its points."""
+    return fun(v, act)
+
+
+def _parabolic_max(fun, a, b, c, fa, fb, fc, scale):
+    """Vectorized successive parabolic interpolation for the maxima of ``fun``, from
+    brackets ``a < b < c`` with ``fun(b) >= fun(a), fun(c)`` (a golden-section step where
+    the parabola's vertex is not usable), to ``SEARCH_RTOL`` of ``max(|f|, scale)``."""
+    g = 0.381966011250105
+    a, b, c = a.astype(float), b.astype(float), c.astype(float)
+    fa, fb, fc = fa.copy(), fb.copy(), fc.copy()
+    act = np.arange(a.size)
+    for _ in range(GOLDEN_STEPS):
+        tol = SEARCH_RTOL * np.maximum(np.maximum(np.abs(a[act]), np.abs(c[act])), scale)
+        act = act[(c[act] - a[act]) > 2 * tol]
+        if not act.size:
+            break
+        tol = SEARCH_RTOL * np.maximum(np.maximum(np.abs(a[act]), np.abs(c[act])), scale)
+        A, B, C, FA, FB, FC = a[act], b[act], c[act], fa[act], fb[act], fc[act]
+        with np.errstate(all="ignore"):
+            num = (B - A) ** 2 * (FB - FC) - (B - C) ** 2 * (FB - FA)
+            den = (B - A) * (FB - FC) - (B - C) * (FB - FA)
+            u = B - 0.5 * num / den
+        gold = np.where(C - B > B - A, B + g * (C - B), B - g * (B - A))
+        usable = np.isfinite(u) & (u > A + tol) & (u < C - tol) & (np.abs(u - B) > tol)
+        u = np.where(usable, u, gold)
+        fu = fun_at(fun, u, act)
+        up = fu >= FB
+        right = u > B
+        # new bracket: the better of (u, B) in the middle
+        na = np.where(up, np.where(right, B, A), np.where(right, A, u))
+        nfa = np.where(up, np.where(right, FB, FA), np.where(right, FA, fu))
+        nc = np.where(up, np.where(right, C, B), np.where(right, u, C))
+        nfc = np.where(up, np.where(right, FC, FB), np.where(right, fu, FC))
+        nb = np.where(up, u, B)
+        nfb = np.where(up, fu, FB)
+        a[act], b[act], c[act], fa[act], fb[act], fc[act] = na, nb, nc, nfa, nfb, nfc
+    return b
