@@ -814,13 +814,17 @@ class AnalyticLaw(SpectralLaw):
 
     def _discrete_sum(self):
         """``(s, p, t, q)`` when this law is the ⊞ of two discrete laws with at least
-        two atoms each (theory eq. (14.20)); else None."""
+        two atoms each and at most ``MAX_CURVES`` pairs of branches (theory eq.
+        (14.20)); else None."""
         from ..laws._elementary import PointMasses
 
         if self.multiplicative or not (isinstance(self.a, PointMasses)
                                        and isinstance(self.b, PointMasses)):
             return None
-        if self.a.values.size < 2 or self.b.values.size < 2:
+        from ._discrete_sum_support import MAX_CURVES
+
+        ka, kb = self.a.values.size, self.b.values.size
+        if ka < 2 or kb < 2 or ka * kb > MAX_CURVES:
             return None
         return (np.asarray(self.a.values, dtype=float), np.asarray(self.a.weights, dtype=float),
                 np.asarray(self.b.values, dtype=float), np.asarray(self.b.weights, dtype=float))

@@ -27,6 +27,16 @@ from ..core._errors import ConvergenceError
 
 __all__ = ["discrete_sum_edges"]
 
+#: Geometric samples on each side of a curve beyond the ``tan`` samples, reaching
+#: where the tail ``C/f**2`` of eq. (14.20) is ``TAIL_FACTOR * S_MARGIN``.
+TAIL_SAMPLES = 24
+TAIL_FACTOR = 1e3
+#: Every curve's tail reaches at least this many times the last ``tan`` sample.
+TAIL_MIN_REACH = 4.0
+#: Most pairs of branches ``K_a K_b`` the method takes: its cost grows as
+#: ``K_a K_b`` curves times ``K**3`` per companion eigenvalue solve (6 x 6 atoms:
+#: see theory section 14.19); larger sums keep the grid locator.
+MAX_CURVES = 36
 #: Samples of ``f = tan(theta)`` per curve (``theta`` uniform in (-pi/2, pi/2),
 #: scaled by the laws' spread).
 CURVE_SAMPLES = 96
@@ -71,6 +81,7 @@ class _Branches:
         self.t = np.asarray(values, dtype=float)[order]
         self.w = np.asarray(weights, dtype=float)[order]
         self.mean = float(self.w @ self.t)
+        self.var = float(self.w @ (self.t - self.mean) ** 2)
         # zeros of G: one in each (t_j, t_{j+1}), where G falls from +oo to -oo
         lo, hi = self.t[:-1].copy(), self.t[1:].copy()
         for _ in range(BISECTION_STEPS):
@@ -225,7 +236,22 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
     fs = spread * np.tan(theta)
     # f = 0 is sampled: there both points are atoms, and at p_i + q_j = 1 it is an edge
     fs = np.sort(np.r_[fs, 0.0])
-    f = np.broadcast_to(fs, (kk.size, fs.size)).copy()
+    # tails: where one branch is outer and the other inner, eq. (14.20) decays as
+    # C/f**2 (C = 1/|G'(p)| of the inner branch's pole minus the outer law's variance,
+    # theory section 14.19), and its last zero can lie far beyond the samples; each
+    # curve gets TAIL_SAMPLES geometric points on each side out to where C/f**2 is
+    # TAIL_FACTOR times the margin, so that the last sample has the asymptotic sign
+    reach = np.full((kk.size, 2), TAIL_MIN_REACH)
+    for side, col in ((-1, 0), (1, 1)):
+        for r, (k, l) in enumerate(zip(kk, ll)):
+            c = _tail_coefficient(a, b, int(k), int(l), side)
+            if c is not None and c != 0.0:
+                reach[r, col] = max(TAIL_MIN_REACH, np.sqrt(abs(c) / (TAIL_FACTOR * S_MARGIN))
+                                    / abs(fs[-1]))
+    grow = np.linspace(0.0, 1.0, TAIL_SAMPLES + 1)[1:][None, :]
+    left = fs[0] * reach[:, :1] ** grow
+    right = fs[-1] * reach[:, 1:] ** grow
+    f = np.concatenate([left[:, ::-1], np.broadcast_to(fs, (kk.size, fs.size)), right], axis=1)
     K, L = np.broadcast_to(kk[:, None], f.shape), np.broadcast_to(ll[:, None], f.shape)
 
     last = {}
@@ -250,7 +276,7 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
     live = np.max(np.abs(s), axis=1, keepdims=True) > S_MARGIN
     rows, cols = np.nonzero((s >= ext[:, :-2]) & (s >= ext[:, 2:]) & (s <= S_MARGIN) & live)
     if rows.size:
-        n = fs.size
+        n = f.shape[1]
         lo = np.where(cols > 0, f[rows, np.maximum(cols - 1, 0)], f[rows, cols] - 4 * spread)
         hi = np.where(cols < n - 1, f[rows, np.minimum(cols + 1, n - 1)],
                       f[rows, cols] + 4 * spread)
@@ -265,10 +291,10 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         extra = [[] for _ in range(kk.size)]
         for r, v in zip(rows, top):
             extra[r].append(v)
-        width = fs.size + max(len(e) for e in extra)
+        width = n + max(len(e) for e in extra)
         fpad = np.full((kk.size, width), np.inf)
         for r in range(kk.size):
-            row = np.sort(np.r_[fs, extra[r]])
+            row = np.sort(np.r_[f[r], extra[r]])
             fpad[r, :row.size] = row
         f = fpad
         K, L = np.broadcast_to(kk[:, None], f.shape), np.broadcast_to(ll[:, None], f.shape)
@@ -336,6 +362,19 @@ def _curve_gaps(a, b, k, l, pos, cols, zx, pole):
     if pos[-1]:
         out.append((cur[0], _limit(a, b, k, l, +1), cur[1], False))
     return out
+
+
+def _tail_coefficient(a, b, k, l, side):
+    """``C`` with eq. (14.20) ``~ C/f**2`` as ``f -> side * oo`` on curve ``(k, l)`` when
+    one branch is outer and the other inner (``1/F' ~ 1/(|G'(p)| f**2)`` next to a pole
+    ``p`` of ``F``, ``1/F' ~ 1 - var/f**2`` on an outer branch); else None."""
+    outer_a, pa = a.end(k, side)
+    outer_b, pb = b.end(l, side)
+    if outer_a == outer_b:
+        return None
+    inner, p, outer = (b, pb, a) if outer_a else (a, pa, b)
+    dg = float(np.sum(inner.w / (p - inner.t) ** 2))
+    return 1.0 / dg - outer.var
 
 
 def _limit(a, b, k, l, side):
