@@ -318,6 +318,45 @@ def test_random_discrete_sums_solve_or_raise_convergence_error():
     assert solved                      # the campaign is not vacuous
 
 
+@pytest.mark.slow
+def test_random_populations_bands_and_gaps_eqs_14_17_14_18():
+    # A small hypothesis campaign over MP(1, c) ⊠ (random positive atoms), whose bands
+    # come from eqs. (14.17)-(14.18): each either solves -- unit mass, and the continued
+    # density (theory eq. (14.3), independent of the support) positive in the middle of
+    # every band and 0 in the middle of every gap -- or raises ConvergenceError
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    solved = []
+
+    @settings(max_examples=8, deadline=None, derandomize=True)
+    @given(st.integers(2, 60), st.floats(0.05, 0.95), st.integers(0, 2 ** 31 - 1))
+    def check(k, c, seed):
+        rng = np.random.default_rng(seed)
+        t = np.exp(rng.normal(0.0, 1.5, k))
+        w = rng.dirichlet(np.ones(k))
+        law = analytic_multiplicative(freeattn.marchenko_pastur(1.0, c),
+                                      freeattn.point_masses(t, w))
+        try:
+            ivs = law.intervals()
+            mass = law.total_mass()
+        except freeattn.ConvergenceError:
+            return
+        assert abs(mass - 1.0) <= 1e-9
+        mids = np.array([0.5 * (lo + hi) for lo, hi in ivs])
+        gaps = np.array([0.5 * (p[1] + q[0]) for p, q in zip(ivs, ivs[1:])])
+        pts = np.r_[mids, gaps]
+        w_ = law._continue(pts, np.zeros(pts.size), check=False)
+        dens = -law._g(w_, pts.astype(complex)).imag / np.pi
+        assert np.all(dens[:mids.size] > 0) and np.all(
+            dens[mids.size:] <= 1e-7 * dens[:mids.size].max())
+        solved.append(len(ivs))
+
+    check()
+    print("solved", len(solved), "bands", solved)
+    assert solved                      # the campaign is not vacuous
+
+
 # ---------------------------------------------------------------------------
 # Newton's error estimate, warm starts, hard edges, products of many laws
 
