@@ -260,3 +260,35 @@ def test_two_layer_law_against_haar_rotation():
         assert _ks_to_law(ev, law) <= HAAR_KS_MAX, seed
     classical = q * np.random.default_rng(9).permutation(q)
     assert _ks_to_law(classical, law) >= CLASSICAL_KS_MIN
+
+
+def test_table_points_beyond_the_support_may_fail_at_the_first_level():
+    # the tables of theory section 14.16 continue points up to CHAIN_GAP_REACH times
+    # beyond the support; at such |z| the factors' eta keep few digits and the first
+    # level's Newton can miss CHAIN_LEVEL_RTOL (four attention laws, beta = 0.5: at
+    # z = 3757.7 + 657.9i), which raised ConvergenceError for the whole law.  Such points
+    # are optional: they come back as NaN (here the first level is made to fail at the
+    # second point); any other point still raises
+    import freeattn
+    from freeattn.compose import _chain
+
+    law = _law(DEEP)
+    newton = law._newton
+    first = _chain.CHAIN_LEVEL_STEPS * 4
+
+    def failing(om, t, steps, rtol):
+        new, ok = newton(om, t, steps, rtol)
+        if steps == first and t.size == 2:
+            ok = ok.copy()
+            ok[1] = False
+        return new, ok
+
+    law._newton = failing
+    try:
+        x = np.array([30.0, 3000.0])
+        om = law._continue(x, np.zeros(2), check=False, optional=np.array([False, True]))
+        assert np.all(np.isfinite(om[:, 0])) and np.all(np.isnan(om[:, 1]))
+        with pytest.raises(freeattn.ConvergenceError, match="far from the axis"):
+            law._continue(x, np.zeros(2), check=False)
+    finally:
+        del law._newton

@@ -196,14 +196,25 @@ class ProductChainLaw(SpectralLaw):
         tot = np.prod(m1)
         return np.stack([t * (tot / m) for m in m1])
 
-    def _continue(self, x, y_final, check=True):
-        """Continuation from ``x + i CHAIN_START*scale`` to ``x + i y_final``."""
+    def _continue(self, x, y_final, check=True, optional=None):
+        """Continuation from ``x + i CHAIN_START*scale`` to ``x + i y_final``.
+
+        ``optional`` (boolean, like ``x``) marks points that may fail at the first
+        level (the tables' points far beyond the support, where the factors' ``eta``
+        keep few digits at ``|z|`` up to ``CHAIN_GAP_REACH`` times the scale): they
+        come back as NaN instead of raising.
+        """
         s = self._xscale
         x = np.asarray(x, dtype=float)
         y_final = np.asarray(y_final, dtype=float)
         y = np.maximum(CHAIN_START * s, y_final)
         t = 1.0 / (x + 1j * y)
         om, ok = self._newton(self._start(t), t, 4 * CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
+        dropped = np.zeros(x.shape, dtype=bool)
+        if not ok.all() and optional is not None and np.all(optional[~ok]):
+            dropped = ~ok
+            y_final = np.where(dropped, y, y_final)
+            ok = np.ones(x.shape, dtype=bool)
         if not ok.all():
             k = int(np.argmin(ok))
             raise ConvergenceError(f"{self._describe()}: no solution of eq. (14.8) far from the "
@@ -263,6 +274,7 @@ class ProductChainLaw(SpectralLaw):
                     f"solved to {err[k]:.2e} > {CHAIN_ACCEPT_RTOL:.0e}",
                     point=complex(x[k] + 1j * y[k]), residual=float(err[k]),
                     tolerance=CHAIN_ACCEPT_RTOL)
+        om[:, dropped] = np.nan
         return om
 
     def _g_from(self, om, z):
@@ -358,7 +370,9 @@ class ProductChainLaw(SpectralLaw):
         om = np.empty((len(self.factors), xs.size), dtype=complex)
         coarse, levels, rest = locator_schedule(xs.size)
         pts = np.r_[xs[coarse], extra]
-        both = self._continue(pts, np.zeros(pts.size), check=False)
+        both = self._continue(pts, np.zeros(pts.size), check=False,
+                              optional=np.r_[np.zeros(coarse.size, dtype=bool),
+                                             np.ones(extra.size, dtype=bool)])
         om[:, coarse], om_extra = both[:, :coarse.size], both[:, coarse.size:]
         rejected = [rest]
         for mid, lo, hi, frac in levels:
