@@ -44,12 +44,14 @@ CURVE_SAMPLES = 96
 #: eq. (14.20) (halving a bracket 200 times reaches the rounding of any double).
 BISECTION_STEPS = 200
 #: Steps (parabolic, or golden-section) refining a sampled local maximum of eq. (14.20).
-GOLDEN_STEPS = 120
+PEAK_STEPS = 120
 #: Two gap images whose ends agree to this (relative to the spread) are one gap
 #: (a curve ends where ``omega_2`` passes through infinity and the next begins).
 TOUCH_RTOL = 1e-9
-#: Atoms of the sum (``p_i + q_j > 1 + ATOM_MARGIN``) are not handled here; at
-#: ``p_i + q_j = 1`` (to this margin) the edge ``s_i + t_j`` is a pole edge.
+#: Atoms of the sum (``p_i + q_j > 1 + ATOM_MARGIN``) are not handled here; on a
+#: curve with ``p_i + q_j = 1`` (to this margin), ``f = 0`` (both points atoms,
+#: eq. (14.20) equal to ``p_i + q_j - 1 = 0``) is the pole edge ``s_i + t_j`` when
+#: eq. (14.20) changes sign there.
 ATOM_MARGIN = 1e-12
 #: Eq. (14.20) counts as positive above this (its terms are at most 1, their rounding
 #: about 1e-16): on a degenerate curve it vanishes identically (Bernoulli ⊞ Bernoulli:
@@ -57,9 +59,6 @@ ATOM_MARGIN = 1e-12
 #: At an edge x is stationary in f, so the shift of the zero moves the edge by
 #: O(S_MARGIN**2).
 S_MARGIN = 1e-13
-#: On a curve with ``p_i + q_j = 1``, ``f = 0`` (both points atoms, eq. (14.20)
-#: equal to ``p_i + q_j - 1 = 0``) is the pole edge ``s_i + t_j`` when eq. (14.20)
-#: changes sign there.
 #: Newton steps polishing the companion-matrix roots of the inverse branches, and
 #: the last step's size (in units of ``BRACKET_RTOL``) below which they are kept.
 POLISH_STEPS = 3
@@ -430,7 +429,7 @@ def _parabolic_max(fun, a, b, c, fa, fb, fc, scale):
     a, b, c = a.astype(float), b.astype(float), c.astype(float)
     fa, fb, fc = fa.copy(), fb.copy(), fc.copy()
     act = np.arange(a.size)
-    for _ in range(GOLDEN_STEPS):
+    for _ in range(PEAK_STEPS):
         tol = SEARCH_RTOL * np.maximum(np.maximum(np.abs(a[act]), np.abs(c[act])), scale)
         act = act[(c[act] - a[act]) > 2 * tol]
         if not act.size:
