@@ -137,8 +137,7 @@ class SubordinationLaw(SpectralLaw):
         g_new = g.copy()
         for _ in range(2):
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                gb = b._stieltjes(tau)
-                dgb = b._stieltjes_derivative(tau)
+                gb, dgb = b._stieltjes_pair(tau)          # one solve for G and G'
                 zz, gg, dz, _ = level.apply(tau, gb, np.ones_like(tau), dgb)
                 step = (zz - z) / dz
             good = ok & np.isfinite(step) & (np.abs(step) <= 1e-6 * np.abs(tau)) & (
