@@ -140,10 +140,23 @@ class ProductChainLaw(SpectralLaw):
         L = om.shape[0]
         etas = np.empty(om.shape, dtype=complex)
         detas = np.empty(om.shape, dtype=complex)
-        # a law that is several factors (a stack of equal layers) is called once
-        for f, rows in self._groups:
-            e, de = _eta_pair(f, om[rows].ravel())
-            etas[rows], detas[rows] = e.reshape(len(rows), -1), de.reshape(len(rows), -1)
+        # a law that is several factors (a stack of equal layers) is called once; when
+        # every factor is one law, the unknowns start equal (the large-|z| start) and the
+        # step below keeps them equal, bit for bit (theory section 14.18: the solution
+        # is symmetric), so at such points the law is evaluated at one row only
+        same = np.zeros(om.shape[1], dtype=bool)
+        if len(self._groups) == 1 and L > 1:
+            same = (om == om[:1]).all(axis=0)
+        if same.any():
+            f = self._groups[0][0]
+            e, de = _eta_pair(f, om[0, same])
+            etas[:, same], detas[:, same] = e, de
+        rest = ~same
+        if rest.any():
+            for f, rows in self._groups:
+                e, de = _eta_pair(f, om[np.ix_(rows, rest)].ravel())
+                etas[np.ix_(rows, rest)] = e.reshape(len(rows), -1)
+                detas[np.ix_(rows, rest)] = de.reshape(len(rows), -1)
         eL, dL = etas[-1], detas[-1]
         with np.errstate(all="ignore"):
             res = np.empty(om.shape, dtype=complex)
@@ -159,6 +172,7 @@ class ProductChainLaw(SpectralLaw):
             step = np.empty(om.shape, dtype=complex)
             step[-1] = dlast
             step[:-1] = (-res[:-1] + dL * dlast) / detas[:-1]
+            step[:, same] = dlast[same]          # equal rows: the same step, exactly
         return res, step, eL, denom
 
     def _newton(self, om, t, steps, rtol):
