@@ -148,9 +148,20 @@ def test_gaps_of_a_sum_of_two_discrete_laws_eq_14_20():
         w = law._continue(np.array([-eps / 2]), np.zeros(1), check=False)
         g = law._g(w, np.array([-eps / 2 + 0j]))
         assert -g[0].imag / np.pi <= 1e-7
-    # a sum with an atom (0.6 + 0.6 > 1) is left to the locator
+    # a sum with an atom (0.6 + 0.6 > 1): X = 2P - 1 for a projection P of trace
+    # alpha = 0.4, and the sum of two free projections of trace alpha <= 1/2 has an atom
+    # 1 - 2 alpha at 0 and its continuous part on 1 +- 2 sqrt(alpha (1 - alpha)), so the
+    # band is [-2 sqrt(0.96), 2 sqrt(0.96)] (square-root edges) and the atom, at -2 with
+    # mass 0.2, lies in the gap below it (eq. (14.20) is 0.6 + 0.6 - 1 > 0 at f = 0)
     c = (np.array([-1.0, 1.0]), np.array([0.6, 0.4]))
-    assert discrete_sum_edges(*c, np.array([-1.0, 1.0]), np.array([0.6, 0.4])) is None
+    bands = discrete_sum_edges(*c, *c)
+    edge = 2.0 * np.sqrt(0.96)
+    assert len(bands) == 1 and bands[0][2:] == (False, False)
+    assert abs(bands[0][0] + edge) <= 4e-16 * edge and abs(bands[0][1] - edge) <= 4e-16 * edge
+    law = freeattn.free_additive(freeattn.point_masses(*c), freeattn.point_masses(*c))
+    loc, mass = law.atoms()
+    assert loc.tolist() == [-2.0] and abs(mass[0] - 0.2) <= 1e-15
+    assert abs(law.total_mass() - 1.0) <= 1e-12
 
 
 def test_a_zero_of_eq_14_20_in_a_curve_tail_eq_14_20():
@@ -329,7 +340,7 @@ def test_random_discrete_sums_solve_or_raise_convergence_error():
         assert np.all(dens >= 0)
         assert abs(c.mean() - a.mean() - b.mean()) <= 1e-9 * (1 + abs(a.mean()) + abs(b.mean()))
         assert abs(c.var() - a.var() - b.var()) <= 1e-8 * (1 + a.var() + b.var())
-        # the bands (eq. (14.20) for sums without atoms): the continued density is
+        # the bands (eq. (14.20)): the continued density is
         # positive in the middle of every band and 0 in the middle of every gap
         ivs = c.intervals()
         mids = np.array([0.5 * (lo + hi) for lo, hi in ivs])

@@ -732,11 +732,9 @@ class AnalyticLaw(SpectralLaw):
             # eq. (14.20): every gap of a ⊞ of two discrete laws, however narrow
             from ._discrete_sum_support import discrete_sum_edges
 
-            bands = discrete_sum_edges(*sums)
-            if bands is not None:
-                half, pole = Fraction(1, 2), Fraction(-1, 2)
-                return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
-                             for lo, hi, plo, phi in bands)
+            half, pole = Fraction(1, 2), Fraction(-1, 2)
+            return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
+                         for lo, hi, plo, phi in discrete_sum_edges(*sums))
         population = self._atomic_population()
         if population is not None:
             # eq. (14.17): every gap of a sample covariance over atoms, however narrow

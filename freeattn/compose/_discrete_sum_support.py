@@ -48,10 +48,9 @@ PEAK_STEPS = 120
 #: Two gap images whose ends agree to this (relative to the spread) are one gap
 #: (a curve ends where ``omega_2`` passes through infinity and the next begins).
 TOUCH_RTOL = 1e-9
-#: Atoms of the sum (``p_i + q_j > 1 + ATOM_MARGIN``) are not handled here; on a
-#: curve with ``p_i + q_j = 1`` (to this margin), ``f = 0`` (both points atoms,
+#: On a curve with ``p_i + q_j = 1`` (to this margin), ``f = 0`` (both points atoms,
 #: eq. (14.20) equal to ``p_i + q_j - 1 = 0``) is the pole edge ``s_i + t_j`` when
-#: eq. (14.20) changes sign there.
+#: eq. (14.20) changes sign there (``p_i + q_j > 1``: an atom of the sum, in a gap).
 ATOM_MARGIN = 1e-12
 #: Eq. (14.20) counts as positive above this (its terms are at most 1, their rounding
 #: about 1e-16): on a degenerate curve it vanishes identically (Bernoulli ⊞ Bernoulli:
@@ -212,11 +211,12 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
 
     Returns
     -------
-    list of (float, float, bool, bool) or None
-        The bands, increasing, each with whether its lower and upper edge is a
-        pole edge (``x = s_i + t_j`` with ``p_i + q_j = 1``: density
-        ``~ |x - e|**(-1/2)``; else a square-root edge), or None when the sum has
-        an atom (``p_i + q_j > 1``), which this method does not handle.
+    list of (float, float, bool, bool)
+        The bands of the continuous part, increasing, each with whether its lower
+        and upper edge is a pole edge (``x = s_i + t_j`` with ``p_i + q_j = 1``:
+        density ``~ |x - e|**(-1/2)``; else a square-root edge).  An atom of the
+        sum (``p_i + q_j > 1``, at ``s_i + t_j``) lies in a gap: there eq. (14.20)
+        is ``p_i + q_j - 1 > 0`` at ``f = 0``.
 
     Raises
     ------
@@ -226,8 +226,6 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
     """
     a, b = _Branches(a_values, a_weights), _Branches(b_values, b_weights)
     pair = a.w[:, None] + b.w[None, :]
-    if np.max(pair) > 1.0 + ATOM_MARGIN:
-        return None
     spread = max(a.t[-1] - a.t[0], b.t[-1] - b.t[0])
     kk, ll = np.meshgrid(np.arange(a.count), np.arange(b.count), indexing="ij")
     kk, ll = kk.ravel(), ll.ravel()
