@@ -355,6 +355,10 @@ class _Multiplicative(FixedPointProblem):
         ka, dka = self._k(self.a, w)
         kb, dkb = self._k(self.b, u * ka)
         dwdu = (kb + u * dkb * ka) / (1.0 - u * u * dkb * dka)
+        return self._dg_dz(w, u, dwdu)
+
+    def _dg_dz(self, w, u, dwdu):
+        """``dG/dz`` of ``G = u G_a(1/w)/w`` (eq. (14.4)) from ``dw/du``, ``u = 1/z``."""
         ga, dga = _cauchy_pair(self.a, 1.0 / w)
         dg_du = ga / w
         dg_dw = u * (-dga / w ** 3 - ga / w ** 2)
@@ -387,11 +391,7 @@ class _SymmetricMultiplicative(_Multiplicative):
     def cauchy_derivative(self, w, z):
         u = 1.0 / z
         ka, dka = self._k(self.a, w)
-        dwdu = ka / (1.0 - u * dka)
-        ga, dga = _cauchy_pair(self.a, 1.0 / w)
-        dg_du = ga / w
-        dg_dw = u * (-dga / w ** 3 - ga / w ** 2)
-        return -(u * u) * (dg_du + dg_dw * dwdu)
+        return self._dg_dz(w, u, ka / (1.0 - u * dka))           # dw/du of eq. (14.19)
 
 
 class AnalyticLaw(SpectralLaw):

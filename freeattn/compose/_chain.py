@@ -568,7 +568,7 @@ class ProductChainLaw(SpectralLaw):
         Between table points: linear interpolation in ``x``.  Between an interval's
         outermost table point and its edge, the two outermost points are
         extrapolated in ``sqrt(|x - e|)`` towards a soft edge ``e`` (the unknowns
-        are analytic in it at a square-root fold, theory eq. (14.16)) and in
+        are analytic in it at a square-root fold, theory section 14.16) and in
         ``log x`` of ``log omega`` towards a hard edge at 0 (a power of ``x``
         there, eq. (14.6)), where interpolation would repeat the end value.
         """

@@ -24,6 +24,7 @@ Nothing in this module prints or does I/O.
 import numpy as np
 
 from ..core._errors import ConvergenceError
+from ._fixed_point import BRACKET_RTOL, bracketed_newton
 
 __all__ = ["discrete_sum_edges"]
 
@@ -40,9 +41,9 @@ MAX_CURVES = 36
 #: Samples of ``f = tan(theta)`` per curve (``theta`` uniform in (-pi/2, pi/2),
 #: scaled by the laws' spread).
 CURVE_SAMPLES = 96
-#: Bisection steps of the inverse branches and of the zeros and maxima of
-#: eq. (14.20) (halving a bracket 200 times reaches the rounding of any double).
-BISECTION_STEPS = 200
+#: Most steps of the search for the zeros of eq. (14.20) (halving a bracket 200
+#: times reaches the rounding of any double).
+ZERO_STEPS = 200
 #: Steps (parabolic, or golden-section) refining a sampled local maximum of eq. (14.20).
 PEAK_STEPS = 120
 #: Two gap images whose ends agree to this (relative to the spread) are one gap
@@ -58,13 +59,12 @@ ATOM_MARGIN = 1e-12
 #: At an edge x is stationary in f, so the shift of the zero moves the edge by
 #: O(S_MARGIN**2).
 S_MARGIN = 1e-13
-#: Newton steps polishing the companion-matrix roots of the inverse branches, and
-#: the last step's size (in units of ``BRACKET_RTOL``) below which they are kept.
+#: Newton steps polishing the companion-matrix roots of the inverse branches; a
+#: root is kept when the last step is below ``POLISH_SLACK * BRACKET_RTOL``
+#: (relative; ``BRACKET_RTOL`` is the rounding level of ``bracketed_newton``).
 POLISH_STEPS = 3
 POLISH_SLACK = 64.0
-#: Relative bracket width at which the inverse branches stop.
-BRACKET_RTOL = 4e-16
-#: ... and the search for the zeros and the maxima of eq. (14.20) (relative to
+#: The search for the zeros and the maxima of eq. (14.20) stops at this (relative to
 #: ``max(|f|, spread)``): at a zero ``x`` is stationary in ``f``
 #: (``dx/df`` is eq. (14.20)), so an error ``d`` in ``f`` moves the edge by
 #: ``O(d**2)``; at a maximum the value of eq. (14.20) is off by ``O(d**2)`` too.
@@ -80,33 +80,28 @@ class _Branches:
         self.w = np.asarray(weights, dtype=float)[order]
         self.mean = float(self.w @ self.t)
         self.var = float(self.w @ (self.t - self.mean) ** 2)
+        self.scale = max(float(np.max(np.abs(self.t))), float(self.t[-1] - self.t[0]))
         # zeros of G: one in each (t_j, t_{j+1}), where G falls from +oo to -oo
-        lo, hi = self.t[:-1].copy(), self.t[1:].copy()
-        for _ in range(BISECTION_STEPS):
-            mid = 0.5 * (lo + hi)
-            pos = self.g(mid) > 0
-            lo, hi = np.where(pos, mid, lo), np.where(pos, hi, mid)
-            if np.all(hi - lo <= BRACKET_RTOL * np.maximum(np.abs(lo), np.abs(hi))):
-                break
-        self.poles = 0.5 * (lo + hi)
+        self.poles = bracketed_newton(lambda u, idx: self._g_dg(u), self.t[:-1], self.t[1:],
+                                      np.ones(self.t.size - 1), scale=self.scale,
+                                      what="G = 0 between atoms (theory section 14.19)")
         self.count = self.t.size           # branches: (-oo, p_1), ..., (p_{K-1}, oo)
         self.left = np.r_[-np.inf, self.poles]
         self.right = np.r_[self.poles, np.inf]
-        self.scale = max(float(np.max(np.abs(self.t))), float(self.t[-1] - self.t[0]))
         # coefficients of prod_i (u - t_i) and of sum_j w_j prod_{i != j} (u - t_i)
         self._prod = np.poly(self.t)
         self._q = sum(wj * np.poly(np.delete(self.t, j)) for j, wj in enumerate(self.w))
 
-    def g(self, u):
+    def _g_dg(self, u):
+        """``G`` and ``G'`` at real ``u`` (any shape; infinite at an atom)."""
         with np.errstate(all="ignore"):
-            return (self.w / (u[..., None] - self.t)).sum(axis=-1)
+            d = u[..., None] - self.t
+            return (self.w / d).sum(axis=-1), -(self.w / d ** 2).sum(axis=-1)
 
     def dinv_f(self, u):
         """``1/F'(u) = G**2/(-G')`` at real ``u`` (``w_j`` at the atom ``t_j``)."""
+        g, dg = self._g_dg(u)
         with np.errstate(all="ignore"):
-            d = u[..., None] - self.t
-            g = (self.w / d).sum(axis=-1)
-            dg = -(self.w / d ** 2).sum(axis=-1)
             out = g * g / -dg
         hit = np.isin(u, self.t)
         if hit.any():
@@ -117,9 +112,11 @@ class _Branches:
     def inverse(self, f, k, guess=None):
         """``omega`` on branch ``k`` with ``F(omega) = f`` (``f``, ``k`` arrays of one shape).
 
-        Newton safeguarded by bisection: every branch holds one atom ``t_k``
-        (``F = 0``), ``F`` increases on it, and outside ``[t_1, t_K]``
-        ``omega - t_K <= F(omega) <= omega - t_1`` bounds the outer branches.
+        From the companion-matrix roots (:meth:`_companion_roots`); where they do
+        not settle, by :func:`bracketed_newton` from ``guess`` (a nearby solve):
+        every branch holds one atom ``t_k`` (``F = 0``), ``F`` increases on it, and
+        outside ``[t_1, t_K]`` ``omega - t_K <= F(omega) <= omega - t_1`` bounds the
+        outer branches.
         """
         shape = np.shape(f)
         f, k = np.ravel(f), np.ravel(np.broadcast_to(k, shape))
@@ -131,36 +128,18 @@ class _Branches:
         lo = np.where(f >= 0, atom, np.maximum(self.left[k], f + t1))
         hi = np.where(f >= 0, np.minimum(self.right[k], f + tk), atom)
         hi = np.maximum(hi, lo)
-        x = 0.5 * (lo + hi)
-        if guess is not None:
-            # a start from a nearby solve (the bisections move f by little per step)
-            g0 = np.ravel(guess)
-            x = np.where((g0 > lo) & (g0 < hi), g0, x)
-        x = np.where(f == 0, atom, x)
-        tol = BRACKET_RTOL * np.maximum(np.abs(x), self.scale)
-        act = np.flatnonzero((f != 0) & (hi - lo > tol))
-        for _ in range(BISECTION_STEPS):
-            if not act.size:
-                break
-            xa, fa = x[act], f[act]
-            with np.errstate(all="ignore"):
-                d = xa[:, None] - self.t
-                g = (self.w / d).sum(axis=-1)
-                dg = -(self.w / d ** 2).sum(axis=-1)
-                r = 1.0 / g - fa                      # F(x) - f, increasing in x
-                step = r / (-dg / (g * g))
-            below = r < 0
-            lo[act] = np.where(below, xa, lo[act])
-            hi[act] = np.where(below, hi[act], xa)
-            new = xa - step
-            inside = np.isfinite(new) & (new > lo[act]) & (new < hi[act])
-            new = np.where(r == 0, xa, np.where(inside, new, 0.5 * (lo[act] + hi[act])))
-            x[act] = new
-            done = (np.abs(new - xa) <= tol[act]) | (hi[act] - lo[act] <= tol[act]) | (r == 0)
-            act = act[~done]
-        if act.size:
-            raise ConvergenceError(f"inverse of F on a branch (theory eq. (14.20)) did not "
-                                   f"converge at f = {float(f[act[0]])!r}")
+        x = atom.astype(float)
+        todo = np.flatnonzero(f != 0)          # F(t_k) = 0: the atom itself
+        if todo.size:
+
+            def f_pair(u, idx):                # F(u) - f, increasing, and F' = -G'/G**2
+                g, dg = self._g_dg(u)
+                with np.errstate(all="ignore"):
+                    return 1.0 / g - f[todo][idx], -dg / (g * g)
+
+            x0 = None if guess is None else np.ravel(guess)[todo]
+            x[todo] = bracketed_newton(f_pair, lo[todo], hi[todo], -np.ones(todo.size), x0=x0,
+                                       scale=self.scale, what="F(omega) = f (eq. (14.20))")
         return x.reshape(shape)
 
     def _companion_roots(self, f, k):
@@ -181,10 +160,8 @@ class _Branches:
         atom = self.t[k]
         x = np.where(f == 0, atom, x)
         for _ in range(POLISH_STEPS):
+            g, dg = self._g_dg(x)
             with np.errstate(all="ignore"):
-                d = x[:, None] - self.t
-                g = (self.w / d).sum(axis=-1)
-                dg = -(self.w / d ** 2).sum(axis=-1)
                 step = (1.0 / g - f) * g * g / -dg
             step = np.where((f == 0) | ~np.isfinite(step), 0.0, step)
             x = x - step
@@ -297,6 +274,11 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         K, L = np.broadcast_to(kk[:, None], f.shape), np.broadcast_to(ll[:, None], f.shape)
         s = np.where(np.isfinite(f), s_and_x(np.where(np.isfinite(f), f, 0.0), K, L)[0],
                      np.nan)
+    bad = np.isfinite(f) & ~np.isfinite(s)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise ConvergenceError(f"eq. (14.20) is not finite on the curve ({kk[r]}, {ll[r]}) at "
+                               f"f = {float(f[r, c])!r}")
     pos = s > S_MARGIN
     # zeros of s between consecutive samples of a curve, all curves in one bisection
     valid = np.isfinite(s[:, 1:]) & np.isfinite(s[:, :-1])
@@ -319,7 +301,7 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
     gaps = []
     for r in range(kk.size):
         sel = rows == r
-        n = int(np.count_nonzero(np.isfinite(s[r])))
+        n = int(np.count_nonzero(np.isfinite(f[r])))
         gaps.extend(_curve_gaps(a, b, int(kk[r]), int(ll[r]), pos[r, :n], cols[sel],
                                 zx[sel], pole[sel]))
     gaps = sorted((g for g in gaps if g[0] < g[1]), key=lambda g: g[0])
@@ -393,7 +375,7 @@ def _illinois(fun, a, b, fa, fb, scale):
     (``fa``, ``fb`` of opposite signs), to ``SEARCH_RTOL`` of ``max(|f|, scale)``."""
     a, b, fa, fb = a.copy(), b.copy(), fa.copy(), fb.copy()
     act = np.arange(a.size)
-    for _ in range(BISECTION_STEPS):
+    for _ in range(ZERO_STEPS):
         tol = SEARCH_RTOL * np.maximum(np.maximum(np.abs(a[act]), np.abs(b[act])), scale)
         act = act[np.abs(b[act] - a[act]) > tol]
         if not act.size:
@@ -403,7 +385,7 @@ def _illinois(fun, a, b, fa, fb, scale):
         mid = 0.5 * (a[act] + b[act])
         lo, hi = np.minimum(a[act], b[act]), np.maximum(a[act], b[act])
         c = np.where(np.isfinite(c) & (c > lo) & (c < hi), c, mid)
-        fc = fun_at(fun, c, act)
+        fc = fun(c, act)
         flip = np.sign(fc) != np.sign(fb[act])
         # the retained end: b's old side when the sign flips, else halve its value
         a[act] = np.where(flip, b[act], a[act])
@@ -412,11 +394,6 @@ def _illinois(fun, a, b, fa, fb, scale):
         hit = fc == 0
         a[act[hit]] = c[hit]
     return 0.5 * (a + b)
-
-
-def fun_at(fun, v, act):
-    """``fun`` at ``v`` for the active subset ``act`` of its points."""
-    return fun(v, act)
 
 
 def _parabolic_max(fun, a, b, c, fa, fb, fc, scale):
@@ -441,7 +418,7 @@ def _parabolic_max(fun, a, b, c, fa, fb, fc, scale):
         gold = np.where(C - B > B - A, B + g * (C - B), B - g * (B - A))
         usable = np.isfinite(u) & (u > A + tol) & (u < C - tol) & (np.abs(u - B) > tol)
         u = np.where(usable, u, gold)
-        fu = fun_at(fun, u, act)
+        fu = fun(u, act)
         up = fu >= FB
         right = u > B
         # new bracket: the better of (u, B) in the middle

@@ -14,14 +14,18 @@ of one free convolution (theory eqs. (14.1)-(14.4)), vectorized over points
   support are where the Jacobian of the fixed-point map is singular.
 
 Each returns a :class:`FixedPointResult` (value, residual, iterations,
-converged).
+converged).  :func:`bracketed_newton` solves the real scalar equations of the
+support searches (theory eqs. (14.17), (14.20)) inside sign-change brackets.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FixedPointResult", "FixedPointProblem", "iterate", "newton", "edge_newton"]
+from ..core._errors import ConvergenceError
+
+__all__ = ["FixedPointResult", "FixedPointProblem", "iterate", "newton", "edge_newton",
+           "bracketed_newton"]
 
 #: Relative residual ``|w - phi(w, z)| / (1 + |w|)`` at which a solve is converged
 #: (a few ulps of the subordination point).
@@ -47,6 +51,10 @@ MAX_EDGE_STEPS = 60
 EDGE_FD_STEP = 1e-7
 #: Relative size of the last bordered-Newton step at which an edge is accepted.
 EDGE_RTOL = 4e-16
+#: Most steps of :func:`bracketed_newton`, and the bracket width or Newton step
+#: (relative to ``max(|x|, scale)``) at which it stops.
+BRACKET_STEPS = 200
+BRACKET_RTOL = 4e-16
 
 
 @dataclass(frozen=True)
@@ -339,3 +347,65 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
     f, d, valid = system(w, x)
     ok = conv & valid & (np.abs(f) <= 1e-10 * (s + np.abs(w))) & (np.abs(d) <= 1e-6)
     return FixedPointResult(np.stack([w, x], axis=1), np.abs(f) + np.abs(d), it, ok)
+
+
+def bracketed_newton(f_pair, lo, hi, flo, x0=None, scale=0.0, what="a bracketed equation"):
+    """Zeros of real ``f`` in brackets ``[lo, hi]`` by Newton safeguarded with bisection.
+
+    Parameters
+    ----------
+    f_pair : callable
+        ``f_pair(x, idx)`` returns ``(f, f')`` at the points ``x`` of the
+        brackets ``idx`` (the unfinished ones, indices into ``lo``).
+    lo, hi : ndarray
+        Brackets (either order): ``f(lo)`` has the sign of ``flo``, ``f(hi)`` the
+        other sign.
+    flo : ndarray
+        The sign (or a value of that sign) of ``f`` at ``lo``.
+    x0 : ndarray, optional
+        Starts; those outside their bracket start at its middle, as all do
+        without ``x0``.
+    scale : float
+        Absolute floor of the tolerance: a point stops at a Newton step or a
+        bracket below ``BRACKET_RTOL * max(|x|, scale)``, or where ``f = 0``.
+    what : str
+        The equation, named in the error.
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    ConvergenceError
+        If a point is not solved within ``BRACKET_STEPS``.
+    """
+    lo, hi = np.array(lo, dtype=float), np.array(hi, dtype=float)
+    flo = np.asarray(flo)
+    x = 0.5 * (lo + hi)
+    if x0 is not None:
+        x0 = np.asarray(x0, dtype=float)
+        x = np.where((x0 > np.minimum(lo, hi)) & (x0 < np.maximum(lo, hi)), x0, x)
+    act = np.arange(x.size)
+    for _ in range(BRACKET_STEPS):
+        xa = x[act]
+        f, df = f_pair(xa, act)
+        same = np.sign(f) == np.sign(flo[act])
+        lo[act] = np.where(same, xa, lo[act])
+        hi[act] = np.where(same, hi[act], xa)
+        la, ha = lo[act], hi[act]
+        with np.errstate(all="ignore"):
+            step = xa - f / df
+        inside = np.isfinite(step) & (step > np.minimum(la, ha)) & (step < np.maximum(la, ha))
+        new = np.where(f == 0, xa, np.where(inside, step, 0.5 * (la + ha)))
+        x[act] = new
+        # done: a zero hit, a Newton step or the bracket at the rounding of x
+        tol = BRACKET_RTOL * np.maximum(np.abs(new), scale)
+        done = (f == 0) | (inside & (np.abs(new - xa) <= tol)) | (np.abs(ha - la) <= tol)
+        act = act[~done]
+        if not act.size:
+            return x
+    raise ConvergenceError(
+        f"safeguarded Newton on {what} did not converge in {BRACKET_STEPS} steps at "
+        f"{act.size} of {x.size} points (e.g. x = {float(x[act[0]])!r}, bracket width "
+        f"{float(abs(hi[act[0]] - lo[act[0]])):.3e})")

@@ -20,6 +20,7 @@ Nothing in this module prints or does I/O.
 import numpy as np
 
 from ..core._errors import ConvergenceError
+from ._fixed_point import bracketed_newton
 
 __all__ = ["population_edges"]
 
@@ -45,10 +46,6 @@ BOUND_NEIGHBOURS = 4
 #: An interval is sampled unless its bound (14.18) is below ``-BOUND_SLACK / v**2``
 #: on every sub-interval (margin for the rounding of the bound).
 BOUND_SLACK = 1e-9
-#: Safeguarded Newton steps for the maxima of ``x'`` (zeros of ``x''``) and the
-#: zeros of ``x'``, and the relative bracket width at which they stop.
-CRITICAL_STEPS = 80
-CRITICAL_RTOL = 4e-16
 
 
 def _sums(m, c, t, w, orders):
@@ -102,36 +99,6 @@ def _free_of_zeros(c, t, w):
     return np.all(top - c * near < -BOUND_SLACK * top, axis=1)
 
 
-def _bracketed(f_pair, lo, hi, flo):
-    """Zeros of ``f`` in brackets ``[lo, hi]`` (``f(lo)`` of sign ``flo``, ``f(hi)`` of
-    the other sign) by Newton safeguarded with bisection, vectorized."""
-    lo, hi = lo.copy(), hi.copy()
-    x = 0.5 * (lo + hi)
-    act = np.arange(x.size)
-    for _ in range(CRITICAL_STEPS):
-        xa = x[act]
-        f, df = f_pair(xa)
-        same = np.sign(f) == np.sign(flo[act])
-        lo[act] = np.where(same, xa, lo[act])
-        hi[act] = np.where(same, hi[act], xa)
-        la, ha = lo[act], hi[act]
-        with np.errstate(all="ignore"):
-            newton = xa - f / df
-        inside = np.isfinite(newton) & (newton > np.minimum(la, ha)) & (newton < np.maximum(la, ha))
-        new = np.where(f == 0, xa, np.where(inside, newton, 0.5 * (la + ha)))
-        x[act] = new
-        # done: a zero hit, a Newton step or the bracket at the rounding of x
-        tol = CRITICAL_RTOL * np.abs(new)
-        done = (f == 0) | (inside & (np.abs(new - xa) <= tol)) | (np.abs(ha - la) <= tol)
-        act = act[~done]
-        if not act.size:
-            return x
-    raise ConvergenceError(
-        f"safeguarded Newton on eq. (14.17) did not converge in {CRITICAL_STEPS} steps at "
-        f"{act.size} of {x.size} points (e.g. m = {float(x[act[0]])!r}, bracket width "
-        f"{float(abs(hi[act[0]] - lo[act[0]])):.3e})")
-
-
 def population_edges(ratio, values, weights):
     """Support intervals of ``MP(1, ratio) ⊠ sum_k w_k delta_{t_k}`` (theory eq. (14.17)).
 
@@ -152,7 +119,7 @@ def population_edges(ratio, values, weights):
     ConvergenceError
         If the zeros of ``x'`` do not alternate into bands (a sampled interval
         holding more sign changes than the samples resolve), or a zero or a
-        maximum of ``x'`` is not solved within ``CRITICAL_STEPS``.
+        maximum of ``x'`` is not solved by :func:`bracketed_newton`.
     """
     c = float(ratio)
     order = np.argsort(values)
@@ -174,11 +141,11 @@ def population_edges(ratio, values, weights):
     piece = np.r_[np.zeros(outer.size, dtype=int), np.repeat(keep, POLE_INTERVAL_SAMPLES)]
     d1 = _sums(m, c, t, w, (1,))[1]
 
-    def d1_pair(x):
+    def d1_pair(x, idx):
         s = _sums(x, c, t, w, (1, 2))
         return s[1], s[2]
 
-    def d2_pair(x):
+    def d2_pair(x, idx):
         s = _sums(x, c, t, w, (2, 3))
         return s[2], s[3]
 
@@ -230,18 +197,19 @@ def population_edges(ratio, values, weights):
                           & (d1 >= np.r_[d1[1:], -np.inf]) & (d1 <= 0))
     if peak.size:
         lo, hi = m[peak - 1], m[peak + 1]
-        slo = d2_pair(lo)[0]
-        shi = d2_pair(hi)[0]
+        slo = d2_pair(lo, None)[0]
+        shi = d2_pair(hi, None)[0]
         ok = np.sign(slo) != np.sign(shi)
         mp = m[peak].copy()
         if ok.any():
-            mp[ok] = _bracketed(d2_pair, lo[ok], hi[ok], slo[ok])
+            mp[ok] = bracketed_newton(d2_pair, lo[ok], hi[ok], slo[ok], what="eq. (14.17)")
         m, piece, d1 = insert(m, piece, d1, mp, piece[peak])
     # zeros of x' between consecutive samples of one piece; at the poles x' = -oo,
     # at m -> 0- it is +oo and at m -> -oo it is (1 - c)/m**2 > 0
     pos = d1 > 0
     change = np.flatnonzero((piece[1:] == piece[:-1]) & (pos[1:] != pos[:-1]))
-    zeros = _bracketed(d1_pair, m[change], m[change + 1], d1[change]) if change.size \
+    zeros = bracketed_newton(d1_pair, m[change], m[change + 1], d1[change],
+                             what="eq. (14.17)") if change.size \
         else np.empty(0)
     rising = ~pos[change]                               # x' from <= 0 to > 0: a band ends
     # the first piece starts positive (m -> -oo) and the last ends positive (m -> 0-);
