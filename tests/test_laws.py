@@ -102,7 +102,8 @@ def test_density_against_mpmath_eq_5_3_6_7(case):
     eq. (5.6)) vs the mpmath transcendental solve: rtol 1e-12 at interior points
     (fractions 0.05-0.95 of each interval; measured <= 2.4e-14 on both the direct
     and the panel path) and rtol 1e-11 at 0.001 and 0.999 (measured <= 5.8e-13:
-    the near-double root at a soft edge loses digits)."""
+    the near-double root at a soft edge loses digits; 5.7e-12 at 0.999 of the band
+    below the gap of relative width 3.7e-10 at beta = 1e-3, gamma = 0.99756)."""
     sq = attention_law(case["beta"], case["gamma"]).squared()
     theta1 = float(case["theta1"])
     pts = np.array(case["density"], dtype=float)
@@ -536,3 +537,61 @@ def test_hot_wide_law_next_to_its_hard_edge():
     sq = attention_law(beta, 10.0).squared()
     assert sq.total_mass() == pytest.approx(1.0, abs=1e-10)
     assert sq.expect(lambda x: x) == pytest.approx(np.expm1(beta ** 2), rel=1e-10)
+
+
+# --------------------------------------------------------------------------- #
+# Next to the hard edge at 0 and beside a support split
+# (tests/reference/hard_edge_references.json, made by
+# tests/reference/make_hard_edge_references.py at 40 digits)
+# --------------------------------------------------------------------------- #
+
+HARD_EDGE_REFERENCE = json.loads(
+    (Path(__file__).parent / "reference" / "hard_edge_references.json").read_text())
+
+
+@pytest.mark.parametrize("case", HARD_EDGE_REFERENCE["hard_edge"],
+                         ids=[f"beta={c['beta']},gamma={c['gamma']}"
+                              for c in HARD_EDGE_REFERENCE["hard_edge"]])
+def test_hard_edge_local_model_against_mpmath_eq_8_27(case):
+    """G at 1e-40 ... 1e-7 of the extent from the hard edge, on three rays (real z,
+    arg z = 0.3 and 3.0), from the local model's Newton (theory eq. (8.27)) vs the
+    mpmath continuation along each ray: rtol 1e-13 (measured <= 7.0e-16; the
+    expanded tower was off by 1.5e-10 at 1e-14 of the extent for beta = 1 and by
+    all its digits at beta = 1e-8)."""
+    sq = attention_law(case["beta"], case["gamma"]).squared().normalized
+    rows = np.array(case["G"], dtype=float)
+    z = rows[:, 0] + 1j * rows[:, 1]
+    ref = rows[:, 2] + 1j * rows[:, 3]
+    got = sq.stieltjes(z)
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=0)
+
+
+def test_density_representation_at_beta_1e_8_reaches_the_hard_edge():
+    """At beta = 1.0000000960463697e-08 the edge panel next to 0 samples the density at
+    3.8e-35 (the crossover of the x**(-1/2) edge is at a**(3/2) ~ 3.5e-25), where
+    the tower found no root on the branch and the representation raised; with the
+    local model it builds, and its mass is 1 to mass_atol (checked by the build)."""
+    law = attention_law(1.0000000960463697e-08, 1.0)
+    sq = law.squared()
+    assert sq.cdf(sq.support()[1]) == pytest.approx(1.0, abs=1e-11)
+    s = np.linspace(*law.support(), 2000)[1:-1]
+    f = law.pdf(s)
+    assert np.all(np.isfinite(f)) and np.all(f > 0)
+
+
+def test_density_beside_a_support_split_eq_8_14():
+    """beta = 1e-3, gamma = 0.9975556650172209: a gap of relative width 3.7e-10 at
+    4.3e-9 (normalized).  The representation raised after 1024 panels; with the
+    panels graded towards the two edges of the gap and the rounding floor of a
+    narrow panel (theory eq. (8.14)) it builds.  Density at e (1 -+ 10**-k) vs
+    mpmath, rtol max(1e-11, 2e-14 * 10**k): the solver's own samples lose digits
+    like 1/distance there (measured 2.6e-12 ... 3.9e-7 below the gap and 2.9e-13 ...
+    7.7e-7 above it for k = 3 ... 8, equal to the direct solve to 2x)."""
+    case = HARD_EDGE_REFERENCE["split"]
+    sq = attention_law(case["beta"], case["gamma"]).squared().normalized
+    ivs = np.array(sq.intervals())
+    edges = np.array(case["edges"], dtype=float)
+    np.testing.assert_allclose([ivs[0, 1], ivs[1, 0]], edges, rtol=1e-12)
+    for side, k, x, ref in case["density"]:
+        got = float(sq.pdf(float(x)))
+        assert got == pytest.approx(float(ref), rel=max(1e-11, 2e-14 * 10.0 ** k)), (side, k)

@@ -55,6 +55,7 @@ __all__ = [
 
 _cheb = np.polynomial.chebyshev
 _TINY = float(np.finfo(np.float64).tiny)
+_EPS = float(np.finfo(np.float64).eps)
 
 #: Largest denominator of an edge exponent (``|x - e|**(j/p)``) the panel maps
 #: take; exponents are rounded to the nearest fraction with ``p <= 6``.
@@ -875,6 +876,28 @@ class _Task:
 #: before failing).
 PANEL_BUDGET = 1024
 
+#: The samples of a panel carry the rounding of their own abscissae: at
+#: distance ``d`` from an edge or a cusp, ``f(x)`` is known to a relative
+#: ``eps |x| / d`` at best, and a panel of width ``w ~ d`` is what resolves the
+#: density there.  A tail that no longer shrinks on tripling and lies below
+#: this factor times ``eps max(|lo|, |hi|) / w`` is that floor (theory
+#: eq. (8.14)); it matters only for panels narrower than about ``1e-5 |x|``
+#: (edges of a gap of relative width ``4e-10``: the attention law at
+#: ``beta = 1e-3`` beside its support split).
+ROUNDING_FLOOR_FACTOR = 64
+
+#: A gap narrower than this fraction of the half-interval beside it is a support
+#: about to split: the edge's square-root behaviour is confined to a few gaps
+#: (a feature at ``s ~ sqrt(gap / w)`` of the edge map, below the spacing of
+#: 243 first-kind nodes once ``gap / w < 1e-8``), so the panels are graded
+#: towards the edge (:func:`_graded_cuts`).  Wider gaps are resolved by the
+#: adaptive splitting.
+NEAR_SPLIT_RTOL = 1e-6
+#: Width of the edge panel beside a narrow gap, in gaps.
+NEAR_SPLIT_EDGE_GAPS = 16.0
+#: Ratio of successive panel widths away from such an edge.
+NEAR_SPLIT_GROWTH = 4.0
+
 
 def _fit_all(density, tasks, options, log_density=None):
     """Fit every panel, all panels' new nodes in one density call per round.
@@ -920,7 +943,7 @@ def _fit_all(density, tasks, options, log_density=None):
             tail = _tail(coef)
             if tail <= task.tail_rtol:
                 done.append(task.panel(_chop(coef, options.cheb_tail_rtol / 4), tail))
-            elif tail <= options.cheb_noise_rtol and tail > task.prev_tail / 8:
+            elif tail <= _noise_floor(task.map, options) and tail > task.prev_tail / 8:
                 # Rounding floor of the samples: no longer shrinking on tripling.
                 done.append(task.panel(_chop(coef, tail / 4), tail))
             elif 3 * task.n <= options.cheb_max_nodes:
@@ -949,6 +972,37 @@ def _fit_all(density, tasks, options, log_density=None):
                 point=(worst.map.lo, worst.map.hi))
     done.sort(key=lambda p: p.lo)
     return done
+
+
+def _graded_cuts(a, b, side, gap):
+    """Panel ends on ``[a, b]``, graded towards the edge beside a narrow gap (eq. (8.14)).
+
+    ``side = -1``: the edge is ``a``, +1: ``b``.  Beside a gap of width ``gap``
+    much narrower than the interval (a support about to split), the density
+    is ``~ sqrt`` only within a few gaps of the edge and ``~ |x - e|**(1/3)``
+    (the cusp it becomes) beyond: the edge panel spans ``NEAR_SPLIT_EDGE_GAPS``
+    gaps and smooth panels grow by ``NEAR_SPLIT_GROWTH`` from it.  Otherwise
+    ``[a, b]`` is one panel.
+    """
+    if not gap < NEAR_SPLIT_RTOL * (b - a):
+        return [a, b]
+    width = NEAR_SPLIT_EDGE_GAPS * gap
+    offsets = [0.0]
+    while width < (b - a) / NEAR_SPLIT_GROWTH:
+        offsets.append(width)
+        width *= NEAR_SPLIT_GROWTH
+    offsets.append(b - a)
+    if side < 0:
+        return [a + o for o in offsets[:-1]] + [b]
+    return [a] + [b - o for o in offsets[-2::-1]]
+
+
+def _noise_floor(pmap, options):
+    """Largest tail accepted as the rounding floor of a panel's samples (eq. (8.14))."""
+    if pmap.kind == "logend":
+        return options.cheb_noise_rtol
+    scale = max(abs(pmap.lo), abs(pmap.hi))
+    return max(options.cheb_noise_rtol, ROUNDING_FLOOR_FACTOR * _EPS * scale / pmap.width)
 
 
 def _check_finite(values, points, name):
@@ -985,7 +1039,7 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
     Representation
     """
     tasks = []
-    for iv in intervals:
+    for i, iv in enumerate(intervals):
         lo, hi = float(iv.lo), float(iv.hi)
         floor = options.panel_min_width_rtol * (hi - lo)
         exps = (iv.lo_exponent, iv.hi_exponent)
@@ -1008,10 +1062,17 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
         p_hi, k_hi = edge_power(exps[1])
         left = p_lo > 1 or k_lo != 0
         right = p_hi > 1 or k_hi != 0
-        tasks.append(_Task(PanelMap(lo, mid, "left" if left else "smooth", p_lo if left else 1),
-                           k_lo if left else 0, exps, 0, floor, options))
-        tasks.append(_Task(PanelMap(mid, hi, "right" if right else "smooth", p_hi if right else 1),
-                           k_hi if right else 0, exps, 0, floor, options))
+        gap_lo = lo - float(intervals[i - 1].hi) if i > 0 else np.inf
+        gap_hi = float(intervals[i + 1].lo) - hi if i + 1 < len(intervals) else np.inf
+        for a, b, side, gap in ((lo, mid, -1, gap_lo), (mid, hi, 1, gap_hi)):
+            cuts = _graded_cuts(a, b, side, gap)
+            for j, (u, v) in enumerate(zip(cuts[:-1], cuts[1:])):
+                at_edge = j == 0 if side < 0 else j == len(cuts) - 2
+                edge = (left if side < 0 else right) and at_edge
+                power, lead = (p_lo, k_lo) if side < 0 else (p_hi, k_hi)
+                kind = ("left" if side < 0 else "right") if edge else "smooth"
+                tasks.append(_Task(PanelMap(u, v, kind, power if edge else 1),
+                                   lead if edge else 0, exps, 0, floor, options))
     rep = Representation(_fit_all(density, tasks, options, log_density))
     if expected_mass is not None and abs(rep.total - expected_mass) > options.mass_atol:
         raise ConvergenceError(

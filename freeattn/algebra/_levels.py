@@ -45,6 +45,11 @@ _NOT_COMPOSED = object()
 #: atoms computed in floating point).
 HARD_EDGE_MASS_RTOL = 1e-12
 
+#: A constant term of ``S``'s shifted denominator within this many ulps of
+#: its coefficient sum is the pole at ``w = -1`` (:meth:`SLevel.apply_at_pole`).
+POLE_SHIFT_ULPS = 64
+_EPS = float(np.finfo(float).eps)
+
 
 class AffineLevel:
     """``z = shift + scale * tau``, ``G = G_b(tau) / scale`` with ``scale > 0`` (eq. (8.7))."""
@@ -190,6 +195,33 @@ class SLevel:
         dz = dtau / sw - tau * dsw / (sw * sw)
         return z, gb * sw, dz, dgb * sw + gb * dsw
 
+    def apply_at_pole(self, tau, gb, dgb):
+        """:meth:`apply` with ``S`` in ``v = 1 + w = tau G_b(tau)`` (theory eq. (8.27)).
+
+        Next to a hard edge ``w -> -1``, a pole of ``S``; ``w = tau G_b - 1``
+        would keep only ``eps/|v|`` of ``v`` (1e-4 relative at ``|v| =
+        1e-12``), so ``S`` is re-expanded about ``w = -1`` (a Taylor shift of
+        its coefficients; a constant term of the denominator within rounding
+        of 0 is the pole itself and set to 0).  Returns ``(z, G, dz/dtau,
+        dG/dtau)``.
+        """
+        if getattr(self, "_pole_polys", None) is None:
+            shift = np.polynomial.Polynomial([-1.0, 1.0])
+            pv = np.polynomial.Polynomial(self.transform.num)(shift).coef
+            qv = np.polynomial.Polynomial(self.transform.den)(shift).coef
+            if abs(qv[0]) <= POLE_SHIFT_ULPS * _EPS * float(np.abs(self.transform.den).sum()):
+                qv[0] = 0.0
+            self._pole_polys = (pv, qv, _P.polyder(pv), _P.polyder(qv))
+        pv, qv, dpv, dqv = self._pole_polys
+        pval = _P.polyval
+        v = tau * gb
+        dv = gb + tau * dgb
+        num, den = pval(v, pv), pval(v, qv)
+        sw = num / den
+        dsw = (pval(v, dpv) * den - num * pval(v, dqv)) / (den * den) * dv
+        z = tau / sw
+        return z, gb * sw, 1.0 / sw - tau * dsw / (sw * sw), dgb * sw + gb * dsw
+
     def guess(self, z):
         return z * self.transform.at_zero()
 
@@ -259,7 +291,10 @@ class SLevel:
         s = self.transform.mp_callable(mpmath)
 
         def f(tau, gb):
-            sw = s(tau * gb - 1)
+            # w = tau G_b - 1 cancels next to a hard edge (w -> -1): formed with
+            # twice the digits, so that S(w) keeps the working precision.
+            with mpmath.workdps(2 * mpmath.mp.dps):
+                sw = s(tau * gb - 1)
             return tau / sw, gb * sw
         return f
 

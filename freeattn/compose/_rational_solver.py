@@ -79,6 +79,14 @@ HARD_EDGE_SNAP_RTOL = 1e-4
 #: with a square factor samples its density down to 2e-10 of the extent.
 HARD_EDGE_RESCUE_RTOL = 1e-13
 
+#: Points within this fraction of the extent from a hard edge at 0 take ``G``
+#: from the local model's Newton when the law provides it
+#: (:attr:`RationalSolver.hard_edge_branch`): the tower's roots there lose up to
+#: 1.5e-10 relative at 1e-14 of the extent (the attention law at ``beta = 1``),
+#: all digits at ``beta = 1e-8``, while the model's Newton agrees with mpmath
+#: to 3e-16 from 1e-40 to 1e-6 of the extent (tests/test_laws.py).
+HARD_EDGE_MODEL_RTOL = 1e-6
+
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL):
     """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged."""
     poly = trim(poly)
@@ -140,6 +148,9 @@ class RationalSolver:
         #: Newton on ``Phi(tau) = z`` with the constituent's closed-form transform
         #: (set by the law when its constituent has one).
         self.polisher = None
+        #: ``hard_edge_branch(z)`` returns ``G`` (NaN where it fails) next to a
+        #: hard edge at 0, where the tower keeps no digits (set by the law).
+        self.hard_edge_branch = None
 
     # -- the branch ---------------------------------------------------------------------
     def solve(self, z):
@@ -147,6 +158,26 @@ class RationalSolver:
 
         Returns ``(t, G)``.
         """
+        if self.hard_edge_branch is not None and self.extent is not None:
+            # Next to the hard edge the local model's Newton is exact to rounding
+            # where the tower keeps fewer digits (theory eq. (8.27)): preferred
+            # there; the leaf variable of such a point is NaN.
+            sel = np.nonzero(np.abs(z) <= HARD_EDGE_MODEL_RTOL * self.extent)[0]
+            if sel.size:
+                gh = self.hard_edge_branch(z[sel])
+                fixed = np.isfinite(gh)
+                t = np.full(z.shape, np.nan + 0j)
+                g = np.empty(z.shape, dtype=complex)
+                g[sel[fixed]] = gh[fixed]
+                rest = np.ones(z.shape, dtype=bool)
+                rest[sel[fixed]] = False
+                if rest.any():
+                    t[rest], g[rest] = self._solve_tower(z[rest])
+                return t, g
+        return self._solve_tower(z)
+
+    def _solve_tower(self, z):
+        """:meth:`solve` by the roots of the tower's polynomial (eqs. (8.10)-(8.11))."""
         opts = self.options
         coeffs = self.num[:, None] - z[None, :] * self.den[:, None]
         top = coeffs.shape[0] - 1

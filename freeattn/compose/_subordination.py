@@ -60,6 +60,18 @@ MP_MAX_STEPS = 200
 #: leaf roots there are nearly double (error ~ sqrt(eps / distance)).
 NEAR_EDGE_RTOL = 1e-9
 
+#: Newton steps from the local-model seed next to a hard edge
+#: (:meth:`SubordinationLaw._hard_edge_solve`): where ``|tau|`` is far below
+#: ``dist(0, supp b)`` the seed is off by that ratio and three steps reach
+#: rounding; farther out the steps may not converge and the point is left to
+#: the tower (the residual test decides).
+HARD_EDGE_NEWTON_STEPS = 6
+#: A hard-edge root is accepted when ``|Phi(tau) - z|`` is within this many
+#: ulps of ``|z|`` (measured: 1.4e-16 relative at ``z = 3.8e-35``).
+HARD_EDGE_RESIDUAL_ULPS = 64
+
+_EPS = float(np.finfo(float).eps)
+
 from ._rational_solver import _TINY, RationalSolver
 
 # --------------------------------------------------------------------------- #
@@ -117,6 +129,8 @@ class SubordinationLaw(SpectralLaw):
             self._solver = RationalSolver(curve, self.options, hard)
             if getattr(constituent, "_closed_form", False):
                 self._solver.polisher = self._polish
+                if hard is not None and hard < 0 and level.kind == "S":
+                    self._solver.hard_edge_branch = self._hard_edge_branch
         else:
             self._solver = GenericSolver(level, constituent, self.options)
 
@@ -148,6 +162,68 @@ class SubordinationLaw(SpectralLaw):
             gb = b._stieltjes(tau)
             _, gg, _, _ = level.apply(tau, gb, np.ones_like(tau), np.zeros_like(tau))
         return np.where(ok & np.isfinite(gg), gg, g_new)
+
+    def _hard_edge_branch(self, z):
+        """``G`` of :meth:`_hard_edge_solve` (the solver's hook, theory eq. (8.27))."""
+        return self._hard_edge_solve(z)[0]
+
+    def _hard_edge_solve(self, z):
+        """``G`` next to the hard edge at 0 from its local model (theory eq. (8.27)).
+
+        With the constituent's support away from 0, ``G_b(tau) -> G_b(0)``
+        (finite) as ``tau -> 0`` and the outermost S-level ``z = Phi(tau)``
+        has a zero of order ``m = 1/(1 + eta)`` there (``G ~ z**eta``,
+        ``eta`` the hard-edge exponent): ``Phi(tau) ~ C tau**m``.  ``C`` is
+        read off ``Phi`` at a probe of the size of the root, the seed is the
+        root of ``C tau**m = z`` in the upper half-plane, and Newton on the
+        level (:meth:`SLevel.apply_at_pole`) with the closed-form constituent
+        polishes it (the tower's
+        expanded polynomial keeps no digits there: a point at ``4e-35`` of the
+        extent, the attention law at ``beta = 1e-8``).  Returns ``(G, G',
+        tau)``, NaN where the seed does not converge to the branch (``Im tau
+        >= 0``, ``Im G <= 0``, residual a few ulps of ``|z|``).
+        """
+        b, level = self.constituent, self.level
+        lo = b.support()[0]
+        nan = np.full(z.shape, np.nan + 0j)
+        m = 1.0 / (1.0 + float(self._hard_edge))
+        if not lo > 0 or abs(m - round(m)) > 1e-12:
+            return nan, nan, nan
+        m = int(round(m))
+
+        def phi(tau):
+            gb, dgb = b._stieltjes_pair(tau)
+            return level.apply_at_pole(tau, gb, dgb)
+
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            gb0 = b._stieltjes(np.zeros(1, dtype=complex))[0]
+            # Probe at the size of the root: Phi ~ C tau**m with C ~ Phi(tau_p)/tau_p**m.
+            probe = 1j * np.abs(z / gb0) ** (1.0 / m)
+            c = phi(probe)[0] / probe ** m
+            roots = (z / c) ** (1.0 / m) * np.exp(2j * np.pi * np.arange(m)[:, None] / m)
+            tau = np.take_along_axis(roots, np.argmax(roots.imag, axis=0)[None, :], 0)[0]
+            for _ in range(HARD_EDGE_NEWTON_STEPS):
+                zz, gg, dz, _ = phi(tau)
+                tau = tau - (zz - z) / dz
+            zz, gg, dz, dg = phi(tau)
+            dgdz = dg / dz
+            rtol = self.options.branch_rtol
+            ok = (np.isfinite(gg) & np.isfinite(dgdz)
+                  & (np.abs(zz - z) <= HARD_EDGE_RESIDUAL_ULPS * _EPS * np.abs(z))
+                  & (tau.imag >= -rtol * np.abs(tau)) & (gg.imag <= rtol * np.abs(gg)))
+            # The branch test of eq. (8.10) at the partner: its subordination point
+            # in the closed upper half-plane and on the partner's own branch.
+            gb = b._stieltjes(tau)
+            point = level.partner_point(z, tau, gb, gg)
+            if point is not None:
+                ok &= np.isfinite(point) & (point.imag >= -rtol * np.abs(point))
+                if ok.any():
+                    mism = np.full(z.shape, np.inf)
+                    ps = point[ok]
+                    mism[ok] = level.partner_check(ps.real + 1j * np.maximum(ps.imag, 0.0),
+                                                   tau[ok], gb[ok], gg[ok])
+                    ok &= mism <= np.sqrt(rtol)
+        return (np.where(ok, gg, nan), np.where(ok, dgdz, nan), np.where(ok, tau, nan))
 
     def _describe(self):
         if self._name:
@@ -261,7 +337,11 @@ class SubordinationLaw(SpectralLaw):
             t, g = self._solver.solve(z)
             zs, gs, dzs, dgs = self._solver.curve.stages(t)
             with np.errstate(divide="ignore", invalid="ignore"):
-                return g, dgs[-1] / dzs[-1]
+                dg = dgs[-1] / dzs[-1]
+            edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
+            if edge.any():
+                g[edge], dg[edge] = self._hard_edge_solve(z[edge])[:2]
+            return g, dg
         tau, g = self._solver.solve(z)
         _, _, dz, dg = self._solver._phi(tau)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -274,7 +354,11 @@ class SubordinationLaw(SpectralLaw):
         """Float outermost subordination point at each ``z`` (1-d)."""
         if isinstance(self._solver, RationalSolver):
             t, _ = self._solver.solve(z)
-            return self._solver.curve.stages(t, derivatives=False)[0][-2]
+            tau = self._solver.curve.stages(t, derivatives=False)[0][-2]
+            edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
+            if edge.any():
+                tau[edge] = self._hard_edge_solve(z[edge])[2]
+            return tau
         return self._solver.solve(z)[0]
 
     def _mp_stieltjes(self, z):
