@@ -293,6 +293,21 @@ def test_hard_edge_coefficient_eq_6_6():
     assert marchenko_pastur(1.0, 1.0)._edge_coefficient() == pytest.approx(1 / np.pi, rel=1e-12)
 
 
+def test_affine_edge_coefficient_from_the_base_eq_8_7():
+    """eq. (8.7): ``y - lo' = scale (x - lo)`` and ``f_y = f_x/scale`` give the edge
+    coefficient ``scale**(-eta - 1)`` times the base's.  The attention law's
+    ``pdf(0)`` (an ``x**(-1/2)`` edge of the squared law) used to build a second
+    representation, of the affine law, for it: now the affine law has none, and the
+    scaled coefficient equals the one read off its own panels (rtol 1e-12)."""
+    from freeattn.laws._law_base import SpectralLaw
+
+    law = attention_law(0.7, 1.0)
+    sq = law.squared()
+    value = float(law.pdf(0.0))
+    assert sq._rep is None
+    assert value == pytest.approx(2.0 * SpectralLaw._edge_coefficient(sq), rel=1e-12)
+
+
 # --------------------------------------------------------------------------- #
 # Section 8: the composable engine
 # --------------------------------------------------------------------------- #
@@ -639,3 +654,33 @@ def test_hard_edge_rule_with_atoms_eq_8_13():
         (iv,) = law.interval_details()
         assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-1, 2)
         assert law.total_mass() == pytest.approx(1.0, abs=1e-10)
+
+
+def test_support_search_never_tests_the_degenerate_leaf_point_eq_8_11():
+    """eq. (8.11) is tested at one point inside each t-interval; the outer interval
+    (-oo, t_1) was tested at t_1 - max(1, |t_1|), that is at t = 0 for every
+    t_1 >= 1, where the leaf variable is degenerate: the outside below the lower
+    edge was lost and sample_covariance(point_masses([t]), c) raised for t = 2,
+    c = 0.1 and t = 3.7, c = 0.1, 0.3 (and 7 of 40 random positive 1-5 atom
+    populations).  Against the closed form t (1 -+ sqrt(c))**2 (rtol 1e-13), and
+    random populations against the analytic path of theory eqs. (14.4)-(14.5)
+    (edges rtol 1e-9; measured agreement to rounding on 34 of 34)."""
+    from freeattn.compose._analytic import analytic_multiplicative
+
+    for t in (0.5, 2.0, 3.7, 10.0):
+        for c in (0.1, 0.3, 0.7):
+            law = sample_covariance(point_masses([t]), c)
+            np.testing.assert_allclose(law.intervals()[0],
+                                       [t * (1 - c ** 0.5) ** 2, t * (1 + c ** 0.5) ** 2],
+                                       rtol=1e-13)
+    rng = np.random.default_rng(5)
+    for _ in range(8):
+        k = int(rng.integers(2, 5))
+        pop = point_masses(np.sort(rng.uniform(0.1, 6, k)), rng.dirichlet(np.ones(k)))
+        c = float(rng.choice([0.1, 0.3, 0.7, 1.5, 3.0]))
+        tower = free_multiplicative(marchenko_pastur(1.0, c), pop)
+        assert isinstance(tower._solver, RationalSolver)
+        analytic = analytic_multiplicative(marchenko_pastur(1.0, c), pop)
+        got, ref = np.array(tower.intervals()), np.array(analytic.intervals())
+        assert got.shape == ref.shape
+        np.testing.assert_allclose(got, ref, rtol=1e-9)

@@ -87,6 +87,13 @@ HARD_EDGE_RESCUE_RTOL = 1e-13
 #: to 3e-16 from 1e-40 to 1e-6 of the extent (tests/test_laws.py).
 HARD_EDGE_MODEL_RTOL = 1e-6
 
+#: Test points of the outer t-intervals ``(-oo, t_1)``, ``(t_k, oo)`` of the
+#: support search sit ``OUTER_TEST_FACTOR * max(1, |t|)`` beyond the break:
+#: never at ``t = 0`` (a factor 1 put them there for every break ``|t| >= 1``).
+OUTER_TEST_FACTOR = 1.5
+#: ... and an inner interval symmetric about 0 is tested at this fraction.
+INNER_TEST_FRACTION = 0.381966
+
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL):
     """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged."""
     poly = trim(poly)
@@ -440,14 +447,20 @@ class RationalSolver:
         ends = np.concatenate([[-np.inf], breaks, [np.inf]])
         mids = []
         for tl, tr in zip(ends[:-1], ends[1:]):
+            # A test point inside each t-interval, never t = 0: there the leaf
+            # variable is degenerate (Z(0) = 0 with a pole of the outer levels'
+            # partner terms), and the point fails eq. (8.11) whatever the interval
+            # (tr - max(1, tr) = 0 dropped the outside (-oo, lower edge) of
+            # sample_covariance(point_masses([2.0]), 0.1)).
             if np.isinf(tl) and np.isinf(tr):
-                mids.append(0.0)
+                mids.append(1.0)
             elif np.isinf(tl):
-                mids.append(tr - max(1.0, abs(tr)))
+                mids.append(tr - OUTER_TEST_FACTOR * max(1.0, abs(tr)))
             elif np.isinf(tr):
-                mids.append(tl + max(1.0, abs(tl)))
+                mids.append(tl + OUTER_TEST_FACTOR * max(1.0, abs(tl)))
             else:
-                mids.append(0.5 * (tl + tr))
+                mid = 0.5 * (tl + tr)
+                mids.append(mid if mid != 0.0 else tl + INNER_TEST_FRACTION * (tr - tl))
         valid = self._valid(np.array(mids))
         for tl, tr, ok in zip(ends[:-1], ends[1:], valid):
             if not ok:

@@ -66,6 +66,8 @@ NEAR_EDGE_RTOL = 1e-9
 #: rounding; farther out the steps may not converge and the point is left to
 #: the tower (the residual test decides).
 HARD_EDGE_NEWTON_STEPS = 6
+#: ... and they stop once every step is within this many ulps of ``|tau|``.
+HARD_EDGE_STEP_ULPS = 4
 #: A hard-edge root is accepted when ``|Phi(tau) - z|`` is within this many
 #: ulps of ``|z|`` (measured: 1.4e-16 relative at ``z = 3.8e-35``).
 HARD_EDGE_RESIDUAL_ULPS = 64
@@ -204,7 +206,10 @@ class SubordinationLaw(SpectralLaw):
             tau = np.take_along_axis(roots, np.argmax(roots.imag, axis=0)[None, :], 0)[0]
             for _ in range(HARD_EDGE_NEWTON_STEPS):
                 zz, gg, dz, _ = phi(tau)
-                tau = tau - (zz - z) / dz
+                step = (zz - z) / dz
+                tau = tau - step
+                if not np.any(np.abs(step) > HARD_EDGE_STEP_ULPS * _EPS * np.abs(tau)):
+                    break
             zz, gg, dz, dg = phi(tau)
             dgdz = dg / dz
             rtol = self.options.branch_rtol

@@ -123,6 +123,23 @@ class PointMasses(SpectralLaw):
         from ..algebra._curve import Curve
         return Curve.leaf(self.values, self.weights)
 
+    def affine(self, shift=0.0, scale=1.0):
+        """The law of ``shift + scale * X``: again point masses (theory eq. (8.7)).
+
+        So that compositions see a discrete law (a ⊞ of two discrete laws takes
+        the exact support of theory eq. (14.20)); where rounding merges two
+        mapped atoms, an :class:`AffineLaw` as for any law.
+        """
+        from ..laws._law_base import affine as _affine
+
+        law = _affine(self, shift, scale)          # checks the arguments
+        values = law.shift + law.scale * self.values
+        if not (np.all(np.isfinite(values)) and np.unique(values).size == values.size
+                and np.abs(values).max() <= MAX_SCALE):
+            return law
+        order = np.argsort(values)
+        return PointMasses(values[order], self.weights[order], self.options)
+
 
 def point_masses(values, weights=None, *, options=None):
     """The discrete law ``sum_i w_i delta_{a_i}``.

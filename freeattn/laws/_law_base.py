@@ -1574,6 +1574,16 @@ class AffineLaw(SpectralLaw):
     def _pdf_scalar(self, y):
         return self.base._pdf_scalar((y - self.shift) / self.scale) / abs(self.scale)
 
+    def _edge_coefficient(self):
+        """The base's edge coefficient, scaled: ``y - lo' = scale (x - lo)`` and ``f_y =
+        f_x / scale`` give ``scale**(-eta - 1)`` times it (``scale > 0``; theory
+        eq. (8.7)), without a representation of its own."""
+        ivs = self.base.interval_details()
+        if self.scale > 0 and ivs and type(ivs[0].lo_exponent) is Fraction:
+            eta = float(ivs[0].lo_exponent)
+            return self.base._edge_coefficient() * self.scale ** (-eta - 1.0)
+        return super()._edge_coefficient()
+
     def _cdf_scalar(self, y):
         x = (y - self.shift) / self.scale
         if self.scale > 0:
