@@ -26,8 +26,6 @@ without the depth limit a draw of depth 4 took 126 s and another raised after
 64 s.  The speed of such stacks is not solved.
 """
 
-from fractions import Fraction
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,31 +33,13 @@ from hypothesis import strategies as st
 
 import freeattn as fa
 from freeattn import ConvergenceError
-from freeattn.laws._law_base import Interval, SpectralLaw
+from user_laws import UserArcsine
 
 #: Mean and variance of a composition against the constituents' formula,
 #: relative to ``sqrt(E x**2)`` and ``E x**2``: exact moments where the law
 #: has a moment series, quadrature of its representation otherwise (measured
 #: <= 2e-12 on these draws).
 MOMENT_RTOL = 1e-9
-
-
-class UserArcsine(SpectralLaw):
-    """The arcsine law on ``[lo, hi]`` from three hooks only (a user-defined law)."""
-
-    def __init__(self, lo, hi):
-        super().__init__(None)
-        self.lo, self.hi = lo, hi
-
-    def _support_intervals(self):
-        return (Interval(self.lo, self.hi, Fraction(-1, 2), Fraction(-1, 2)),)
-
-    def _density(self, x):
-        return 1.0 / (np.pi * np.sqrt((self.hi - x) * (x - self.lo)))
-
-    def _stieltjes_exact(self, z):
-        w = np.where(z.imag == 0, z.real + 0j, z)
-        return 1.0 / (np.sqrt(w - self.lo) * np.sqrt(w - self.hi))
 
 
 #: The empirical population: chi-square(3) quantiles at (k + 1/2)/12, plus 0.05.

@@ -10,7 +10,8 @@ import pytest
 from freeattn import DEFAULT_OPTIONS, ConvergenceError, marchenko_pastur, semicircle
 from freeattn.algebra._chebyshev import (build_representation, cauchy_integral, clenshaw, edge_power,
                                  first_kind_nodes, nodes_coefficients)
-from freeattn.laws._law_base import Interval, SpectralLaw
+from freeattn.laws._law_base import Interval
+from user_laws import UserArcsine
 
 _cheb = np.polynomial.chebyshev
 
@@ -221,24 +222,6 @@ def test_a_density_that_never_converges_stops_at_the_panel_budget():
                              DEFAULT_OPTIONS)
 
 
-class _UserArcsine(SpectralLaw):
-    """The arcsine law on [lo, hi] from three hooks (a user-defined law)."""
-
-    def __init__(self, lo, hi):
-        super().__init__(None)
-        self.lo, self.hi = lo, hi
-
-    def _support_intervals(self):
-        return (Interval(self.lo, self.hi, Fraction(-1, 2), Fraction(-1, 2)),)
-
-    def _density(self, x):
-        return 1.0 / (np.pi * np.sqrt((self.hi - x) * (x - self.lo)))
-
-    def _stieltjes_exact(self, z):
-        w = np.where(z.imag == 0, z.real + 0j, z)
-        return 1.0 / (np.sqrt(w - self.lo) * np.sqrt(w - self.hi))
-
-
 @pytest.mark.parametrize("lo,hi", [(-1.9570325829851645, -0.22666889614376862),
                                    (1.44, 2.86), (0.3, 0.9), (-2.0, 2.0)])
 def test_singular_edges_away_from_0_keep_the_mass_eq_8_14(lo, hi):
@@ -250,7 +233,7 @@ def test_singular_edges_away_from_0_keep_the_mass_eq_8_14(lo, hi):
     and the build raised).  Mass 1 to 1e-12 (measured <= 8e-13), the density against
     the closed form to 1e-12 at interior points, and the affine law's panels are the
     base's."""
-    base = _UserArcsine(lo, hi)
+    base = UserArcsine(lo, hi)
     for shift, scale in ((0.0, 1.0), (0.7945846282036388, 2.3914254292433337), (1.0, -0.5)):
         law = base.affine(shift, scale) if (shift, scale) != (0.0, 1.0) else base
         assert abs(law.total_mass() - 1.0) <= 1e-12
