@@ -84,7 +84,7 @@ HARD_EDGE_RESCUE_RTOL = 1e-13
 #: (:attr:`RationalSolver.hard_edge_branch`): the tower's roots there lose up to
 #: 1.5e-10 relative at 1e-14 of the extent (the attention law at ``beta = 1``),
 #: all digits at ``beta = 1e-8``, while the model's Newton agrees with mpmath
-#: to 3e-16 from 1e-40 to 1e-6 of the extent (tests/test_laws.py).
+#: to 7e-16 from 1e-40 to 1e-7 of the extent (tests/test_laws.py).
 HARD_EDGE_MODEL_RTOL = 1e-6
 
 #: Test points of the outer t-intervals ``(-oo, t_1)``, ``(t_k, oo)`` of the
