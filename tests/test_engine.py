@@ -296,16 +296,19 @@ def test_hard_edge_coefficient_eq_6_6():
 def test_affine_edge_coefficient_from_the_base_eq_8_7():
     """eq. (8.7): ``y - lo' = scale (x - lo)`` and ``f_y = f_x/scale`` give the edge
     coefficient ``scale**(-eta - 1)`` times the base's.  The attention law's
-    ``pdf(0)`` (an ``x**(-1/2)`` edge of the squared law) used to build a second
-    representation, of the affine law, for it: now the affine law has none, and the
-    scaled coefficient equals the one read off its own panels (rtol 1e-12)."""
-    from freeattn.laws._law_base import SpectralLaw
-
+    ``pdf(0)`` (an ``x**(-1/2)`` edge of the squared law) used to fit a second
+    representation, of the affine law, for it: now the affine law's panels are the
+    base's mapped (the same Chebyshev coefficients, bit for bit), and its edge
+    coefficient is the base's times ``theta1**(-1/2)`` (rtol 1e-12)."""
     law = attention_law(0.7, 1.0)
     sq = law.squared()
     value = float(law.pdf(0.0))
-    assert sq._rep is None
-    assert value == pytest.approx(2.0 * SpectralLaw._edge_coefficient(sq), rel=1e-12)
+    base = sq.base._representation().panels
+    mapped = sq._representation().panels
+    assert len(mapped) == len(base)
+    assert all(np.array_equal(p.coef, q.coef) for p, q in zip(mapped, base))
+    coef = sq.base._edge_coefficient() * sq.scale ** -0.5
+    assert value == pytest.approx(2.0 * coef, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- #

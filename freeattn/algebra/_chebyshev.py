@@ -611,6 +611,17 @@ class Panel:
         self.cum_list = [float(c) for c in self.cum]
         self._inverse = None
 
+    def edge_limit(self, end):
+        """``lim |x - e|**(-eta) f(x)`` at the panel's end ``end = -1`` or ``1``.
+
+        With ``|x - e| = w s**p`` and ``g = f dx/dsigma`` finite there, the limit
+        is ``2 g(end) / (p w**(1/p))`` (theory eq. (8.14)); ``2 g / w`` on a
+        smooth panel (``p = 1``).
+        """
+        m = self.map
+        g = float(_cheb.chebval(end, self.coef))
+        return 2.0 * g / (m.power * m.width ** (1.0 / m.power))
+
     def mapped(self, shift, scale):
         """This panel for ``shift + scale * X`` (theory eq. (8.7)), or None for a log end.
 
@@ -845,7 +856,6 @@ class _Task:
         self.values = None
         #: ``sigma(x_k) - sigma_k`` of every node's rounded abscissa (edge maps at e != 0).
         self.shift = None
-        self._shift_new = self._s_new = None
         self.prev_tail = np.inf
         # a log-end panel converges at the stated accuracy of its samples (eq. (8.18))
         self.tail_rtol = options.cheb_tail_rtol
@@ -857,41 +867,28 @@ class _Task:
         new = np.ones(self.n, dtype=bool) if self.values is None else (np.arange(self.n) % 3 != 1)
         return sig, new
 
-    def sample_x(self, new):
-        """Abscissae of the new nodes.
+    def sample(self, new):
+        """Abscissae, ``dx/dsigma`` and shifts of the new nodes (the shifts are None
+        where they are 0).
 
-        On an edge map at ``e != 0`` they are formed from ``s`` by half-angle
-        formulas (``1 + sigma`` would keep only ``eps/s`` of ``s``) and their
-        rounding is recorded as ``shift`` (``sigma`` of the rounded ``x`` minus
-        the node): next to a singular edge the samples carry ``eps |e| / (x - e)``
-        otherwise (theory eq. (8.14)), which cost the arcsine on ``[-1.96,
-        -0.23]`` 5e-9 of its mass.
+        On an edge map at ``e != 0`` the abscissae are formed from ``s`` by
+        half-angle formulas (``1 + sigma`` would keep only ``eps/s`` of ``s``)
+        and ``shift`` is ``sigma`` of the rounded ``x`` minus the node: next to a
+        singular edge the samples would otherwise carry ``eps |e| / (x - e)``
+        (theory eq. (8.14)), which cost the arcsine on ``[-1.96, -0.23]`` 5e-9
+        of its mass.
         """
         m = self.map
         sig = first_kind_nodes(self.n)[new]
         edge = m.lo if m.kind == "left" else m.hi
         if m.kind not in ("left", "right") or edge == 0.0:
-            self._shift_new = None
-            return m.x_of(sig)
+            return m.x_of(sig), m.dx_dsigma(sig), None
         theta = np.pi * (np.arange(self.n)[new] + 0.5) / self.n
         s = np.cos(theta / 2) ** 2 if m.kind == "left" else np.sin(theta / 2) ** 2
         x = m.lo + m.width * s ** m.power if m.kind == "left" else m.hi - m.width * s ** m.power
         x = np.clip(x, m.lo, m.hi)
         s_r = m.s_of(x)
-        self._s_new = s_r
-        self._shift_new = (2.0 if m.kind == "left" else -2.0) * (s_r - s)
-        return x
-
-    def sample_jacobian(self, sig, new):
-        """``dx/dsigma`` at the sampled points; records the shifts of all nodes."""
-        if self._shift_new is None:
-            return self.map.dx_dsigma(sig[new])
-        full = np.zeros(self.n)
-        if self.shift is not None:
-            full[~new] = self.shift
-        full[new] = self._shift_new
-        self.shift = full
-        return self.map.dx_ds_half(self._s_new)
+        return x, m.dx_ds_half(s_r), (2.0 if m.kind == "left" else -2.0) * (s_r - s)
 
     def panel(self, coef, tail):
         m = self.map
@@ -998,11 +995,13 @@ def _fit_all(density, tasks, options, log_density=None):
         pieces, xs, logs = [], [], []
         for task in tasks:
             sig, new = task.new_nodes()
-            pieces.append((sig, new))
+            jac = shift = None
             if task.map.kind == "logend":
                 logs.append(task.map.log_distance(sig[new]))
             else:
-                xs.append(task.sample_x(new))
+                x, jac, shift = task.sample(new)
+                xs.append(x)
+            pieces.append((sig, new, jac, shift))
         x = np.concatenate(xs) if xs else np.empty(0)
         dens = np.asarray(density(x), dtype=float) if x.size else np.empty(0)
         _check_finite(dens, x, "x")
@@ -1012,7 +1011,7 @@ def _fit_all(density, tasks, options, log_density=None):
         _check_finite(end_dens, t, "log(x - end)")
         pos = pos_end = 0
         following = []
-        for task, (sig, new) in zip(tasks, pieces):
+        for task, (sig, new, jac, shift) in zip(tasks, pieces):
             cnt = int(new.sum())
             vals = np.empty(task.n)
             if task.values is not None:
@@ -1021,8 +1020,14 @@ def _fit_all(density, tasks, options, log_density=None):
                 vals[new] = end_dens[pos_end:pos_end + cnt] * task.map.jacobian_factor(sig[new])
                 pos_end += cnt
             else:
-                vals[new] = dens[pos:pos + cnt] * task.sample_jacobian(sig, new)
+                vals[new] = dens[pos:pos + cnt] * jac
                 pos += cnt
+                if shift is not None:
+                    full = np.zeros(task.n)
+                    if task.shift is not None:
+                        full[~new] = task.shift
+                    full[new] = shift
+                    task.shift = full
             task.values = vals
             coef = nodes_coefficients(vals)
             if task.shift is not None and np.any(task.shift):
@@ -1059,9 +1064,6 @@ def _fit_all(density, tasks, options, log_density=None):
                 f"[{worst.map.lo!r}, {worst.map.hi!r}]): the density samples do not "
                 f"converge to cheb_tail_rtol {options.cheb_tail_rtol:.1e} (eq. (8.14))",
                 point=(worst.map.lo, worst.map.hi))
-    # a split at the rounding of its ends can leave a panel of width 0 (mass 0):
-    # dropped, so that no evaluation divides by its width
-    done = [p for p in done if p.map.hi > p.map.lo]
     done.sort(key=lambda p: p.lo)
     return done
 
@@ -1094,8 +1096,6 @@ def _noise_floor(pmap, options):
     if pmap.kind == "logend":
         return options.cheb_noise_rtol
     scale = max(abs(pmap.lo), abs(pmap.hi))
-    if not pmap.width > 0:
-        return ROUNDING_FLOOR_MAX
     floor = min(ROUNDING_FLOOR_FACTOR * _EPS * scale / pmap.width, ROUNDING_FLOOR_MAX)
     return max(options.cheb_noise_rtol, floor)
 
@@ -1162,6 +1162,8 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
         for a, b, side, gap in ((lo, mid, -1, gap_lo), (mid, hi, 1, gap_hi)):
             cuts = _graded_cuts(a, b, side, gap)
             for j, (u, v) in enumerate(zip(cuts[:-1], cuts[1:])):
+                if not v > u:
+                    continue            # a cut at the rounding of an edge (mass 0)
                 at_edge = j == 0 if side < 0 else j == len(cuts) - 2
                 edge = (left if side < 0 else right) and at_edge
                 power, lead = (p_lo, k_lo) if side < 0 else (p_hi, k_hi)
@@ -1200,10 +1202,9 @@ def _edge_allowance(panels):
                                   ("right", panel.hi_exponent, m.hi, 1.0)):
             if m.kind != kind or type(eta) is not Fraction or not eta < 0:
                 continue
-            if eta * m.power != -1 or not m.width > 0:
+            if eta * m.power != -1:
                 continue
-            g_end = float(_cheb.chebval(end, panel.coef))
-            c = abs(2.0 * g_end / (m.power * m.width ** (1.0 / m.power)))
+            c = abs(panel.edge_limit(end))
             d = EDGE_ALLOWANCE_SPACINGS * float(np.spacing(abs(e)))
             total += c * d ** (1.0 + float(eta)) / (1.0 + float(eta))
     return total

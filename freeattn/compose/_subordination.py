@@ -31,6 +31,7 @@ Nothing in this module prints or does I/O.
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -169,6 +170,17 @@ class SubordinationLaw(SpectralLaw):
         """``G`` of :meth:`_hard_edge_solve` (the solver's hook, theory eq. (8.27))."""
         return self._hard_edge_solve(z)[0]
 
+    def _hard_edge_values(self, z):
+        """:meth:`_hard_edge_solve` at points the solver already took from it; a NaN
+        there (which the same inputs cannot give) raises instead of leaking."""
+        out = self._hard_edge_solve(z)
+        bad = ~np.isfinite(out[0]) | ~np.isfinite(out[1])
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ConvergenceError(f"the hard-edge model of eq. (8.27) lost its root at "
+                                   f"z={z[k]!r}", point=complex(z[k]))
+        return out
+
     def _hard_edge_solve(self, z):
         """``G`` next to the hard edge at 0 from its local model (theory eq. (8.27)).
 
@@ -188,10 +200,10 @@ class SubordinationLaw(SpectralLaw):
         b, level = self.constituent, self.level
         lo = b.support()[0]
         nan = np.full(z.shape, np.nan + 0j)
-        m = 1.0 / (1.0 + float(self._hard_edge))
-        if not lo > 0 or abs(m - round(m)) > 1e-12:
+        m = 1 / (1 + Fraction(self._hard_edge))
+        if not lo > 0 or m.denominator != 1:
             return nan, nan, nan
-        m = int(round(m))
+        m = int(m)
 
         def phi(tau):
             gb, dgb = b._stieltjes_pair(tau)
@@ -303,20 +315,16 @@ class SubordinationLaw(SpectralLaw):
             out[near] = self._stieltjes_from_representation(z[near])
         return out
 
+    def _off_support(self, z):
+        """Real points outside every interval of the support (False without intervals)."""
+        off = (z.imag == 0) & bool(self.intervals())
+        for lo, hi in self.intervals():
+            off &= ~((z.real >= lo) & (z.real <= hi))
+        return off
+
     def _outside_real(self, z):
         """Real points off the support and away from its atoms."""
-        real = z.imag == 0
-        ivs = self.intervals()
-        if not ivs or not real.any():
-            return np.zeros(z.shape, dtype=bool)
-        x = z.real
-        off = real.copy()
-        for lo, hi in ivs:
-            off &= ~((x >= lo) & (x <= hi))
-        loc, _ = self.atoms()
-        for a in loc:
-            off &= x != a
-        return off
+        return self._off_support(z) & ~np.isin(z.real, self.atoms()[0])
 
     def _near_edge_outside(self, z):
         """Real points outside the support within ``NEAR_EDGE_RTOL`` of an edge.
@@ -325,18 +333,12 @@ class SubordinationLaw(SpectralLaw):
         ``G`` is the Cauchy integral of the representation instead (theory
         eq. (8.16); real and accurate to rounding next to an edge).
         """
-        near = np.zeros(z.shape, dtype=bool)
-        ivs = self.intervals()
-        real = z.imag == 0
-        if not ivs or not real.any():
-            return near
-        x = z.real
-        ends = np.asarray(ivs, dtype=float)
-        inside = np.zeros(z.shape, dtype=bool)
-        for lo, hi in ends:
-            inside |= (x >= lo) & (x <= hi)
-        dist = np.min(np.abs(x[:, None] - ends.ravel()[None, :]), axis=1)
-        return real & ~inside & (dist <= NEAR_EDGE_RTOL * self._scale())
+        off = self._off_support(z)
+        if not off.any():
+            return off
+        ends = np.asarray(self.intervals(), dtype=float).ravel()
+        dist = np.min(np.abs(z.real[:, None] - ends[None, :]), axis=1)
+        return off & (dist <= NEAR_EDGE_RTOL * self._scale())
 
     def _generic_boundary(self, z):
         """Boundary values on the support, warm-started from earlier solves.
@@ -372,7 +374,7 @@ class SubordinationLaw(SpectralLaw):
                 dg = dgs[-1] / dzs[-1]
             edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
             if edge.any():
-                g[edge], dg[edge] = self._hard_edge_solve(z[edge])[:2]
+                g[edge], dg[edge] = self._hard_edge_values(z[edge])[:2]
             return g, dg
         tau, g = self._solver.solve(z)
         _, _, dz, dg = self._solver._phi(tau)
@@ -389,7 +391,7 @@ class SubordinationLaw(SpectralLaw):
             tau = self._solver.curve.stages(t, derivatives=False)[0][-2]
             edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
             if edge.any():
-                tau[edge] = self._hard_edge_solve(z[edge])[2]
+                tau[edge] = self._hard_edge_values(z[edge])[2]
             return tau
         return self._solver.solve(z)[0]
 

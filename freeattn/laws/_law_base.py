@@ -294,12 +294,7 @@ class SpectralLaw:
         ``g = f dx/dsigma`` finite at the edge, the limit is
         ``2 g(-1) / (p w**(1/p))`` (theory eq. (8.14)).
         """
-        panel = self._representation().panels[0]
-        m = panel.map
-        g0 = float(np.polynomial.chebyshev.chebval(-1.0, panel.coef))
-        if m.kind == "smooth":
-            return g0 / (m.width / 2.0)
-        return 2.0 * g0 / (m.power * m.width ** (1.0 / m.power))
+        return self._representation().panels[0].edge_limit(-1.0)
 
     # -- support --------------------------------------------------------------------
     def interval_details(self):
@@ -1597,16 +1592,6 @@ class AffineLaw(SpectralLaw):
             rep.error = base.error
             self._rep = rep
         return self._rep
-
-    def _edge_coefficient(self):
-        """The base's edge coefficient, scaled: ``y - lo' = scale (x - lo)`` and ``f_y =
-        f_x / scale`` give ``scale**(-eta - 1)`` times it (``scale > 0``; theory
-        eq. (8.7)), without a representation of its own."""
-        ivs = self.base.interval_details()
-        if self.scale > 0 and ivs and type(ivs[0].lo_exponent) is Fraction:
-            eta = float(ivs[0].lo_exponent)
-            return self.base._edge_coefficient() * self.scale ** (-eta - 1.0)
-        return super()._edge_coefficient()
 
     def _cdf_scalar(self, y):
         x = (y - self.shift) / self.scale
