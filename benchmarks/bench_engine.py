@@ -12,8 +12,9 @@ timed in the same run right before the cases:
   analytic path), target <= 10 C at k = 500 and cost linear in k (k = 5000
   in the full run);
 * ``free_multiplicative(attention, attention)`` (beta = gamma = 1, a hard edge
-  at 0, theory eq. (14.6)), target <= 10 C, and the product of three attention
-  laws (one system in the three factors, eq. (14.8); full run only);
+  at 0, theory eq. (14.6)), target <= 10 C, and the products of three (target
+  <= 10 C), four and eight attention laws (one system in all the factors,
+  eqs. (14.8), (14.21); four and eight in the full run only);
 * the attention law with Wishart tokens ``MP(1, 1/2)`` at beta = gamma = 1
   (theory eq. (13.7), whose outer sample covariance takes eq. (14.4)).
 
@@ -65,11 +66,13 @@ def cases(quick):
     out = [("Bernoulli ⊞ Bernoulli (arcsine)", arcsine), ("three-band discrete ⊞", three),
            ("population, 500 atoms", population(500)),
            ("attention ⊠ attention", attention_product(2)),
+           ("attention ⊠ attention ⊠ attention", attention_product(3)),
            ("attention, Wishart tokens", wishart_tokens)]
     if not quick:
         out += [("population, 1000 atoms", population(1000)),
                 ("population, 5000 atoms", population(5000)),
-                ("attention ⊠ attention ⊠ attention", attention_product(3))]
+                ("attention stack, 4 layers", attention_product(4)),
+                ("attention stack, 8 layers", attention_product(8))]
     return out
 
 

@@ -468,7 +468,9 @@ def test_attention_product_has_a_hard_edge_and_exact_moments():
     from freeattn.attention._stack_law import stack_moments
 
     att = freeattn.attention_law(1.0, 1.0).squared()
-    law = freeattn.free_multiplicative(att, att)
+    # free_multiplicative takes eq. (14.21) for two attention laws
+    # (tests/test_stack_references.py); this is the general path of eq. (14.4)
+    law = analytic_multiplicative(att, att)
     assert isinstance(law, AnalyticLaw)
     (iv,) = law.interval_details()
     assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-2, 3)

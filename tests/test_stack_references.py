@@ -26,23 +26,22 @@ REFERENCE = pathlib.Path(__file__).parent / "reference" / "stack_references.json
 DATA = json.loads(REFERENCE.read_text())
 CASES = DATA["cases"]
 
-#: Upper edge, relative (the engine's locator, theory eq. (14.9), against the
-#: critical value of eq. (13.10)).  Measured maximum 8.9e-16 (L = 2), 1.1e-15 (L = 3).
+#: Upper edge, relative (the engine's fold of theory eq. (14.22), against the
+#: critical value of eq. (13.10)).  Measured maximum 1.3e-15 (L = 2), 1.1e-15 (L = 3).
 EDGE_RTOL = 1e-12
 #: Density (``pdf``), relative, at the 19 fractions of the band stored.  Measured
-#: maximum over the L = 2 cases 1.6e-11, at 0.999 of the band (the Chebyshev
-#: representation next to the soft edge; the engine's direct solve ``_density``
-#: is within 4.8e-13 there); elsewhere <= 1.3e-13.  L = 3: 1.0e-12 (at 0.999).
+#: maximum (eqs. (14.8), (14.21)) 3.1e-13 over the L = 2 cases, 6.3e-13 for L = 3
+#: (the general path of eq. (14.4) for L = 2: 1.6e-11, at 0.999 of the band).
 DENSITY_RTOL = 1e-10
 #: Cauchy transform at two points off the axis inside the band and two real points
-#: outside the support, relative.  Measured maximum 1.2e-13 (L = 2), 5.6e-16 (L = 3).
+#: outside the support, relative.  Measured maximum 5.0e-16 (L = 2), 8.1e-16 (L = 3).
 STIELTJES_RTOL = 1e-10
 #: ``moment(k)``, k <= 6, against the references' 40 digits: the engine's moments
 #: are exact series rounded to float (theory eqs. (8.21)-(8.24)); measured maximum
 #: 6.7e-16 (L = 2) and 1.3e-15 (L = 3), a few ulps.
 MOMENT_RTOL = 2e-15
 #: The hard-edge constant C of eq. (13.11) against the engine's first panel
-#: (``_edge_coefficient``).  Measured maximum 4.4e-16 (L = 2), 3.3e-16 (L = 3).
+#: (``_edge_coefficient``).  Measured maximum 2.2e-16 (L = 2), 0 (L = 3).
 HARD_EDGE_RTOL = 1e-12
 
 FAST = ["L2_beta1_gamma1", "L2_beta0.5_gamma1", "L2_beta1_gamma0.5"]
@@ -137,8 +136,8 @@ def test_two_layer_law_per_layer_parameters_against_reference(name):
 
 @pytest.mark.slow
 def test_three_layer_law_against_reference():
-    # eq. (13.10) with L = 3 (the engine's many-law system, eq. (14.8)), at all 19
-    # density points (measured <= 1.6e-12); the law costs about 7 s of CPU
+    # eq. (13.10) with L = 3 (the engine's many-law system, eqs. (14.8), (14.21)), at
+    # all 19 density points (measured <= 6.3e-13); the law costs about 0.1 s of CPU
     _check_case(DEEP)
 
 
@@ -305,23 +304,71 @@ def test_equal_layers_are_solved_at_one_row_theory_14_18():
     law.intervals()
     z = np.array([1.0 + 0.5j, 20.0 + 1e-3j, 60.0 + 2.0j])
     sizes = []
-    eta = _chain._eta_pair
+    row = law._group_rows[0]
+    assert isinstance(row, _chain._LevelRow)       # eq. (14.21): the layer's own tau
+    plain = row.map
 
-    def counting(f, u):
+    def counting(u):
         sizes.append(np.size(u))
-        return eta(f, u)
+        return plain(u)
 
-    _chain._eta_pair = counting
+    row.map = counting
     try:
         law._last = (np.empty(0, dtype=complex), np.empty((3, 0), dtype=complex))
         om = law._solve(z)
     finally:
-        _chain._eta_pair = eta
+        del row.map
     assert np.all(om == om[:1]) and sizes and max(sizes) == z.size
     g = law._g_from(om, z)
     f = law.factors[0]
     split = _chain.ProductChainLaw(law.factors)
     split._groups = tuple((f, [i]) for i in range(3))
+    split._group_rows = split._rows
     om2 = split._solve(z)
     ref = split._g_from(om2, z)
     assert np.max(np.abs(g / ref - 1.0)) <= 1e-13
+
+
+#: The same law with every row's unknown its subordination point omega (each factor's
+#: Cauchy transform solved by its tower, eq. (14.4)) against the rows of eq. (14.21):
+#: G at points off and on the axis, relative.  Measured 1.9e-15 (L2_beta0.5_gamma1)
+#: and 1.7e-15 (L2_mixed, two laws: the inner Newton of eq. (14.22)); the upper
+#: edges 1.6e-15 and 7.8e-16.  A point on another sheet would be off by O(1).
+ROWS_RTOL = 1e-13
+
+
+@pytest.mark.parametrize("name", ["L2_beta0.5_gamma1", "L2_mixed"])
+def test_level_rows_agree_with_omega_rows_eq_14_21(name):
+    from freeattn.compose import _chain
+
+    law = _law(name)
+    assert all(isinstance(r, _chain._LevelRow) for r in law._rows)
+    plain = _chain.ProductChainLaw(law.factors)
+    rows = {id(f): _chain._OmegaRow(f) for f in law.factors}
+    plain._rows = tuple(rows[id(f)] for f in law.factors)
+    plain._group_rows = tuple(rows[id(f)] for f, _ in plain._groups)
+    (lo, hi), = law.intervals()
+    (lo2, hi2), = plain.intervals()
+    assert lo2 == lo == 0.0 and abs(hi2 / hi - 1.0) <= EDGE_RTOL
+    z = np.r_[hi * np.array([1e-6, 0.01, 0.3, 0.7, 0.99]) + 0j,
+              hi * np.array([0.5 + 0.1j, 2.0 + 1.0j, 1.5, -1.0])]
+    g, ref = law.stieltjes(z), plain.stieltjes(z)
+    assert np.max(np.abs(g / ref - 1.0)) <= ROWS_RTOL
+
+
+def test_fold_edge_eq_14_22_and_its_acceptance():
+    # the upper edge from the real solution at 1e-3 above it (the continuation),
+    # against eq. (13.10); started from a point 0.9 of the edge beyond it, the same
+    # fold lies farther than 1.5 widths of the given cell and is refused (the
+    # narrowing of eq. (14.9) takes over)
+    law = _law(FAST[0])
+    (_, hi), = law.intervals()
+    ref = float(CASES[FAST[0]]["intervals"][0][1])
+    x_out, x_in = np.array([hi * (1 + 1e-3)]), np.array([hi * (1 - 1e-3)])
+    om = law._continue(x_out, np.zeros(1), check=False)
+    xe, ok = law._fold_edges(x_out, om, x_in)
+    assert ok[0] and abs(xe[0] / ref - 1.0) <= EDGE_RTOL
+    far_out, far_in = np.array([hi * 1.9]), np.array([hi * 1.8])
+    om = law._continue(far_out, np.zeros(1), check=False)
+    xe, ok = law._fold_edges(far_out, om, far_in)
+    assert not ok[0] and np.isnan(xe[0])

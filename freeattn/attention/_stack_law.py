@@ -117,7 +117,7 @@ def attention_stack_law(beta, gamma=1.0, *, layers=1, options=None):
     True
     """
     from ._laws import attention_law
-    from ..compose._subordination import free_multiplicative
+    from ..compose._chain import product_chain
 
     betas, gammas = _layer_parameters(beta, gamma, layers)
     laws = [attention_law(b, g, options=options).squared() for b, g in zip(betas, gammas)]
@@ -125,10 +125,9 @@ def attention_stack_law(beta, gamma=1.0, *, layers=1, options=None):
         return laws[0]
 
     def build():
-        law = laws[0]
-        for nxt in laws[1:]:
-            law = free_multiplicative(law, nxt)
-        return law
+        # one system in all the layers (theory eqs. (14.8), (14.21)); folding
+        # pairwise would first locate the support of every partial product
+        return product_chain(laws, options=options)
 
     return engine_build(build, f"the product of {layers} attention laws (beta={betas}, "
                           f"gamma={gammas})")

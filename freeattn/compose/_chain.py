@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core._errors import ConvergenceError
-from ..laws._law_base import Interval, SpectralLaw
+from ..laws._law_base import AffineLaw, Interval, SpectralLaw
 from ._analytic import (WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair, hard_edge_exponent,
                         locator_schedule, product_grid)
 
@@ -40,9 +40,19 @@ CHAIN_INSIDE_RTOL = 1e-9
 #: The continuation starts at ``y = CHAIN_START * scale`` from the large-``|z|``
 #: asymptotics ``omega_i ~ t prod_{j != i} m1_j``.
 CHAIN_START = 64.0
+#: The start's scale is at most ``CHAIN_MOMENT_REACH`` times the radius of the
+#: moments up to ``CHAIN_MOMENT_ORDER`` (:meth:`ProductChainLaw._start_scale`).
+CHAIN_MOMENT_REACH = 8.0
+CHAIN_MOMENT_ORDER = 12
 #: Per-point factor by which ``y`` shrinks, between these bounds.
 CHAIN_FACTOR_MAX = 64.0
 CHAIN_FACTOR_MIN = 1.05
+#: Below ``1/CHAIN_STEEP_RATIO`` of the start's scale (:meth:`_start_scale`) the
+#: continuation's predictor is the secant in ``log u`` against ``log z`` (powers
+#: of ``z`` next to a hard edge at 0).
+CHAIN_STEEP_RATIO = 256.0
+#: There the factor by which ``y`` shrinks grows up to this.
+CHAIN_STEEP_FACTOR_MAX = 4096.0
 #: Newton steps per continuation level, and the relative step length at which
 #: a level (``CHAIN_LEVEL_RTOL``) and the final point (``CHAIN_FINAL_RTOL``) are
 #: converged.
@@ -67,6 +77,19 @@ CHAIN_FOLD_RESIDUAL_RTOL = 1e-13
 #: The extrapolated edge of eq. (14.9) is kept within this many cell widths of
 #: the last narrowed cell's middle (else the middle is the edge).
 CHAIN_EXTRAPOLATION_REACH = 1.5
+#: The fold of eq. (14.22): secant steps, the first step (relative to ``u_L``),
+#: the relative step at which it is converged, and the inner Newton on the
+#: other rows (steps, accepted relative residual of ``eta``).
+CHAIN_FOLD_STEPS = 40
+CHAIN_FOLD_START = 1e-4
+CHAIN_FOLD_RTOL = 1e-15
+CHAIN_FOLD_INNER_STEPS = 30
+CHAIN_FOLD_INNER_RTOL = 1e-13
+#: Relative distances inside a fold edge of the table's seeds
+#: (:meth:`ProductChainLaw._seed_fold`), and the relative step of the central
+#: difference of ``d log t/d u_L`` there.
+CHAIN_FOLD_SEEDS = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 3e-3, 1e-2)
+CHAIN_FOLD_DIFF = 1e-5
 #: The table of eq. (14.16) reaches ``CHAIN_GAP_REACH`` times beyond the grid on
 #: both sides, with ``CHAIN_GAP_POINTS`` geometric points each.
 CHAIN_GAP_REACH = 1e4
@@ -81,10 +104,11 @@ CHAIN_REAL_RTOL = 1e-12
 
 
 def _relative_residual(res, om, eL):
-    """The largest residual of eq. (14.8), each relative to the size of its terms."""
+    """The largest residual of eq. (14.8), each relative to the size of its terms
+    (the last row is relative already: :meth:`ProductChainLaw._system`)."""
     with np.errstate(all="ignore"):
         return np.maximum(np.abs(res[:-1]).max(axis=0, initial=0.0) / np.abs(eL),
-                          np.abs(res[-1]) / np.abs(np.prod(om, axis=0)))
+                          np.abs(res[-1]))
 
 
 def _eta_pair(law, w):
@@ -94,6 +118,144 @@ def _eta_pair(law, w):
         eta = 1.0 - w / g
         deta = -1.0 / g - dg / (w * g * g)
     return eta, deta
+
+
+#: :meth:`_LevelRow._w_pair`: beyond ``LEVEL_SERIES_REACH`` times the radius of
+#: the constituent's support, ``w`` from ``LEVEL_SERIES_TERMS`` exact moments
+#: (truncation ``LEVEL_SERIES_REACH**-(LEVEL_SERIES_TERMS + 1)`` = 3e-23).
+LEVEL_SERIES_REACH = 8.0
+LEVEL_SERIES_TERMS = 24
+
+
+class _OmegaRow:
+    """A factor whose row of eq. (14.8) has its subordination point ``omega`` as the
+    unknown: ``eta(omega)`` from the factor's Cauchy transform (eq. (14.4))."""
+
+    def __init__(self, law):
+        self.law = law
+
+    def map(self, u):
+        """``(omega, d omega/du, eta, d eta/du)`` at the unknowns ``u``."""
+        eta, deta = _eta_pair(self.law, u)
+        return u, np.ones_like(u), eta, deta
+
+    def start(self, omega):
+        return omega
+
+    def valid(self, u):
+        return np.ones(u.shape, dtype=bool)
+
+
+class _LevelRow:
+    """A factor ``s * nu`` with ``nu`` an S-level over a closed-form constituent
+    (``z = tau/S_a(w)``, ``w = tau G_b(tau) - 1``, eq. (8.9)): its row of
+    eq. (14.8) in the unknown ``u = 1/tau`` (theory eq. (14.21)).
+
+    ``omega = 1/(s z(tau))`` and ``eta = 1 - 1/(tau G_b(tau))`` are explicit in
+    ``tau``, so a step of the system costs one closed-form ``G_b`` instead of a
+    solve of the factor's own subordination equation.  ``u`` lies where
+    ``omega`` does (the closed lower half-plane, real outside the support) and
+    is proportional to ``t`` at large ``|z|``; :meth:`valid` is the branch test
+    of eq. (8.10) (``tau`` in the closed upper half-plane, the partner's
+    subordination point on the partner's branch).  ``S`` is evaluated in
+    ``v = tau G_b`` (:meth:`SLevel.apply_at_pole`), exact next to the hard edge
+    where ``w -> -1``.
+    """
+
+    def __init__(self, law, sub, scale):
+        self.law = law
+        self.level = sub.level
+        self.constituent = sub.constituent
+        self.scale = float(scale)
+        self.rtol = sub.options.branch_rtol
+
+    @classmethod
+    def of(cls, law):
+        """The row of ``law``: a :class:`_LevelRow` where it applies, else :class:`_OmegaRow`."""
+        sub, scale = law, 1.0
+        if isinstance(law, AffineLaw) and law.shift == 0.0 and law.scale > 0:
+            sub, scale = law.base, law.scale
+        # a level with the pole form of eq. (8.27) (an S-level) whose S-transform is
+        # rational, over a constituent with a closed-form Cauchy transform
+        level = getattr(sub, "level", None)
+        transform = getattr(level, "transform", None)
+        if (hasattr(level, "apply_at_pole") and hasattr(transform, "num")
+                and getattr(transform, "rational", True)
+                and getattr(getattr(sub, "constituent", None), "_closed_form", False)):
+            return cls(law, sub, scale)
+        return _OmegaRow(law)
+
+    def _values(self, u):
+        with np.errstate(all="ignore"):
+            tau = 1.0 / u
+            gb, dgb = _cauchy_pair(self.constituent, tau)
+            z, g, dz, _ = self.level.apply_at_pole(tau, gb, dgb)
+        return tau, gb, z, g, dz, dgb
+
+    def _w_pair(self, tau, gb, dgb):
+        """``v = tau G_b(tau)``, ``w = v - 1`` and ``dw/dtau``.  Far from ``b``'s
+        support (``|tau| >= LEVEL_SERIES_REACH`` times its radius) ``w`` comes from
+        ``b``'s exact moments, ``w = sum_k m_k tau**-k``, where ``tau G_b - 1``
+        would keep only ``eps |tau|/radius`` of ``w`` (and ``eta = w/(1 + w)``
+        as little), and ``v = 1 + w``; elsewhere ``v`` is the product itself,
+        which next to the hard edge (``v -> 0``) ``1 + w`` would lose."""
+        with np.errstate(all="ignore"):
+            v = tau * gb
+            w = v - 1.0
+            dw = gb + tau * dgb
+        series = self.__dict__.get("_series")
+        if series is None:
+            lo, hi = self.constituent.support()
+            exact = self.constituent._exact_scaled_moments(LEVEL_SERIES_TERMS)
+            series = self._series = (max(abs(lo), abs(hi)), exact)
+        radius, exact = series
+        if exact is None:
+            return v, w, dw
+        far = np.abs(tau) >= LEVEL_SERIES_REACH * radius
+        if far.any():
+            unit, m = exact
+            r = unit / tau[far]
+            acc = np.zeros(r.shape, dtype=complex)
+            dacc = np.zeros(r.shape, dtype=complex)
+            for k in range(m.size - 1, 0, -1):         # Horner in r = unit/tau
+                acc = acc * r + m[k]
+                dacc = dacc * r + k * m[k]
+            w[far] = acc * r
+            v[far] = 1.0 + w[far]
+            dw[far] = -dacc * r / tau[far]
+        return v, w, dw
+
+    def map(self, u):
+        tau, gb, z, _, dz, dgb = self._values(u)
+        v, w, dw = self._w_pair(tau, gb, dgb)
+        with np.errstate(all="ignore"):
+            t2 = -tau * tau                       # d tau/du
+            omega = 1.0 / (self.scale * z)
+            domega = -dz / (self.scale * z * z) * t2
+            eta = w / v
+            deta = dw / (v * v) * t2
+        return omega, domega, eta, deta
+
+    def start(self, omega):
+        with np.errstate(all="ignore"):
+            return 1.0 / self.level.guess(1.0 / (self.scale * omega))
+
+    def valid(self, u):
+        tau, gb, z, g, _, _ = self._values(u)
+        r = self.rtol
+        with np.errstate(all="ignore"):
+            ok = np.isfinite(z) & np.isfinite(g) & (tau.imag >= -r * np.abs(tau))
+            point = self.level.partner_point(z, tau, gb, g)
+            if point is not None:
+                fin = np.isfinite(point)
+                ok &= ~fin | (point.imag >= -r * np.abs(point))
+                sel = np.flatnonzero(ok & fin)
+                if sel.size:
+                    ps = point[sel]
+                    mism = self.level.partner_check(ps.real + 1j * np.maximum(ps.imag, 0.0),
+                                                    tau[sel], gb[sel], g[sel])
+                    ok[sel] &= mism <= np.sqrt(r)
+        return ok
 
 
 class ProductChainLaw(SpectralLaw):
@@ -115,6 +277,10 @@ class ProductChainLaw(SpectralLaw):
         for i, f in enumerate(self.factors):
             groups.setdefault(id(f), (f, []))[1].append(i)
         self._groups = tuple((f, rows) for f, rows in groups.values())
+        # the unknown of each row (eq. (14.8) or (14.21)), one adapter per distinct law
+        adapters = {id(f): _LevelRow.of(f) for f, _ in self._groups}
+        self._rows = tuple(adapters[id(f)] for f in self.factors)
+        self._group_rows = tuple(adapters[id(f)] for f, _ in self._groups)
         sup = [f.support() for f in self.factors]
         self._bounds = (math.prod(s[0] for s in sup), math.prod(s[1] for s in sup))
         self._m1 = np.array([f.mean() for f in self.factors])
@@ -138,6 +304,8 @@ class ProductChainLaw(SpectralLaw):
     def _system(self, om, t):
         """Residuals, Newton step and ``(eta, d eta_L)`` at unknowns ``om`` (L, n)."""
         L = om.shape[0]
+        omegas = np.empty(om.shape, dtype=complex)
+        domegas = np.empty(om.shape, dtype=complex)
         etas = np.empty(om.shape, dtype=complex)
         detas = np.empty(om.shape, dtype=complex)
         # a law that is several factors (a stack of equal layers) is called once; when
@@ -148,24 +316,30 @@ class ProductChainLaw(SpectralLaw):
         if len(self._groups) == 1 and L > 1:
             same = (om == om[:1]).all(axis=0)
         if same.any():
-            f = self._groups[0][0]
-            e, de = _eta_pair(f, om[0, same])
-            etas[:, same], detas[:, same] = e, de
+            vals = self._group_rows[0].map(om[0, same])
+            for out, v in zip((omegas, domegas, etas, detas), vals):
+                out[:, same] = v
         rest = ~same
         if rest.any():
-            for f, rows in self._groups:
-                e, de = _eta_pair(f, om[np.ix_(rows, rest)].ravel())
-                etas[np.ix_(rows, rest)] = e.reshape(len(rows), -1)
-                detas[np.ix_(rows, rest)] = de.reshape(len(rows), -1)
+            for row, (f, rows) in zip(self._group_rows, self._groups):
+                vals = row.map(om[np.ix_(rows, rest)].ravel())
+                for out, v in zip((omegas, domegas, etas, detas), vals):
+                    out[np.ix_(rows, rest)] = v.reshape(len(rows), -1)
         eL, dL = etas[-1], detas[-1]
         with np.errstate(all="ignore"):
             res = np.empty(om.shape, dtype=complex)
             res[:-1] = etas[:-1] - eL
-            prod = np.prod(om, axis=0)
-            res[-1] = prod - t * eL ** (L - 1)
-            # arrowhead elimination: d_i = (-r_i + dL d_L)/eta_i'
-            p = prod / om                              # prod_{j != i} omega_j
-            q = p[-1] - t * (L - 1) * eL ** (L - 2) * dL
+            # the last row divided by t eta_L**(L-1): rho - 1 with
+            # rho = prod omega_i/(t eta_L**(L-1)), every factor scaled by the
+            # geometric mean c of |omega_i| (next to a hard edge at 0 the product
+            # and t eta**(L-1) leave the float range long before rho does)
+            c = np.exp(np.mean(np.log(np.abs(omegas)), axis=0))
+            rho = np.prod(omegas / c, axis=0) / ((t / c) * (eL / c) ** (L - 1))
+            res[-1] = rho - 1.0
+            # arrowhead elimination: d_i = (-r_i + dL d_L)/eta_i', with the last row's
+            # derivatives rho omega_i'/omega_i (omega_i' = 1 where the unknown is omega_i)
+            p = rho * domegas / omegas
+            q = p[-1] - (L - 1) * dL / eL
             ratio = dL / detas[:-1]
             denom = np.sum(p[:-1] * ratio, axis=0) + q
             dlast = (-res[-1] + np.sum(p[:-1] * res[:-1] / detas[:-1], axis=0)) / denom
@@ -203,12 +377,49 @@ class ProductChainLaw(SpectralLaw):
             conv[idx[ok]] |= length <= rtol * np.abs(new[:, ok]).max(axis=0)
         # the solution lies in the closed lower half-plane (real outside the support)
         good = conv & ~failed & np.all(om.imag <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        good &= self._valid(om)
         return om, good
+
+    def _valid(self, om):
+        """The branch test of every row's unknowns (:meth:`_LevelRow.valid`)."""
+        ok = np.ones(om.shape[1], dtype=bool)
+        for i, row in enumerate(self._rows):
+            if isinstance(row, _OmegaRow) or not ok.any():
+                continue
+            if i and row is self._rows[i - 1]:
+                # the same law at equal unknowns (theory section 14.18): tested once
+                sel = np.flatnonzero(ok & (om[i] != om[i - 1]))
+            else:
+                sel = np.flatnonzero(ok)
+            if sel.size:
+                ok[sel] &= row.valid(om[i, sel])
+        return ok
+
+    def _start_scale(self):
+        """The scale of the continuation's start: ``CHAIN_MOMENT_REACH`` times the
+        moment radius ``max_k m_k**(1/k)`` (``k <= CHAIN_MOMENT_ORDER``, a lower bound
+        of the support's radius) where the exact moments exist, capped by the
+        bound ``prod_i sup_i`` (which for deep products overshoots the support by
+        orders of magnitude: far out, ``eta`` keeps few digits, eq. (14.21))."""
+        cached = self.__dict__.get("_start_scale_cache")
+        if cached is not None:
+            return cached
+        scale = self._xscale
+        exact = self._exact_scaled_moments(CHAIN_MOMENT_ORDER)
+        if exact is not None:
+            unit, m = exact
+            k = np.arange(1, m.size)
+            with np.errstate(all="ignore"):
+                radius = unit * float(np.max(np.abs(m[1:]) ** (1.0 / k)))
+            if np.isfinite(radius) and radius > 0:
+                scale = min(scale, CHAIN_MOMENT_REACH * radius)
+        self._start_scale_cache = scale
+        return scale
 
     def _start(self, t):
         m1 = self._m1
         tot = np.prod(m1)
-        return np.stack([t * (tot / m) for m in m1])
+        return np.stack([row.start(t * (tot / m)) for row, m in zip(self._rows, m1)])
 
     def _continue(self, x, y_final, check=True, optional=None):
         """Continuation from ``x + i CHAIN_START*scale`` to ``x + i y_final``.
@@ -218,7 +429,7 @@ class ProductChainLaw(SpectralLaw):
         keep few digits at ``|z|`` up to ``CHAIN_GAP_REACH`` times the scale): they
         come back as NaN instead of raising.
         """
-        s = self._xscale
+        s = self._start_scale()
         x = np.asarray(x, dtype=float)
         y_final = np.asarray(y_final, dtype=float)
         y = np.maximum(CHAIN_START * s, y_final)
@@ -253,13 +464,28 @@ class ProductChainLaw(SpectralLaw):
             v, vp = om[:, idx] * za, om_prev[:, idx] * zp
             slope = np.where(has, (v - vp) / np.where(has, ya - y_prev[idx], 1.0), 0.0)
             guess = (v + slope * (yn - ya)) / zn
+            # at |z| much smaller than the support (next to a hard edge at 0) the
+            # unknowns are powers of z (eq. (14.6)): the secant in log u against
+            # log z there, through the bend of the path from |z| ~ y to |z| ~ x
+            steep = has & (np.abs(za) < self._start_scale() / CHAIN_STEEP_RATIO)
+            if steep.any():
+                with np.errstate(all="ignore"):
+                    r = np.log(om[:, idx[steep]] / om_prev[:, idx[steep]])
+                    power = np.log(zn[steep] / za[steep]) / np.log(za[steep] / zp[steep])
+                    pw = om[:, idx[steep]] * np.exp(r * power)
+                fin = np.all(np.isfinite(pw), axis=0)
+                sub = np.flatnonzero(steep)[fin]
+                guess[:, sub] = pw[:, fin]
             guess = np.where(guess.imag <= 0, guess, guess.real - 0j)
             tn = 1.0 / zn
             new, ok = self._newton(guess, tn, CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
             good, bad = idx[ok], idx[~ok]
             om_prev[:, good], y_prev[good] = om[:, good], y[good]
             om[:, good], y[good] = new[:, ok], yn[ok]
-            factor[good] = np.minimum(2 * factor[good], CHAIN_FACTOR_MAX)
+            # a power law in y (above a point much smaller than the scale) is
+            # predicted to rounding by the secant in log u: longer levels there
+            cap = np.where(steep[ok], CHAIN_STEEP_FACTOR_MAX, CHAIN_FACTOR_MAX)
+            factor[good] = np.minimum(2 * factor[good], cap)
             factor[bad] = np.sqrt(factor[bad])
             stalled = bad[factor[bad] < CHAIN_FACTOR_MIN]
             if stalled.size and not check:
@@ -277,10 +503,8 @@ class ProductChainLaw(SpectralLaw):
         keep = np.all(np.isfinite(final), axis=0)
         om[:, keep] = final[:, keep]
         if check:
-            res, step, eL, _ = self._system(om, t)
-            err = np.abs(step).max(axis=0) / np.abs(om).max(axis=0)
-            fold = _relative_residual(res, om, eL) <= CHAIN_FOLD_RESIDUAL_RTOL
-            bad = ~((err <= CHAIN_ACCEPT_RTOL) | fold)
+            good, err = self._accepted(om, t)
+            bad = ~good
             if bad.any():
                 k = int(np.argmax(bad))
                 raise ConvergenceError(
@@ -291,9 +515,18 @@ class ProductChainLaw(SpectralLaw):
         om[:, dropped] = np.nan
         return om
 
+    def _accepted(self, om, t):
+        """Final points solved to ``CHAIN_ACCEPT_RTOL`` (Newton's next step), or next
+        to a fold to the residual ``CHAIN_FOLD_RESIDUAL_RTOL``; ``(accepted, step)``."""
+        res, step, eL, _ = self._system(om, t)
+        with np.errstate(all="ignore"):
+            err = np.abs(step).max(axis=0) / np.abs(om).max(axis=0)
+        fold = _relative_residual(res, om, eL) <= CHAIN_FOLD_RESIDUAL_RTOL
+        return (err <= CHAIN_ACCEPT_RTOL) | fold, err
+
     def _g_from(self, om, z):
         t = 1.0 / z
-        eta, _ = _eta_pair(self.factors[-1], om[-1])
+        eta = self._rows[-1].map(om[-1])[2]
         with np.errstate(all="ignore"):
             return t / (1.0 - eta)
 
@@ -352,11 +585,15 @@ class ProductChainLaw(SpectralLaw):
             kinds = ["lo" if not inside[i] else "hi" for i in idx]
             x_out = np.array([xs[i] if not inside[i] else xs[i + 1] for i in idx])
             x_in = np.array([xs[i + 1] if not inside[i] else xs[i] for i in idx])
-            # eq. (14.9): the edge is where the solution leaves the axis; narrow
-            # in log x, then extrapolate (Im G)**2, linear in x at a soft edge,
-            # from two points inside to its zero
-            x_out, x_in = self._narrow(x_out, x_in)
-            xe = self._refine_edges(x_out, x_in)
+            # eq. (14.22): the edge is the fold of the real solution continued from
+            # the cell's outer end; where that fails, eq. (14.9): narrow in log x,
+            # then extrapolate (Im G)**2, linear in x at a soft edge, to its zero
+            i_out = np.array([i if not inside[i] else i + 1 for i in idx])
+            xe, ok = self._fold_edges(x_out, om[:, i_out], x_in)
+            if not ok.all():
+                bad = ~ok
+                xn_out, xn_in = self._narrow(x_out[bad], x_in[bad])
+                xe[bad] = self._refine_edges(xn_out, xn_in)
             for k in range(idx.size):
                 edges.append((float(xe[k]), kinds[k], Fraction(1, 2)))
         edges.sort()
@@ -401,6 +638,131 @@ class ProductChainLaw(SpectralLaw):
         if rest.size:
             om[:, rest] = self._continue(xs[rest], np.zeros(rest.size), check=False)
         return om, om_extra
+
+    def _branch(self, uL, rest):
+        """The real solution of eq. (14.8) parametrized by its last unknown ``uL``
+        (eq. (14.22)): ``(t, d log t/d uL, rest)``, the other rows' unknowns
+        ``rest`` ((L - 1, n), their guesses) solved by Newton on
+        ``eta_i(u_i) = eta_L(uL)``; ``t`` NaN where that does not converge."""
+        L = len(self.factors)
+        rows = self._rows
+        om_L, dom_L, eta_L, deta_L = (v.real for v in rows[-1].map(uL + 0j))
+        rest = rest.copy()
+        ok = np.isfinite(om_L) & np.isfinite(eta_L) & (deta_L != 0)
+        if len(self._groups) == 1:
+            rest[:] = uL
+            vals = [(om_L, dom_L, eta_L, deta_L)] * (L - 1)
+        else:
+            vals = []
+            for i in range(L - 1):
+                u = rest[i]
+                for _ in range(CHAIN_FOLD_INNER_STEPS):
+                    om_i, dom_i, eta_i, deta_i = (v.real for v in rows[i].map(u + 0j))
+                    with np.errstate(all="ignore"):
+                        step = (eta_i - eta_L) / deta_i
+                    u = u - np.where(np.isfinite(step), step, 0.0)
+                    if not np.any(np.abs(step) > CHAIN_FOLD_RTOL * np.abs(u)):
+                        break
+                om_i, dom_i, eta_i, deta_i = (v.real for v in rows[i].map(u + 0j))
+                with np.errstate(all="ignore"):
+                    ok &= np.abs(eta_i - eta_L) <= CHAIN_FOLD_INNER_RTOL * np.abs(eta_L)
+                rest[i] = u
+                vals.append((om_i, dom_i, eta_i, deta_i))
+        with np.errstate(all="ignore"):
+            prod = om_L * np.prod([v[0] for v in vals], axis=0)
+            t = prod / eta_L ** (L - 1)
+            # d log t/d uL with d u_i/d uL = eta_L'/eta_i'
+            dlog = dom_L / om_L - (L - 1) * deta_L / eta_L
+            for om_i, dom_i, _, deta_i in vals:
+                dlog = dlog + dom_i / om_i * deta_L / deta_i
+        ok &= np.isfinite(t) & np.isfinite(dlog)
+        return np.where(ok, t, np.nan), dlog, rest
+
+    def _fold_edges(self, x_out, om_out, x_in):
+        """Soft edges as folds of the real solution (theory eq. (14.22)).
+
+        Outside the support the solution of eq. (14.8) is real and, as ``x``
+        moves to the edge, folds: ``x = 1/t`` is stationary in ``u_L``.  From
+        the continued real solution at each cell's outer end ``x_out`` the
+        secant method finds the zero of ``d log t/d u_L``; the edge is ``1/t``
+        there, exact to rounding because ``x`` is quadratic in the error of
+        ``u_L``.  Returns ``(edges, ok)``; ``ok`` is false where the secant
+        does not converge, the unknowns leave the real branch or the edge
+        falls outside its cell.
+        """
+        n = x_out.size
+        edges = np.full(n, np.nan)
+        ok = np.zeros(n, dtype=bool)
+        real = np.all(np.abs(om_out.imag) <= CHAIN_REAL_RTOL * np.abs(om_out), axis=0)
+        if not real.any():
+            return edges, ok
+        u0 = om_out[-1].real.copy()
+        rest = om_out[:-1].real.copy()
+        t0, g0, rest = self._branch(u0, rest)
+        u1 = u0 * (1.0 + CHAIN_FOLD_START)
+        t1, g1, rest = self._branch(u1, rest)
+        done = ~real
+        for _ in range(CHAIN_FOLD_STEPS):
+            with np.errstate(all="ignore"):
+                step = g1 * (u1 - u0) / (g1 - g0)
+            step = np.where(np.isfinite(step) & ~done, step, 0.0)
+            u0, g0 = u1, g1
+            u1 = u1 - step
+            t1, g1, rest = self._branch(u1, rest)
+            done |= np.abs(step) <= CHAIN_FOLD_RTOL * np.abs(u1)
+            if done.all():
+                break
+        with np.errstate(all="ignore"):
+            xe = 1.0 / t1
+        width = np.abs(x_in - x_out)
+        mid = 0.5 * (x_in + x_out)
+        om = np.vstack([rest, u1[None, :]]) + 0j
+        ok = (real & done & np.isfinite(xe)
+              & (np.abs(xe - mid) <= CHAIN_EXTRAPOLATION_REACH * width) & self._valid(om))
+        edges[ok] = xe[ok]
+        if ok.any():
+            self._seed_fold(xe[ok], om[:, ok].real, np.sign(x_in - x_out)[ok])
+        return edges, ok
+
+    def _seed_fold(self, xe, om, inward):
+        """Solutions just inside soft edges for the table of eq. (14.7) (eq. (14.22)).
+
+        Next to the fold ``x(u_L) = x_e + x''(u*) (u_L - u*)**2/2``, so at ``x``
+        inside the band ``u_L - u* = sqrt(2 (x - x_e)/x'')`` (the root in the
+        lower half-plane) and the other rows move by ``eta_L'/eta_i'`` times
+        that; Newton at ``y = 0`` polishes these guesses at
+        ``CHAIN_FOLD_SEEDS`` distances from the edge, and the roots strictly
+        inside the lower half-plane join the table.
+        """
+        us = om[-1]
+        h = CHAIN_FOLD_DIFF * np.abs(us)
+        _, gp, _ = self._branch(us + h, om[:-1])
+        _, gm, _ = self._branch(us - h, om[:-1])
+        with np.errstate(all="ignore"):
+            x2 = -xe * (gp - gm) / (2.0 * h)             # x'' = -x g' at the fold
+        vals = [row.map(om[i] + 0j) for i, row in enumerate(self._rows)]
+        frac = np.asarray(CHAIN_FOLD_SEEDS)
+        x = (xe[:, None] * (1.0 + inward[:, None] * frac[None, :])).ravel()
+        dx = x - np.repeat(xe, frac.size)
+        with np.errstate(all="ignore"):
+            du = np.sqrt(2.0 * dx / np.repeat(x2, frac.size) + 0j)
+            du = np.where(du.imag > 0, -du, du)
+            guess = np.empty((len(self._rows), x.size), dtype=complex)
+            dL = np.repeat(vals[-1][3].real, frac.size)
+            for i in range(len(self._rows)):
+                ratio = dL / np.repeat(vals[i][3].real, frac.size)
+                guess[i] = np.repeat(om[i], frac.size) + ratio * du
+        fin = np.all(np.isfinite(guess), axis=0)
+        if not fin.any():
+            return
+        t = 1.0 / x[fin].astype(complex)
+        new, _ = self._newton(guess[:, fin], t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+        # next to the fold Newton's steps stall at the rounding of the system: the
+        # acceptance of a final point of the continuation
+        ok = np.all(np.isfinite(new), axis=0)
+        ok[ok] = self._accepted(new[:, ok], t[ok])[0]
+        ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0) & self._valid(new)
+        self._add_inside(x[fin][ok], new[:, ok])
 
     def _narrow(self, x_out, x_in):
         """Cells ``[x_out, x_in]`` (either order) holding an edge, cut to
@@ -604,10 +966,11 @@ class ProductChainLaw(SpectralLaw):
         t = 1.0 / zs
         L = om.shape[0]
         _, _, eL, denom = self._system(om, t)
-        _, dL = _eta_pair(self.factors[-1], om[-1])
+        dL = self._rows[-1].map(om[-1])[3]
         with np.errstate(all="ignore"):
-            # d omega_L / dt from the arrowhead system with right side (0, ..., eta**(L-1))
-            domL = eL ** (L - 1) / denom
+            # d u_L/dt from the arrowhead system with right side (0, ..., 1/t) (the
+            # last row divided by t eta**(L-1))
+            domL = 1.0 / (t * denom)
             deta_dz = dL * domL * (-t * t)
             g = t / (1.0 - eL)
             dg = -g * g * ((1.0 - eL) - zs * deta_dz)

@@ -627,7 +627,7 @@ def free_multiplicative(a, b, *, options=None):
         # eqs. (14.4)-(14.6) for two factors, one system in all of them (eq. (14.8))
         # when a factor is itself such a product.
         from ._analytic import AnalyticLaw, analytic_multiplicative
-        from ._chain import ProductChainLaw
+        from ._chain import ProductChainLaw, _LevelRow
 
         def factors(law):
             if isinstance(law, ProductChainLaw):
@@ -637,7 +637,9 @@ def free_multiplicative(a, b, *, options=None):
             return [law]
 
         parts = factors(a) + factors(b)
-        if len(parts) > 2:
+        if len(parts) > 2 or all(isinstance(_LevelRow.of(p), _LevelRow) for p in parts):
+            # one system in all the factors; for two S-levels over closed-form
+            # constituents (attention laws) it is the explicit eq. (14.21)
             return ProductChainLaw(parts, opts)
         return analytic_multiplicative(a, b, options=opts)
     if sa is None:

@@ -800,9 +800,15 @@ class SpectralLaw:
         legacy hook), ``None`` when the law has neither."""
         if kmax > self.options.max_exact_moment_order:
             return None
+        floats = self.__dict__.setdefault("_scaled_float_cache", {})
+        if kmax in floats:
+            return floats[kmax]
         series = self._verified_series(kmax)
         if series is not None:
-            return series.scaled_floats()
+            scale, m = series.scaled_floats()
+            m.setflags(write=False)          # shared by every later call
+            floats[kmax] = (scale, m)
+            return scale, m
         cache = self.__dict__.setdefault("_legacy_moment_cache", {})
         hit = cache.get("moments")
         if hit is not None and hit[1].size > kmax:
