@@ -1065,7 +1065,7 @@ def _pooled_cell(task):
 @gallery_figure(9, "stacks", "A stack of attention layers: the law of the product against independent and residual + LayerNorm layers, and the Marchenko-Pastur product",
                 defaults={"n": STACK_N, "draws": STACK_DRAWS, "seed": GALLERY_SEED},
                 size_argument="n")
-def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_linear",
+def figure_stacks(beta=0.5, n=300, depths=(1, 2, 3, 4), draws=2, *, models=("stack_linear",
                   "stack_residual", "stack_pure"), rng=None, executor=None, points=CURVE_POINTS):
     """The squared singular values of a stack of attention layers against its law, per depth.
 
@@ -1073,7 +1073,7 @@ def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_lin
     models (independent linear layers, coupled residual + LayerNorm layers,
     pure attention without residual: the documented counterexample, theory
     note 13), the density of ``attention_stack_law(beta, 1, layers=L)``
-    (theory eq. (13.2), solved by eqs. (14.4)-(14.6)) and, dashed, the
+    (theory eq. (13.2), solved by eqs. (14.8), (14.21)) and, dashed, the
     ``⊠``-product of Marchenko-Pastur laws of the same mean; the legend gives
     each model's Kolmogorov distance to the law.
 
@@ -1111,6 +1111,7 @@ def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_lin
 
     fa = _library()
     from .attention._stack_law import attention_stack_law
+    from .compose._chain import product_chain
 
     depths = list(depths)
     seeds = iter(np.random.default_rng(rng).spawn(len(depths) * draws))
@@ -1123,9 +1124,9 @@ def figure_stacks(beta=0.5, n=300, depths=(1, 2), draws=2, *, models=("stack_lin
         ax = fig.add_subplot(1, len(depths), i + 1)
         law = attention_stack_law(beta, 1.0, layers=L)
         mp = fa.marchenko_pastur(theta1, 1.0)
-        product = mp
-        for _ in range(L - 1):
-            product = fa.free_multiplicative(product, mp)
+        # the Marchenko-Pastur product by the many-law system of eq. (14.8) (its
+        # algebraic tower loses the branch next to 0 from L = 4 on)
+        product = mp if L == 1 else product_chain([mp] * L)
         edge = law.support()[1]
         bins = np.linspace(0.0, 1.15 * edge, HISTOGRAM_BINS)
         for k, name in enumerate(models):

@@ -14,6 +14,7 @@ them.
 """
 
 import json
+import math
 import pathlib
 from fractions import Fraction
 
@@ -372,3 +373,30 @@ def test_fold_edge_eq_14_22_and_its_acceptance():
     om = law._continue(far_out, np.zeros(1), check=False)
     xe, ok = law._fold_edges(far_out, om, far_in)
     assert not ok[0] and np.isnan(xe[0])
+
+
+def test_deep_stack_eq_14_23():
+    # eight layers: next to the hard edge prod omega_i and t eta**(L-1) leave the
+    # float range (x = 1e-150: omega ~ t**(2/9) ~ 1e33, t eta**7 ~ 1e267 and beyond),
+    # the relative last row of eq. (14.23) does not; the start's scale is the
+    # moment radius, far below the bound prod sup_i (theory section 14.23)
+    from freeattn.attention._stack_law import MAX_STACK_LAW_LAYERS
+
+    law = attention_stack_law(1.0, 1.0, layers=8)
+    assert law._start_scale() < 1e-3 * law._xscale
+    (iv,) = law.interval_details()
+    assert iv.lo == 0.0 and Fraction(iv.lo_exponent) == Fraction(-8, 9)
+    # exact moments (theory eq. (13.3)): the mean is theta1**8, the mass 1 by quadrature
+    assert abs(law.mean() / math.expm1(1.0) ** 8 - 1.0) <= MOMENT_RTOL
+    assert abs(law.total_mass() - 1.0) <= 1e-12
+    x = np.array([1e-150, 1e-60, 1e-20])
+    om = law._continue(x, np.zeros(x.size))           # check=True: accepted or raises
+    t = 1.0 / x.astype(complex)
+    res, _, _, _ = law._system(om, t)
+    assert np.all(np.isfinite(res)) and np.max(np.abs(res[-1])) <= 1e-13
+    # x**(8/9) f(x) tends to the constant of eq. (13.11): the same to 1e-6 at the
+    # two smallest points (the next term is O(x**(1/9)): 3e-3 at 1e-20 would not pass)
+    c = -law._g_from(om, x + 0j).imag / np.pi * x ** (8 / 9)
+    assert abs(c[0] / c[1] - 1.0) <= 1e-6
+    with pytest.raises(ValueError, match="layers"):
+        attention_stack_law(1.0, 1.0, layers=MAX_STACK_LAW_LAYERS + 1)

@@ -58,8 +58,11 @@ _TINY = float(np.finfo(np.float64).tiny)
 _EPS = float(np.finfo(np.float64).eps)
 
 #: Largest denominator of an edge exponent (``|x - e|**(j/p)``) the panel maps
-#: take; exponents are rounded to the nearest fraction with ``p <= 6``.
+#: take: a float exponent is rounded to the nearest fraction with ``p <= 6``; an
+#: exact one (a Fraction, e.g. ``-L/(L + 1)`` of a product of ``L`` laws with hard
+#: edges, eq. (14.6)) is used as it is up to ``MAX_EXACT_EDGE_POWER``.
 MAX_EDGE_POWER = 6
+MAX_EXACT_EDGE_POWER = 128
 
 #: Bernstein-ellipse parameter below which a Cauchy integral of a panel is
 #: computed by singularity subtraction (eq. (8.16)); beyond it Gauss-Legendre
@@ -245,13 +248,18 @@ def edge_power(exponent):
     Returns
     -------
     p : int
-        Denominator of ``eta`` (``<= MAX_EDGE_POWER``).
+        Denominator of ``eta`` (``<= MAX_EDGE_POWER`` for a float ``eta``,
+        ``<= MAX_EXACT_EDGE_POWER`` for an exact one).
     k : int
         ``p * eta + p - 1``: ``g = f dx/ds`` behaves like ``s**k`` (eq. (8.14)).
     """
     if isinstance(exponent, LogEnd):
         return 1, 0
-    frac = Fraction(exponent).limit_denominator(MAX_EDGE_POWER)
+    if isinstance(exponent, (Fraction, int)) and \
+            Fraction(exponent).denominator <= MAX_EXACT_EDGE_POWER:
+        frac = Fraction(exponent)
+    else:
+        frac = Fraction(exponent).limit_denominator(MAX_EDGE_POWER)
     if frac <= -1:
         raise ValueError(f"edge exponent must be > -1 (integrable), got {exponent!r}")
     p = frac.denominator

@@ -30,6 +30,7 @@ from ._token_law import engine_build
 
 __all__ = [
     "MAX_STACK_LAYERS",
+    "MAX_STACK_LAW_LAYERS",
     "attention_stack_law",
     "free_multiplicative_moments",
     "stack_moments",
@@ -37,8 +38,13 @@ __all__ = [
     "single_layer_moments",
 ]
 
-#: Deepest stack served (each layer adds one ⊠ level to the law's solve).
+#: Deepest stack served by the Monte Carlo models and the exact moments.
 MAX_STACK_LAYERS = 64
+#: Deepest stack whose law is solved.  The density is ``~ x**(-L/(L + 1))`` at 0
+#: (theory eq. (13.11)), whose panel map ``x = w s**(L + 1)`` puts the first
+#: nodes of a fine panel below the float64 range (``s ~ 1e-5``) beyond about
+#: ``L = 60``; served and tested to 48 (2.3 s for law + pdf, RESULTS §15).
+MAX_STACK_LAW_LAYERS = 48
 
 
 # ---------------------------------------------------------------------------
@@ -83,7 +89,8 @@ def attention_stack_law(beta, gamma=1.0, *, layers=1, options=None):
     gamma : float or sequence of float, optional
         ``d_qk / n`` per layer, each in ``[1e-4, 1e4]``.
     layers : int, optional
-        Depth ``L``, ``1 <= L <= 64`` (:data:`MAX_STACK_LAYERS`).
+        Depth ``L``, ``1 <= L <= 48`` (:data:`MAX_STACK_LAW_LAYERS`; the
+        Monte Carlo models and :func:`stack_moments` go to 64).
     options : SolverOptions, optional
         Tolerances of the engine.
 
@@ -119,6 +126,7 @@ def attention_stack_law(beta, gamma=1.0, *, layers=1, options=None):
     from ._laws import attention_law
     from ..compose._chain import product_chain
 
+    layers = Integer(1, MAX_STACK_LAW_LAYERS).check(layers, "layers")
     betas, gammas = _layer_parameters(beta, gamma, layers)
     laws = [attention_law(b, g, options=options).squared() for b, g in zip(betas, gammas)]
     if len(laws) == 1:

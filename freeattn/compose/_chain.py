@@ -127,6 +127,10 @@ LEVEL_SERIES_REACH = 8.0
 LEVEL_SERIES_TERMS = 24
 
 
+class _SupportAtBound(Exception):
+    """The locator grid's last point is inside the support (internal signal)."""
+
+
 class _OmegaRow:
     """A factor whose row of eq. (14.8) has its subordination point ``omega`` as the
     unknown: ``eta(omega)`` from the factor's Cauchy transform (eq. (14.4))."""
@@ -329,7 +333,7 @@ class ProductChainLaw(SpectralLaw):
         with np.errstate(all="ignore"):
             res = np.empty(om.shape, dtype=complex)
             res[:-1] = etas[:-1] - eL
-            # the last row divided by t eta_L**(L-1): rho - 1 with
+            # the last row divided by t eta_L**(L-1) (theory eq. (14.23)): rho - 1 with
             # rho = prod omega_i/(t eta_L**(L-1)), every factor scaled by the
             # geometric mean c of |omega_i| (next to a hard edge at 0 the product
             # and t eta**(L-1) leave the float range long before rho does)
@@ -400,7 +404,7 @@ class ProductChainLaw(SpectralLaw):
         moment radius ``max_k m_k**(1/k)`` (``k <= CHAIN_MOMENT_ORDER``, a lower bound
         of the support's radius) where the exact moments exist, capped by the
         bound ``prod_i sup_i`` (which for deep products overshoots the support by
-        orders of magnitude: far out, ``eta`` keeps few digits, eq. (14.21))."""
+        orders of magnitude: far out, ``eta`` keeps few digits; theory section 14.23)."""
         cached = self.__dict__.get("_start_scale_cache")
         if cached is not None:
             return cached
@@ -544,8 +548,22 @@ class ProductChainLaw(SpectralLaw):
         return np.abs(g.imag) * np.abs(x) > CHAIN_INSIDE_RTOL
 
     def _support_intervals(self):
-        lo, hi = self._bounds
-        xs = product_grid(self._bounds, CHAIN_GRID)
+        # the grid up to the start's scale (CHAIN_MOMENT_REACH times the moment
+        # radius, where the bound prod_i sup_i overshoots a deep product's support
+        # by orders of magnitude); the full bound if the support reaches it
+        lo, hi = self._bounds[0], min(self._bounds[1], self._start_scale())
+        try:
+            return self._locate_support(lo, hi)
+        except _SupportAtBound:
+            if hi >= self._bounds[1]:
+                raise ConvergenceError(f"the support of {self._describe()} reaches its "
+                                       f"bound {hi!r}") from None
+            self._warm_x = np.empty(0)
+            self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
+            return self._locate_support(lo, self._bounds[1])
+
+    def _locate_support(self, lo, hi):
+        xs = product_grid((lo, hi), CHAIN_GRID)
         start = xs[0]
         # points beyond the grid on both sides (geometric, to CHAIN_GAP_REACH) for
         # the table of eq. (14.16) and, below a support that may reach 0, towards the
@@ -572,7 +590,7 @@ class ProductChainLaw(SpectralLaw):
         order = np.argsort(gx[keep])
         self._gap_x, self._gap_w = gx[keep][order], gw[:, keep][:, order].real + 0j
         if inside[-1]:
-            raise ConvergenceError(f"the support of {self._describe()} reaches its bound {hi!r}")
+            raise _SupportAtBound()
         hard = bool(not lo > 0 and inside[0])
         edges = []
         if hard:
@@ -888,6 +906,12 @@ class ProductChainLaw(SpectralLaw):
         if cand.size and self._warm_x.size >= 2:
             guess = self._inside_guess(x[cand], ivs)
             new, ok = self._newton(guess, t[cand], CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+            # next to a fold Newton's steps stall at the rounding of the system: there
+            # the continuation's acceptance (the residual) decides
+            near = ~ok & np.all(np.isfinite(new), axis=0)
+            if near.any():
+                ok[near] = self._accepted(new[:, near], t[cand][near])[0] & self._valid(
+                    new[:, near])
             ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
             om[:, cand[ok]], acc[cand[ok]] = new[:, ok], True
         gx, gw = self._gap_x, self._gap_w

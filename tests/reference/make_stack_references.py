@@ -125,6 +125,7 @@ CASES = [
     ("L2_beta1_gamma0.5", ["1", "1"], ["0.5", "0.5"]),
     ("L2_mixed", ["1", "0.5"], ["1", "0.5"]),
     ("L3_beta1_gamma1", ["1", "1", "1"], ["1", "1", "1"]),
+    ("L8_beta1_gamma1", ["1"] * 8, ["1"] * 8),
 ]
 OUT = Path(__file__).with_name("stack_references.json")
 
@@ -465,6 +466,9 @@ def main():
                     "mean prod theta1",
            "density_fractions": DENSITY_FRACTIONS, "cases": {}}
     only = set(sys.argv[1:])
+    if only and OUT.exists():
+        # named cases only: the others are kept as stored
+        out["cases"] = json.loads(OUT.read_text())["cases"]
     for name, betas, gammas in CASES:
         if only and name not in only:
             continue
