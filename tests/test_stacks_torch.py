@@ -66,3 +66,23 @@ def test_anisotropic_equal_norm_tokens_use_the_token_law_or_fall_back():
     else:
         assert head.law is not iso
         assert abs(head.law.mean() - iso.mean()) < 1e-8 * iso.mean()   # eq. (13.8): m1 = theta1
+
+
+def test_rank_deficient_tokens_use_the_token_law():
+    # n = 2E equal-norm tokens: X X^T has rank E, its law an atom 1/2 at 0 plus E
+    # atoms; the token law of eq. (13.7) is built from it (the many-law system of
+    # eq. (14.8); it used to raise and fall back to the isotropic law), with the mean
+    # theta1 of eq. (13.8) and a second moment above the isotropic one
+    gen = np.random.default_rng(0)
+    x = gen.standard_normal((64, 32))
+    x *= np.sqrt(64.0) / np.linalg.norm(x, axis=1, keepdims=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = ft.compare(_layer(), x)
+    kinds = {type(w.message) for w in caught}
+    assert ft.TokenLawFallbackWarning not in kinds and ft.TokenNormWarning not in kinds
+    head = report.heads[0]
+    iso = freeattn.attention_law(head.beta, head.gamma).squared()
+    assert head.law is not iso
+    assert abs(head.law.mean() / iso.mean() - 1.0) <= 1e-12
+    assert head.law.moment(2) > 1.05 * iso.moment(2)

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..algebra._levels import HARD_EDGE_MASS_RTOL
 from ..core._errors import ConvergenceError
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
                            newton)
@@ -252,20 +253,32 @@ def product_grid(bounds, points):
 
 
 def hard_edge_exponent(factors, what):
-    """Exponent ``-p/(p + 1)`` of the density of a ``⊠`` of ``factors`` at a hard edge at 0.
+    """Exponent ``-k/(k + 1)`` of the density of a ``⊠`` of ``factors`` at a hard edge at 0.
 
-    A factor whose density is ``~ x**(-q/(q + 1))`` at 0 has an S-transform
-    with a pole of order ``q`` at ``w = -1``; the poles multiply, so the
-    orders add: ``p = sum q`` (a factor whose support starts above 0 has
-    ``q = 0``), theory eq. (14.6).
+    With ``r_i`` the non-zero mass of factor ``i`` (1 minus its atom at 0) and
+    ``r = min r_i`` the product's, ``psi`` tends to ``-r`` at the lower end and
+    only the factors with ``r_i = r`` have a singular S-transform there: a pole
+    of order ``[r_i < 1]`` (the atom at 0) plus ``q`` for a continuous part
+    ``~ x**(-q/(q + 1))`` at 0.  The poles multiply, so the orders add to
+    ``p``, and the product's density is ``~ x**(-k/(k + 1))`` with
+    ``k = p - [r < 1]`` (theory eq. (14.24), extending (14.6); two free projections of
+    trace 1/2: ``k = 1``, the ``x**(-1/2)`` of the arcsine law on ``[0, 1]``).
 
     Raises
     ------
     ConvergenceError
-        If a factor ends at 0 in another way, or no factor reaches 0.
+        If a factor ends at 0 in another way, or ``k = 0`` (no hard edge).
     """
-    order = Fraction(0)
+    masses = []
     for law in factors:
+        loc, mass = law.atoms()
+        masses.append(1.0 - float(np.sum(mass[loc == 0.0])))
+    r = min(masses)
+    order = Fraction(0)
+    for law, ri in zip(factors, masses):
+        if abs(ri - r) > HARD_EDGE_MASS_RTOL * r:
+            continue                        # S_i is regular at -r
+        order += int(ri < 1.0 - HARD_EDGE_MASS_RTOL)
         ivs = law.interval_details()
         if not ivs or ivs[0].lo > 0:
             continue
@@ -275,7 +288,8 @@ def hard_edge_exponent(factors, what):
                 f"the support of {what} reaches 0 where a factor's density behaves as "
                 f"x**{e!s}: only x**(-q/(q + 1)) ends are handled (theory eq. (14.6))")
         order += -e / (1 + e)
-    if order == 0:
+    order -= int(r < 1.0 - HARD_EDGE_MASS_RTOL)
+    if order <= 0:
         raise ConvergenceError(f"the support of {what} reaches 0 although no factor's does "
                                f"(theory eq. (14.6))")
     return -order / (order + 1)

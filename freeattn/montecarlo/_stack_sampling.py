@@ -75,6 +75,9 @@ DEFAULT_LAYERS = 2
 DEFAULT_SPREAD = 0.5
 #: Default ``n/D`` of the Wishart tokens.
 DEFAULT_WISHART_RATIO = 0.5
+#: Largest ``n/dim`` of the Wishart token models: above 1 the Gram is
+#: rank-deficient (``MP(1, ratio)``, an atom ``1 - 1/ratio`` at 0).
+MAX_WISHART_RATIO = 4.0
 #: At most this many top values of a stack's spectrum are treated as outliers
 #: (one conditional-mean spike per layer can survive the centring, theory eq. (7.8)).
 STACK_OUTLIERS = 4
@@ -311,8 +314,9 @@ def token_reference(beta, gamma, **options):
 def _check_tokens(n, d_qk, *, spread=DEFAULT_SPREAD, wishart_ratio=DEFAULT_WISHART_RATIO):
     if not 0.0 <= float(spread) < 1.0:
         raise ValueError(f"spread must be in [0, 1), got {spread!r}")
-    if not 0.0 < float(wishart_ratio) <= 1.0:
-        raise ValueError(f"wishart_ratio must be in (0, 1], got {wishart_ratio!r}")
+    if not 0.0 < float(wishart_ratio) <= MAX_WISHART_RATIO:
+        raise ValueError(f"wishart_ratio must be in (0, {MAX_WISHART_RATIO}], got "
+                         f"{wishart_ratio!r}")
 
 
 _STACK_OPTIONS = {"layers": DEFAULT_LAYERS}
