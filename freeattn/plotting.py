@@ -1111,7 +1111,6 @@ def figure_stacks(beta=0.5, n=300, depths=(1, 2, 3, 4), draws=2, *, models=("sta
 
     fa = _library()
     from .attention._stack_law import attention_stack_law
-    from .compose._chain import product_chain
 
     depths = list(depths)
     seeds = iter(np.random.default_rng(rng).spawn(len(depths) * draws))
@@ -1124,9 +1123,9 @@ def figure_stacks(beta=0.5, n=300, depths=(1, 2, 3, 4), draws=2, *, models=("sta
         ax = fig.add_subplot(1, len(depths), i + 1)
         law = attention_stack_law(beta, 1.0, layers=L)
         mp = fa.marchenko_pastur(theta1, 1.0)
-        # the Marchenko-Pastur product by the many-law system of eq. (14.8) (its
-        # algebraic tower loses the branch next to 0 from L = 4 on)
-        product = mp if L == 1 else product_chain([mp] * L)
+        product = mp
+        for _ in range(L - 1):
+            product = fa.free_multiplicative(product, mp)
         edge = law.support()[1]
         bins = np.linspace(0.0, 1.15 * edge, HISTOGRAM_BINS)
         for k, name in enumerate(models):

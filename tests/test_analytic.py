@@ -898,3 +898,27 @@ def test_hard_edge_exponent_counts_the_atoms_at_zero_eq_14_24():
     x = np.array([1e-12, 1e-8, 1e-3, 0.1, 0.5, 0.9, 0.999])
     ref = 1.0 / (2.0 * np.pi * np.sqrt(x * (1.0 - x)))
     assert np.max(np.abs(law._density(x) / ref - 1.0)) <= 1e-12
+
+
+@pytest.mark.parametrize("L", [4, 5])
+def test_deep_marchenko_pastur_products_take_the_chain(L):
+    # MP(1)^⊠L for L >= 4: the collapsed S-level's tower keeps no digits next to its
+    # hard edge x**(-L/(L+1)) over a constituent reaching 0, so free_multiplicative
+    # solves eq. (14.8) in the L factors instead.  Against the Fuss-Catalan closed
+    # forms: the upper edge (L + 1)**(L + 1)/L**L (fold of eq. (14.22); measured
+    # 1.2e-15, 2.0e-15), m2 = binomial(2 L + 2, 2)/(2 L + 1) = L + 1 by quadrature of
+    # the density (1e-10), the mass 1 (1e-12)
+    from freeattn.compose._chain import ProductChainLaw
+
+    mp = freeattn.marchenko_pastur(1.0, 1.0)
+    law = mp
+    for _ in range(L - 1):
+        law = freeattn.free_multiplicative(law, mp)
+    assert isinstance(law, ProductChainLaw) and len(law.factors) == L
+    (iv,) = law.interval_details()
+    assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-L, L + 1)
+    edge = (L + 1) ** (L + 1) / L ** L
+    assert abs(iv.hi / edge - 1.0) <= 1e-12
+    assert abs(law.total_mass() - 1.0) <= 1e-12
+    scale, q2 = law._quadrature_moment(2, scaled=False)
+    assert abs(scale ** 2 * q2 / (L + 1) - 1.0) <= 1e-10

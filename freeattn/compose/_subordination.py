@@ -648,5 +648,39 @@ def free_multiplicative(a, b, *, options=None):
             sa, "rational", True) and getattr(b.level.transform, "rational", True):
         partner = free_multiplicative(a, b.level.partner)
         combined = sa.times(b.level.transform, source=partner)
-        return SubordinationLaw(SLevel(combined, partner), b.constituent, opts)
-    return SubordinationLaw(SLevel(sa, a), b, opts)
+        law = SubordinationLaw(SLevel(combined, partner), b.constituent, opts)
+    else:
+        law = SubordinationLaw(SLevel(sa, a), b, opts)
+    return _deep_hard_edge_as_chain(law, opts)
+
+
+#: A collapsed S-level whose density is ``~ x**(-k/(k + 1))`` at 0 with ``k`` at
+#: least this, over a constituent whose support reaches 0 (no local model of
+#: eq. (8.27)), is solved as the many-law system of eq. (14.8) instead: its tower
+#: keeps no digits next to 0 (``MP(1, 1)^⊠4`` lost the branch at ``x ~ 1e-30``; theory
+#: section 14.24).
+CHAIN_HARD_EDGE_ORDER = 4
+
+
+def _product_factors(law):
+    """The factors of a collapsed ``⊠`` (S-levels over their constituents), flattened."""
+    from ._chain import ProductChainLaw
+
+    if isinstance(law, ProductChainLaw):
+        return list(law.factors)
+    if isinstance(law, SubordinationLaw) and hasattr(law.level, "apply_at_pole"):
+        return _product_factors(law.level.partner) + _product_factors(law.constituent)
+    return [law]
+
+
+def _deep_hard_edge_as_chain(law, opts):
+    """``law``, or the many-law system of its factors (:data:`CHAIN_HARD_EDGE_ORDER`)."""
+    from ._chain import ProductChainLaw
+
+    eta = law._hard_edge
+    if not isinstance(eta, Fraction) or law.constituent.support()[0] > 0:
+        return law
+    if -eta / (1 + eta) < CHAIN_HARD_EDGE_ORDER:
+        return law
+    factors = _product_factors(law)
+    return ProductChainLaw(factors, opts) if len(factors) > 2 else law
