@@ -502,7 +502,14 @@ def test_product_chain_of_three_marchenko_pastur_laws():
     (iv,) = law.interval_details()
     assert iv.lo == 0.0 and iv.lo_exponent == Fraction(-3, 4)
     assert abs(iv.hi - 256 / 27) <= 1e-13 * 256 / 27
-    ref = freeattn.free_multiplicative(freeattn.free_multiplicative(mp, mp), mp)
+    # the collapsed S-level itself (free_multiplicative takes the chain for this
+    # hard edge of order 3, theory section 14.24)
+    from freeattn.compose._subordination import _collapsed_product
+
+    s = mp._s_transform()
+    two = _collapsed_product(mp, mp, s, s, mp.options)
+    ref = _collapsed_product(two, mp, two._s_transform(), s, mp.options)
+    assert type(ref).__name__ == "SubordinationLaw"
     x = np.linspace(0.01, 9.4, 60)
     assert np.max(np.abs(law._density(x) / ref.pdf(x) - 1.0)) <= 1e-10
     assert abs(law.total_mass() - 1.0) <= 1e-12
@@ -900,13 +907,13 @@ def test_hard_edge_exponent_counts_the_atoms_at_zero_eq_14_24():
     assert np.max(np.abs(law._density(x) / ref - 1.0)) <= 1e-12
 
 
-@pytest.mark.parametrize("L", [4, 5])
+@pytest.mark.parametrize("L", [3, 4, 5])
 def test_deep_marchenko_pastur_products_take_the_chain(L):
-    # MP(1)^⊠L for L >= 4: the collapsed S-level's tower keeps no digits next to its
+    # MP(1)^⊠L for L >= 3: the collapsed S-level's tower keeps no digits next to its
     # hard edge x**(-L/(L+1)) over a constituent reaching 0, so free_multiplicative
     # solves eq. (14.8) in the L factors instead.  Against the Fuss-Catalan closed
     # forms: the upper edge (L + 1)**(L + 1)/L**L (fold of eq. (14.22); measured
-    # 1.2e-15, 2.0e-15), m2 = binomial(2 L + 2, 2)/(2 L + 1) = L + 1 by quadrature of
+    # 1.2e-15 and 2.0e-15 for L = 4, 5), m2 = binomial(2 L + 2, 2)/(2 L + 1) = L + 1 by quadrature of
     # the density (1e-10), the mass 1 (1e-12)
     from freeattn.compose._chain import ProductChainLaw
 

@@ -642,24 +642,28 @@ def free_multiplicative(a, b, *, options=None):
             # constituents (attention laws) it is the explicit eq. (14.21)
             return ProductChainLaw(parts, opts)
         return analytic_multiplicative(a, b, options=opts)
+    return _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
+
+
+def _collapsed_product(a, b, sa, sb, opts):
+    """``a ⊠ b`` as one S-level (theory section 8.3): at least one of the
+    S-transforms ``sa``, ``sb`` is rational; the S-levels of ``b`` are merged."""
     if sa is None:
         a, b, sa = b, a, sb
     if isinstance(b, SubordinationLaw) and b.level.kind == "S" and getattr(
             sa, "rational", True) and getattr(b.level.transform, "rational", True):
         partner = free_multiplicative(a, b.level.partner)
         combined = sa.times(b.level.transform, source=partner)
-        law = SubordinationLaw(SLevel(combined, partner), b.constituent, opts)
-    else:
-        law = SubordinationLaw(SLevel(sa, a), b, opts)
-    return _deep_hard_edge_as_chain(law, opts)
+        return SubordinationLaw(SLevel(combined, partner), b.constituent, opts)
+    return SubordinationLaw(SLevel(sa, a), b, opts)
 
 
 #: A collapsed S-level whose density is ``~ x**(-k/(k + 1))`` at 0 with ``k`` at
 #: least this, over a constituent whose support reaches 0 (no local model of
 #: eq. (8.27)), is solved as the many-law system of eq. (14.8) instead: its tower
-#: keeps no digits next to 0 (``MP(1, 1)^⊠4`` lost the branch at ``x ~ 1e-30``; theory
-#: section 14.24).
-CHAIN_HARD_EDGE_ORDER = 4
+#: keeps no digits next to 0 (``MP(e - 1, 1)^⊠3`` lost the branch at ``x ~ 1e-51``,
+#: ``MP(1, 1)^⊠4`` at ``x ~ 1e-30``; theory section 14.24).
+CHAIN_HARD_EDGE_ORDER = 3
 
 
 def _product_factors(law):
