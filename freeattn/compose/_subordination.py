@@ -585,21 +585,25 @@ def free_additive(a, b, *, options=None):
 def free_multiplicative(a, b, *, options=None):
     """Free multiplicative convolution ``a ⊠ b`` of laws on ``[0, oo)``.
 
-    The law of ``A^{1/2} U B U^* A^{1/2}``, by subordination with the
-    S-transform of ``a``: ``w = tau G_b(tau) - 1``, ``z = tau / S_a(w)``,
-    ``G(z) = G_b(tau) S_a(w)`` (theory eq. (8.9)).
+    The law of ``A^{1/2} U B U^* A^{1/2}``.  With a rational S-transform of
+    ``a``, by one S-level: ``w = tau G_b(tau) - 1``, ``z = tau / S_a(w)``,
+    ``G(z) = G_b(tau) S_a(w)`` (theory eq. (8.9)); products of such levels
+    collapse into one.  Without one, by analytic subordination (theory
+    eqs. (14.4)-(14.6)), or the many-law system of eq. (14.8) in all the
+    factors: for three or more, for S-levels over closed-form constituents
+    (attention laws, eq. (14.21)), and for a collapsed level whose hard edge
+    at 0 its tower cannot resolve (theory section 14.24).
 
     Parameters
     ----------
     a, b : SpectralLaw
-        Laws on ``[0, oo)``; at least one must have a known S-transform
-        (Marchenko-Pastur, a single positive atom, or a free multiplicative
-        convolution of those); the other can be any law.
+        Laws on ``[0, oo)`` with positive means.
     options : SolverOptions, optional
 
     Returns
     -------
-    SubordinationLaw
+    SpectralLaw
+        A ``SubordinationLaw``, ``AnalyticLaw`` or ``ProductChainLaw``.
 
     Raises
     ------
