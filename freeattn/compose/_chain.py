@@ -497,10 +497,26 @@ class ProductChainLaw(SpectralLaw):
                 y_final = y_final.copy()
                 y_final[stalled] = y[stalled]
             elif stalled.size:
-                k = int(stalled[0])
-                raise ConvergenceError(
-                    f"{self._describe()}: continuation of eq. (14.8) stalled at "
-                    f"z={complex(x[k] + 1j * y[k])!r}", point=float(x[k]))
+                # next to a fold the levels stall; the last step straight to the
+                # target from the last level is kept when the continuation's
+                # acceptance takes it (a root in the closed lower half-plane on the
+                # factors' branches, solved to CHAIN_ACCEPT_RTOL or to the fold's
+                # residual)
+                tt = 1.0 / (x[stalled] + 1j * y_final[stalled])
+                new, _ = self._newton(om[:, stalled], tt, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+                fin = np.all(np.isfinite(new), axis=0)
+                good = np.zeros(stalled.size, dtype=bool)
+                if fin.any():
+                    good[fin] = (self._accepted(new[:, fin], tt[fin])[0]
+                                 & np.all(new[:, fin].imag <= CHAIN_REAL_RTOL
+                                          * np.abs(new[:, fin]), axis=0)
+                                 & self._valid(new[:, fin]))
+                if not good.all():
+                    k = int(stalled[np.argmin(good)])
+                    raise ConvergenceError(
+                        f"{self._describe()}: continuation of eq. (14.8) stalled at "
+                        f"z={complex(x[k] + 1j * y[k])!r}", point=float(x[k]))
+                om[:, stalled], y[stalled] = new, y_final[stalled]
             active = y > y_final
         t = 1.0 / (x + 1j * y)
         final, ok = self._newton(om, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
