@@ -929,3 +929,50 @@ def test_deep_marchenko_pastur_products_take_the_chain(L):
     assert abs(law.total_mass() - 1.0) <= 1e-12
     scale, q2 = law._quadrature_moment(2, scaled=False)
     assert abs(scale ** 2 * q2 / (L + 1) - 1.0) <= 1e-10
+
+
+@pytest.mark.statistical
+def test_three_discrete_laws_with_an_atom_against_a_haar_rotated_product():
+    # three 2-3-atom laws (numpy.random.default_rng(11), fourth draw, the atoms and
+    # weights below): four bands and an atom at 1.5809 * 2.2902 * 1.7282 of mass
+    # 0.6957 + 0.6400 + 0.8413 - 2 (theory eq. (8.13)); next to one of its folds the
+    # continuation stalls and Newton's last step to the axis is taken under the
+    # continuation's acceptance (theory section 14.22).  Against the squared singular
+    # values of the Haar-rotated product of D1, D2, D3 (quantile diagonals) at N = 800
+    # (seed 0): band masses within 0.01 (measured 1.2e-3 at most; the atom's
+    # multiplicity and the rounding of the weights to 1/N move them by O(1/N)),
+    # mass 1 (1e-12)
+    a = freeattn.point_masses([1.0203301876338406, 1.5809010628227274, 2.235912883149371],
+                              [0.1036072040022326, 0.6957074230069956, 0.20068537299077174])
+    b = freeattn.point_masses([1.0800949603707881, 1.4208042100585268, 2.2902249684551497],
+                              [0.14209940182297445, 0.21785733087313658, 0.6400432673038889])
+    c = freeattn.point_masses([1.7282231510642787, 2.0521314400778015],
+                              [0.8413200674096711, 0.15867993259032884])
+    law = freeattn.free_multiplicative(freeattn.free_multiplicative(a, b), c)
+    ivs = law.intervals()
+    assert len(ivs) == 4 and abs(law.total_mass() - 1.0) <= 1e-12
+    loc, mass = law.atoms()
+    assert loc.size == 1 and abs(loc[0] / (1.5809010628227274 * 2.2902249684551497
+                                            * 1.7282231510642787) - 1.0) <= 1e-14
+    assert abs(mass[0] - (0.6957074230069956 + 0.6400432673038889 + 0.8413200674096711
+                          - 2.0)) <= 1e-14
+    n = 800
+    gen = np.random.default_rng(0)
+
+    def quantiles(law_):
+        return np.repeat(law_.values, np.diff(np.round(np.r_[0.0, np.cumsum(law_.weights)] * n)
+                                              .astype(int)))
+
+    def haar():
+        q, r = np.linalg.qr(gen.standard_normal((n, n)))
+        return q * np.sign(np.diag(r))[None, :]
+
+    gram = np.diag(quantiles(a))
+    for d in (quantiles(b), quantiles(c)):
+        s = np.clip(np.linalg.eigvalsh(gram), 0.0, None)
+        m = (np.sqrt(d)[:, None] * haar()) * np.sqrt(s)[None, :]
+        gram = m @ m.T
+    ev = np.linalg.eigvalsh(gram)
+    for lo, hi in ivs:
+        mc = np.mean((ev >= lo - 1e-9) & (ev <= hi + 1e-9))
+        assert abs(mc - (law.cdf(hi) - law.cdf(lo))) <= 0.01
