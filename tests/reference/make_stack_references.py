@@ -125,7 +125,6 @@ CASES = [
     ("L2_beta1_gamma0.5", ["1", "1"], ["0.5", "0.5"]),
     ("L2_mixed", ["1", "0.5"], ["1", "0.5"]),
     ("L3_beta1_gamma1", ["1", "1", "1"], ["1", "1", "1"]),
-    ("L8_beta1_gamma1", ["1"] * 8, ["1"] * 8),
 ]
 OUT = Path(__file__).with_name("stack_references.json")
 
