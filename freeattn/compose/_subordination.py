@@ -35,7 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..algebra._levels import AffineLevel, RLevel, SLevel
+from ..algebra._levels import AffineLevel, RLevel, SLevel, _single_atom
 from ..core._errors import ConvergenceError
 from ..laws._law_base import Interval, SpectralLaw
 
@@ -565,6 +565,12 @@ def free_additive(a, b, *, options=None):
     _check_law(a, "a")
     _check_law(b, "b")
     opts = check_options(options) if options is not None else a.options
+    for atom, other in ((a, b), (b, a)):
+        if options is None and _single_atom(atom):
+            # ⊞ delta_s is the shift by s (R = s, theory eq. (8.8)): the other law's
+            # representation mapped exactly, where a level would form tau = z - s and
+            # lose the offsets from the edges (a user law's x**(-1/2) edges)
+            return other.affine(float(atom.atoms()[0][0]), 1.0)
     ra, rb = a._r_transform(), b._r_transform()
     if ra is None and rb is None:
         # Neither law has a rational R-transform: analytic subordination of the two
