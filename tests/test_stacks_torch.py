@@ -66,8 +66,12 @@ def test_anisotropic_equal_norm_tokens_use_the_token_law():
 def test_rank_deficient_tokens_use_the_token_law():
     # n = 2E equal-norm tokens: X X^T has rank E, its law an atom 1/2 at 0 plus E
     # atoms; the token law of eq. (13.7) is built from it (the many-law system of
-    # eq. (14.8); it used to raise and fall back to the isotropic law), with the mean
-    # theta1 of eq. (13.8) and a second moment above the isotropic one
+    # eq. (14.8) with the hard edge of eq. (14.24); it used to raise and fall back to
+    # the isotropic law), with the exact mean theta1 and second moment of eq. (13.8)
+    # for the Gram's own moments (tolerances as for the Wishart tokens,
+    # tests/test_stacks.py)
+    from freeattn.attention._stack_law import token_moments
+
     gen = np.random.default_rng(0)
     x = gen.standard_normal((64, 32))
     x *= np.sqrt(64.0) / np.linalg.norm(x, axis=1, keepdims=True)
@@ -79,8 +83,12 @@ def test_rank_deficient_tokens_use_the_token_law():
     head = report.heads[0]
     iso = freeattn.attention_law(head.beta, head.gamma).squared()
     assert head.law is not iso
-    assert abs(head.law.mean() / iso.mean() - 1.0) <= 1e-12
-    assert head.law.moment(2) > 1.05 * iso.moment(2)
+    ev = np.clip(np.linalg.eigvalsh(x @ x.T), 0.0, None)
+    gram = [1.0, float(np.mean(ev ** 2) / np.mean(ev) ** 2)]
+    exact = token_moments(head.beta, head.gamma, gram, 2)
+    np.testing.assert_allclose([head.law.moment(1), head.law.moment(2)],
+                               [float(v) for v in exact], rtol=1e-8)
+    assert head.law.moment(2) > iso.moment(2)
 
 
 def test_token_law_failure_falls_back_with_a_warning(monkeypatch):

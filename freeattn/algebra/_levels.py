@@ -239,6 +239,28 @@ class SLevel:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.abs(point * ga - tau * gb) / np.abs(tau * gb)
 
+    def partner_on_branch(self, z, tau, gb, g, rtol, infinite_ok):
+        """The branch test of eq. (8.10) at the partner, per point: its
+        subordination point :meth:`partner_point` in the closed upper half-plane
+        and on the partner's own branch (:meth:`partner_check` within
+        ``sqrt(rtol)``).  A point at infinity (the partner's transform at 0, ``w =
+        0``) passes where ``infinite_ok``; all points pass for a one-atom partner."""
+        point = self.partner_point(z, tau, gb, g)
+        ok = np.ones(np.shape(z), dtype=bool)
+        if point is None:
+            return ok
+        with np.errstate(all="ignore"):
+            fin = np.isfinite(point)
+            ok = (~fin if infinite_ok else np.zeros(fin.shape, dtype=bool)) | (
+                fin & (point.imag >= -rtol * np.abs(point)))
+            sel = np.flatnonzero(ok & fin)
+            if sel.size:
+                ps = point[sel]
+                mism = self.partner_check(ps.real + 1j * np.maximum(ps.imag, 0.0),
+                                          tau[sel], gb[sel], g[sel])
+                ok[sel] &= mism <= np.sqrt(rtol)
+        return ok
+
     def rational(self, n, d, a, b):
         wn = padd(pmul(n, a), -pmul(d, b))
         wd = pmul(d, b)

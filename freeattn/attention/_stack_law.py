@@ -55,7 +55,7 @@ def _layer_parameters(beta, gamma, layers):
     """``(betas, gammas)`` as tuples of floats of length ``layers`` (checked)."""
     from ._laws import check_law_args
 
-    layers = Integer(1, MAX_STACK_LAYERS).check(layers, "layers")
+    layers = Integer(1, MAX_STACK_LAW_LAYERS).check(layers, "layers")
 
     def per_layer(value, name):
         if isinstance(value, (str, bytes)):
@@ -126,7 +126,6 @@ def attention_stack_law(beta, gamma=1.0, *, layers=1, options=None):
     from ._laws import attention_law
     from ..compose._chain import product_chain
 
-    layers = Integer(1, MAX_STACK_LAW_LAYERS).check(layers, "layers")
     betas, gammas = _layer_parameters(beta, gamma, layers)
     laws = [attention_law(b, g, options=options).squared() for b, g in zip(betas, gammas)]
     if len(laws) == 1:

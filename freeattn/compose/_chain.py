@@ -75,7 +75,8 @@ CHAIN_ACCEPT_RTOL = 1e-11
 #: as eq. (14.13) for two laws).
 CHAIN_FOLD_RESIDUAL_RTOL = 1e-13
 #: The extrapolated edge of eq. (14.9) is kept within this many cell widths of
-#: the last narrowed cell's middle (else the middle is the edge).
+#: the last narrowed cell's middle (else the middle is the edge); a fold of
+#: eq. (14.22) within as many widths of its grid cell's middle.
 CHAIN_EXTRAPOLATION_REACH = 1.5
 #: The fold of eq. (14.22): secant steps, the first step (relative to ``u_L``),
 #: the relative step at which it is converged, and the inner Newton on the
@@ -166,8 +167,7 @@ class _LevelRow:
     where ``w -> -1``.
     """
 
-    def __init__(self, law, sub, scale):
-        self.law = law
+    def __init__(self, sub, scale):
         self.level = sub.level
         self.constituent = sub.constituent
         self.scale = float(scale)
@@ -186,7 +186,7 @@ class _LevelRow:
         if (hasattr(level, "apply_at_pole") and hasattr(transform, "num")
                 and getattr(transform, "rational", True)
                 and getattr(getattr(sub, "constituent", None), "_closed_form", False)):
-            return cls(law, sub, scale)
+            return cls(sub, scale)
         return _OmegaRow(law)
 
     def _values(self, u):
@@ -249,16 +249,10 @@ class _LevelRow:
         r = self.rtol
         with np.errstate(all="ignore"):
             ok = np.isfinite(z) & np.isfinite(g) & (tau.imag >= -r * np.abs(tau))
-            point = self.level.partner_point(z, tau, gb, g)
-            if point is not None:
-                fin = np.isfinite(point)
-                ok &= ~fin | (point.imag >= -r * np.abs(point))
-                sel = np.flatnonzero(ok & fin)
-                if sel.size:
-                    ps = point[sel]
-                    mism = self.level.partner_check(ps.real + 1j * np.maximum(ps.imag, 0.0),
-                                                    tau[sel], gb[sel], g[sel])
-                    ok[sel] &= mism <= np.sqrt(r)
+        sel = np.flatnonzero(ok)
+        if sel.size:
+            ok[sel] = self.level.partner_on_branch(z[sel], tau[sel], gb[sel], g[sel], r,
+                                                   infinite_ok=True)
         return ok
 
 
@@ -284,7 +278,6 @@ class ProductChainLaw(SpectralLaw):
         # the unknown of each row (eq. (14.8) or (14.21)), one adapter per distinct law
         adapters = {id(f): _LevelRow.of(f) for f, _ in self._groups}
         self._rows = tuple(adapters[id(f)] for f in self.factors)
-        self._group_rows = tuple(adapters[id(f)] for f, _ in self._groups)
         sup = [f.support() for f in self.factors]
         self._bounds = (math.prod(s[0] for s in sup), math.prod(s[1] for s in sup))
         self._m1 = np.array([f.mean() for f in self.factors])
@@ -296,6 +289,11 @@ class ProductChainLaw(SpectralLaw):
         # the latest solved off-axis points and their unknowns (eq. (14.15))
         self._last = (np.empty(0, dtype=complex),
                       np.empty((len(self.factors), 0), dtype=complex))
+
+    @property
+    def _group_rows(self):
+        """The row adapter of each group of :attr:`_groups` (its first row's)."""
+        return tuple(self._rows[rows[0]] for _, rows in self._groups)
 
     def _describe(self):
         parts = []
@@ -504,13 +502,7 @@ class ProductChainLaw(SpectralLaw):
                 # residual)
                 tt = 1.0 / (x[stalled] + 1j * y_final[stalled])
                 new, _ = self._newton(om[:, stalled], tt, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
-                fin = np.all(np.isfinite(new), axis=0)
-                good = np.zeros(stalled.size, dtype=bool)
-                if fin.any():
-                    good[fin] = (self._accepted(new[:, fin], tt[fin])[0]
-                                 & np.all(new[:, fin].imag <= CHAIN_REAL_RTOL
-                                          * np.abs(new[:, fin]), axis=0)
-                                 & self._valid(new[:, fin]))
+                good = self._accepted_near_fold(new, tt)
                 if not good.all():
                     k = int(stalled[np.argmin(good)])
                     raise ConvergenceError(
@@ -543,6 +535,19 @@ class ProductChainLaw(SpectralLaw):
             err = np.abs(step).max(axis=0) / np.abs(om).max(axis=0)
         fold = _relative_residual(res, om, eL) <= CHAIN_FOLD_RESIDUAL_RTOL
         return (err <= CHAIN_ACCEPT_RTOL) | fold, err
+
+    def _accepted_near_fold(self, om, t):
+        """Newton results whose steps stalled at the rounding of the system next to a
+        fold, kept under the continuation's acceptance: finite, :meth:`_accepted`,
+        in the closed lower half-plane and on every row's branch (:meth:`_valid`)."""
+        ok = np.all(np.isfinite(om), axis=0)
+        if ok.any():
+            sel = np.flatnonzero(ok)
+            ok[sel] = (self._accepted(om[:, sel], t[sel])[0]
+                       & np.all(om[:, sel].imag <= CHAIN_REAL_RTOL * np.abs(om[:, sel]),
+                                axis=0)
+                       & self._valid(om[:, sel]))
+        return ok
 
     def _g_from(self, om, z):
         t = 1.0 / z
@@ -732,7 +737,7 @@ class ProductChainLaw(SpectralLaw):
             return edges, ok
         u0 = om_out[-1].real.copy()
         rest = om_out[:-1].real.copy()
-        t0, g0, rest = self._branch(u0, rest)
+        _, g0, rest = self._branch(u0, rest)
         u1 = u0 * (1.0 + CHAIN_FOLD_START)
         t1, g1, rest = self._branch(u1, rest)
         done = ~real
@@ -791,11 +796,8 @@ class ProductChainLaw(SpectralLaw):
             return
         t = 1.0 / x[fin].astype(complex)
         new, _ = self._newton(guess[:, fin], t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
-        # next to the fold Newton's steps stall at the rounding of the system: the
-        # acceptance of a final point of the continuation
-        ok = np.all(np.isfinite(new), axis=0)
-        ok[ok] = self._accepted(new[:, ok], t[ok])[0]
-        ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0) & self._valid(new)
+        ok = self._accepted_near_fold(new, t)
+        ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
         self._add_inside(x[fin][ok], new[:, ok])
 
     def _narrow(self, x_out, x_in):
@@ -922,12 +924,8 @@ class ProductChainLaw(SpectralLaw):
         if cand.size and self._warm_x.size >= 2:
             guess = self._inside_guess(x[cand], ivs)
             new, ok = self._newton(guess, t[cand], CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
-            # next to a fold Newton's steps stall at the rounding of the system: there
-            # the continuation's acceptance (the residual) decides
-            near = ~ok & np.all(np.isfinite(new), axis=0)
-            if near.any():
-                ok[near] = self._accepted(new[:, near], t[cand][near])[0] & self._valid(
-                    new[:, near])
+            if not ok.all():
+                ok[~ok] = self._accepted_near_fold(new[:, ~ok], t[cand][~ok])
             ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
             om[:, cand[ok]], acc[cand[ok]] = new[:, ok], True
         gx, gw = self._gap_x, self._gap_w
@@ -1004,7 +1002,6 @@ class ProductChainLaw(SpectralLaw):
         zs = np.asarray(zs, dtype=complex)
         om = self._solve(zs)
         t = 1.0 / zs
-        L = om.shape[0]
         _, _, eL, denom = self._system(om, t)
         dL = self._rows[-1].map(om[-1])[3]
         with np.errstate(all="ignore"):

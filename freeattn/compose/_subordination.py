@@ -228,18 +228,12 @@ class SubordinationLaw(SpectralLaw):
             ok = (np.isfinite(gg) & np.isfinite(dgdz)
                   & (np.abs(zz - z) <= HARD_EDGE_RESIDUAL_ULPS * _EPS * np.abs(z))
                   & (tau.imag >= -rtol * np.abs(tau)) & (gg.imag <= rtol * np.abs(gg)))
-            # The branch test of eq. (8.10) at the partner: its subordination point
-            # in the closed upper half-plane and on the partner's own branch.
-            gb = b._stieltjes(tau)
-            point = level.partner_point(z, tau, gb, gg)
-            if point is not None:
-                ok &= np.isfinite(point) & (point.imag >= -rtol * np.abs(point))
-                if ok.any():
-                    mism = np.full(z.shape, np.inf)
-                    ps = point[ok]
-                    mism[ok] = level.partner_check(ps.real + 1j * np.maximum(ps.imag, 0.0),
-                                                   tau[ok], gb[ok], gg[ok])
-                    ok &= mism <= np.sqrt(rtol)
+            # The branch test of eq. (8.10) at the partner (a point at infinity fails)
+            if ok.any():
+                sel = np.flatnonzero(ok)
+                gb = b._stieltjes(tau[sel])
+                ok[sel] = level.partner_on_branch(z[sel], tau[sel], gb, gg[sel], rtol,
+                                                  infinite_ok=False)
         return (np.where(ok, gg, nan), np.where(ok, dgdz, nan), np.where(ok, tau, nan))
 
     def _describe(self):
@@ -636,17 +630,10 @@ def free_multiplicative(a, b, *, options=None):
         # Neither law has a rational S-transform: analytic subordination, theory
         # eqs. (14.4)-(14.6) for two factors, one system in all of them (eq. (14.8))
         # when a factor is itself such a product.
-        from ._analytic import AnalyticLaw, analytic_multiplicative
+        from ._analytic import analytic_multiplicative
         from ._chain import ProductChainLaw, _LevelRow
 
-        def factors(law):
-            if isinstance(law, ProductChainLaw):
-                return list(law.factors)
-            if isinstance(law, AnalyticLaw) and law.multiplicative:
-                return [law.a, law.b]
-            return [law]
-
-        parts = factors(a) + factors(b)
+        parts = _product_factors(a) + _product_factors(b)
         if len(parts) > 2 or all(isinstance(_LevelRow.of(p), _LevelRow) for p in parts):
             # one system in all the factors; for two S-levels over closed-form
             # constituents (attention laws) it is the explicit eq. (14.21)
@@ -676,14 +663,20 @@ def _collapsed_product(a, b, sa, sb, opts):
 CHAIN_HARD_EDGE_ORDER = 3
 
 
-def _product_factors(law):
-    """The factors of a collapsed ``⊠`` (S-levels over their constituents), flattened."""
+def _product_factors(law, levels=False):
+    """The factors of a ``⊠``: a chain's, an analytic product's two, and with
+    ``levels`` those of a collapsed S-level (its partner's and its constituent),
+    flattened; ``[law]`` for any other law."""
+    from ._analytic import AnalyticLaw
     from ._chain import ProductChainLaw
 
     if isinstance(law, ProductChainLaw):
         return list(law.factors)
-    if isinstance(law, SubordinationLaw) and hasattr(law.level, "apply_at_pole"):
-        return _product_factors(law.level.partner) + _product_factors(law.constituent)
+    if isinstance(law, AnalyticLaw) and law.multiplicative:
+        return [law.a, law.b]
+    if levels and isinstance(law, SubordinationLaw) and hasattr(law.level, "apply_at_pole"):
+        return (_product_factors(law.level.partner, levels)
+                + _product_factors(law.constituent, levels))
     return [law]
 
 
@@ -696,5 +689,5 @@ def _deep_hard_edge_as_chain(law, opts):
         return law
     if -eta / (1 + eta) < CHAIN_HARD_EDGE_ORDER:
         return law
-    factors = _product_factors(law)
+    factors = _product_factors(law, levels=True)
     return ProductChainLaw(factors, opts) if len(factors) > 2 else law
