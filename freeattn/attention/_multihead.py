@@ -413,7 +413,8 @@ def check_multihead_args(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups):
     return b, h, gk, gv, go, g
 
 
-def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, options=None):
+def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, tokens=None,
+                  options=None):
     """Limiting law of the eigenvalues of ``MHA_perp MHA_perp^T`` (multi-head attention).
 
     ``MHA_perp = [A_1perp V_1, ..., A_hperp V_h] W_O`` with ``h = heads``
@@ -442,6 +443,13 @@ def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, opt
         eq. (9.18)): the heads' rows stay independent given shared keys and
         values, and the Gaussian ``W_O`` sees only the spectrum of the
         block-diagonal covariance.  It is validated and kept as an attribute.
+    tokens : SpectralLaw, optional
+        Spectral law ``G`` of the token Gram ``X X^T/D`` (mean 1, support in
+        ``(0, oo)``, no atom at 0) when queries, keys and values are
+        ``X W_Q, X W_K, X W_V`` with weights N(0, 1/D) and tokens of equal
+        norms (theory section 9.12).  ``None`` (default) or the point mass
+        at 1 is the isotropic law.  Not available with a square factor (a
+        hard edge at 0, see Notes).
     options : SolverOptions, optional
         Engine tolerances; default :data:`freeattn.DEFAULT_OPTIONS` with
         ``cheb_tail_rtol = 1e-13`` (the density's rounding floor, see
@@ -449,9 +457,12 @@ def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, opt
 
     Returns
     -------
-    MultiheadLaw
+    MultiheadLaw or TokenMultiheadLaw
         A :class:`freeattn.SpectralLaw` of the ``n`` eigenvalues, with the
-        atom ``1 - min(1, gamma_v, gamma_o)`` at 0 (theory eq. (9.14)).
+        atom ``1 - min(1, gamma_v, gamma_o)`` at 0 (theory eq. (9.14));
+        with ``tokens``, the solution of the Dyson system of theory eqs.
+        (9.25)-(9.29), whose mean is ``gamma_o (alpha**2 + beta**2 m2(G))``
+        (eq. (9.31)).
 
     Raises
     ------
@@ -460,9 +471,12 @@ def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, opt
         a ratio or ``beta`` is not a real scalar.
     ValueError
         If ``heads`` is not in ``[1, 64]``, ``kv_groups`` does not divide it,
-        or ``beta`` or a ratio is NaN, infinite or out of range.
+        or ``beta`` or a ratio is NaN, infinite or out of range; if
+        ``tokens`` is not a law of mean 1 on ``[0, oo)``, has an atom at 0,
+        or is given with a square factor.
     ConvergenceError
-        If the tower's equation is not solved to its tolerance.
+        If the tower's equation (or, with ``tokens``, the Dyson system) is not
+        solved to its tolerance.
 
     Notes
     -----
@@ -504,7 +518,36 @@ def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, opt
     """
     b, h, gk, gv, go, g = check_multihead_args(beta, heads, gamma_k, gamma_v, gamma_o,
                                                kv_groups)
+    if tokens is not None:
+        from ._token_law import check_tokens, is_unit_point_mass
+
+        check_tokens(tokens)
+        if not is_unit_point_mass(tokens):
+            tokens = _check_multihead_tokens(tokens, h, gv, go)
+            return _token_multihead(b, h, gk, gv, go, g, tokens, _default_options(options))
     return _multihead(b, h, gk, gv, go, g, _default_options(options))
+
+
+def _check_multihead_tokens(tokens, heads, gamma_v, gamma_o):
+    """The token law of the multi-head law: no atom at 0 and no square factor."""
+    loc, mass = tokens.atoms()
+    if np.any((loc <= 0.0) & (mass > 0.0)):
+        raise ValueError("tokens must have no atom at 0 for the multi-head law (a "
+                         "rank-deficient token Gram is supported by the single-head "
+                         "attention_law(beta, gamma, tokens=G) only)")
+    if has_hard_edge(heads, gamma_v, gamma_o):
+        raise ValueError(f"tokens are not supported with a square factor (the smallest of "
+                         f"1, gamma_v={gamma_v!r}, gamma_o={gamma_o!r} attained twice, or one "
+                         f"head with gamma_v, gamma_o >= 1): the law's hard edge at 0 is "
+                         f"derived for isotropic tokens only (theory section 9.12)")
+    return tokens
+
+
+@lru_cache(maxsize=32)
+def _token_multihead(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, tokens, options):
+    from ._multihead_tokens import TokenMultiheadLaw
+
+    return TokenMultiheadLaw(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, tokens, options)
 
 
 def head_average_gamma(heads, gamma_k, kv_groups=None):
@@ -523,7 +566,7 @@ def head_average_gamma(heads, gamma_k, kv_groups=None):
     return eff
 
 
-def head_average_law(beta, *, heads, gamma_k, kv_groups=None, options=None):
+def head_average_law(beta, *, heads, gamma_k, kv_groups=None, tokens=None, options=None):
     """Limiting law of the squared singular values of the head-averaged attention map.
 
     The map is ``sqrt(n h)(Abar - 11^T/n)`` with ``Abar = (1/h) sum_r A_r``
@@ -544,13 +587,18 @@ def head_average_law(beta, *, heads, gamma_k, kv_groups=None, options=None):
         Number of distinct key sets (must divide ``heads``); ``None`` means
         ``heads`` (independent keys), ``1`` means all heads share one key
         matrix (multi-query attention).
+    tokens : SpectralLaw, optional
+        Spectral law of the token Gram ``X X^T/D`` (mean 1, equal token
+        norms), as for :func:`freeattn.attention_law`: the summed queries of
+        a key group are again ``G^{1/2}`` times a Gaussian matrix, so the
+        averaged map is one head on the same tokens (theory section 9.12).
     options : SolverOptions, optional
         Engine tolerances (:data:`freeattn.DEFAULT_OPTIONS`).
 
     Returns
     -------
     SpectralLaw
-        ``attention_law(beta, gamma_eff).squared()`` with
+        ``attention_law(beta, gamma_eff, tokens=tokens).squared()`` with
         ``gamma_eff = kv_groups gamma_k / heads`` (theory eq. (9.19)):
         ``gamma_k`` for independent keys, ``gamma_k/heads`` for one shared key.
 
@@ -587,7 +635,7 @@ def head_average_law(beta, *, heads, gamma_k, kv_groups=None, options=None):
     8.0
     """
     eff = head_average_gamma(heads, gamma_k, kv_groups)
-    return attention_law(beta, eff, options=options).squared()
+    return attention_law(beta, eff, tokens=tokens, options=options).squared()
 
 
 def rank_fraction(gamma_v, gamma_o):

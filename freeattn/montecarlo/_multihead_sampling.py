@@ -70,11 +70,20 @@ def _check_common(n, heads, d_k, beta, kv_groups, model):
     return n, heads, d_k, float(b), kv_groups
 
 
-def _centred_heads(n, heads, d_k, beta, kv_groups, model, streams):
+def _gaussian_rows(stream, n, width, factor):
+    """``H`` (``n x width``, i.i.d. N(0, 1)), or ``F H`` for a token factor ``F`` (theory
+    section 9.12: ``X W`` with ``W`` i.i.d. N(0, 1/D) is ``F H``, ``F = X/sqrt(D)``)."""
+    if factor is None:
+        return stream.standard_normal((n, width))
+    return factor @ stream.standard_normal((factor.shape[1], width))
+
+
+def _centred_heads(n, heads, d_k, beta, kv_groups, model, streams, factor=None):
     """Yield ``(group, Y_r)`` with ``Y_r`` the centred head ``A_rperp`` (or its model).
 
     ``"attention"``: ``A_r - 11^T/n``; ``"linear"``: ``(beta S_r + alpha W_r)/n``
     (theory eq. (9.2)).  Each group's keys are drawn when its first head comes.
+    With a token factor ``F`` the queries and keys are ``F H``.
     """
     per_group = heads // kv_groups
     alpha = linear_coefficients(beta).alpha if model == "linear" else None
@@ -82,8 +91,8 @@ def _centred_heads(n, heads, d_k, beta, kv_groups, model, streams):
     for r in range(heads):
         group = r // per_group
         if r % per_group == 0:
-            keys = streams[_KEYS].standard_normal((n, d_k))
-        q = streams[_QUERIES].standard_normal((n, d_k))
+            keys = _gaussian_rows(streams[_KEYS], n, d_k, factor)
+        q = _gaussian_rows(streams[_QUERIES], n, d_k, factor)
         q *= 1.0 / np.sqrt(d_k)
         scores = scores_product(q, keys)
         del q
@@ -107,20 +116,36 @@ def _check_multihead(n, heads, d_k, d_v, d_o, beta, kv_groups, model):
     return n, heads, d_k, d_v, d_o, b, kv_groups
 
 
-def _head_outputs(n, heads, d_k, d_v, beta, kv_groups, model, streams):
+def _head_outputs(n, heads, d_k, d_v, beta, kv_groups, model, streams, factor=None):
     """``M = [Y_1 V_1, ..., Y_h V_h]`` (n x heads*d_v, Fortran order) and ``W_O``."""
     m = np.empty((n, heads * d_v), order="F")
     values = None
     last_group = -1
     for r, (group, y) in enumerate(_centred_heads(n, heads, d_k, beta, kv_groups, model,
-                                                  streams)):
+                                                  streams, factor)):
         if group != last_group:
-            values = np.asfortranarray(streams[_VALUES].standard_normal((n, d_v)))
+            values = np.asfortranarray(_gaussian_rows(streams[_VALUES], n, d_v, factor))
             last_group = group
         # y is C-ordered, so y.T is a Fortran view: M_r = (y.T)^T V through BLAS
         m[:, r * d_v:(r + 1) * d_v] = _blas.dgemm(1.0, y.T, values, trans_a=True)
         del y
     return m
+
+
+def _check_token_factor(token_factor, n):
+    """``token_factor`` as a finite float ``n x D`` array, or ``None``."""
+    if token_factor is None:
+        return None
+    f = np.asarray(token_factor)
+    if f.dtype.kind not in "fiu":
+        raise TypeError(f"token_factor must be a real array, got dtype {f.dtype}")
+    if f.ndim != 2 or f.shape[0] != n or f.shape[1] < 1:
+        raise ValueError(f"token_factor must have shape (n, D) = ({n}, D >= 1), got "
+                         f"{f.shape}")
+    f = np.asarray(f, float)
+    if not np.all(np.isfinite(f)):
+        raise ValueError("token_factor must be finite")
+    return f
 
 
 def _output_projection(heads, d_v, d_o, streams):
@@ -149,7 +174,7 @@ def _triangular_factor(m):
 
 
 def sample_multihead_output(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None,
-                            model="attention", rng=None):
+                            model="attention", token_factor=None, rng=None):
     """Sample the centred multi-head output ``MHA_perp`` (theory eq. (9.1)).
 
     Parameters
@@ -167,6 +192,11 @@ def sample_multihead_output(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None,
         (default) means ``heads`` (no sharing); ``1`` is multi-query attention.
     model : {"attention", "linear"}, optional
         Softmax heads, or their Gaussian-equivalent linear model (eq. (9.2)).
+    token_factor : numpy.ndarray, shape (n, D), optional
+        ``F = X/sqrt(D)`` for tokens ``X`` (``n x D``): queries, keys and
+        values are ``F H`` with ``H`` i.i.d. N(0, 1), i.e. ``X W`` with
+        weights N(0, 1/D), and the token Gram is ``F F^T`` (theory section
+        9.12).  ``None`` (default): isotropic tokens, ``F F^T = I``.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Passed to :func:`numpy.random.default_rng`.
 
@@ -183,7 +213,8 @@ def sample_multihead_output(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None,
         is not a seed or generator.
     ValueError
         If a size is out of range, ``kv_groups`` does not divide ``heads``,
-        ``beta`` is NaN, infinite or not positive, or ``model`` is unknown.
+        ``beta`` is NaN, infinite or not positive, ``model`` is unknown, or
+        ``token_factor`` is not a finite ``n x D`` array.
 
     Notes
     -----
@@ -201,19 +232,20 @@ def sample_multihead_output(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None,
     """
     n, heads, d_k, d_v, d_o, b, kv_groups = _check_multihead(n, heads, d_k, d_v, d_o, beta,
                                                             kv_groups, model)
+    factor = _check_token_factor(token_factor, n)
     streams = _generator_streams(rng)
-    m = _head_outputs(n, heads, d_k, d_v, b, kv_groups, model, streams)
+    m = _head_outputs(n, heads, d_k, d_v, b, kv_groups, model, streams, factor)
     w_o = _output_projection(heads, d_v, d_o, streams)
     return _blas.dgemm(1.0, m, w_o)
 
 
 def sample_multihead(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None, model="attention",
-                     rng=None):
+                     token_factor=None, rng=None):
     """Eigenvalues of ``MHA_perp MHA_perp^T``: ``n`` values, zeros included (eq. (9.1)).
 
     Parameters
     ----------
-    n, heads, d_k, d_v, d_o, beta, kv_groups, model, rng
+    n, heads, d_k, d_v, d_o, beta, kv_groups, model, token_factor, rng
         As in :func:`sample_multihead_output`; the same ``rng`` gives the
         spectrum of the same matrix.
 
@@ -250,8 +282,9 @@ def sample_multihead(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None, model="at
     """
     n, heads, d_k, d_v, d_o, b, kv_groups = _check_multihead(n, heads, d_k, d_v, d_o, beta,
                                                             kv_groups, model)
+    factor = _check_token_factor(token_factor, n)
     streams = _generator_streams(rng)
-    m = _head_outputs(n, heads, d_k, d_v, b, kv_groups, model, streams)
+    m = _head_outputs(n, heads, d_k, d_v, b, kv_groups, model, streams, factor)
     w_o = _output_projection(heads, d_v, d_o, streams)
     p = heads * d_v
     if p < min(n, d_o):
@@ -267,12 +300,12 @@ def sample_multihead(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None, model="at
 
 
 def multihead_factor(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None, model="attention",
-                     rng=None):
+                     token_factor=None, rng=None):
     """An ``n x r`` matrix ``B`` with ``B B^T = MHA_perp MHA_perp^T`` and ``r`` its width.
 
     Parameters
     ----------
-    n, heads, d_k, d_v, d_o, beta, kv_groups, model, rng
+    n, heads, d_k, d_v, d_o, beta, kv_groups, model, token_factor, rng
         As in :func:`sample_multihead_output`; the same ``rng`` gives the same
         matrix ``MHA_perp``.
 
@@ -301,8 +334,9 @@ def multihead_factor(n, heads, d_k, d_v, d_o, beta, *, kv_groups=None, model="at
     """
     n, heads, d_k, d_v, d_o, b, kv_groups = _check_multihead(n, heads, d_k, d_v, d_o, beta,
                                                             kv_groups, model)
+    factor = _check_token_factor(token_factor, n)
     streams = _generator_streams(rng)
-    m = _head_outputs(n, heads, d_k, d_v, b, kv_groups, model, streams)
+    m = _head_outputs(n, heads, d_k, d_v, b, kv_groups, model, streams, factor)
     w_o = _output_projection(heads, d_v, d_o, streams)
     if heads * d_v < min(n, d_o):
         gram = _blas.dsyrk(1.0, w_o, lower=1)         # W_O W_O^T, lower triangle
