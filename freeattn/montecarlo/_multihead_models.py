@@ -1,11 +1,15 @@
 """The multi-head Monte Carlo models of the registry (theory eqs. (9.1), (9.2), (9.19)).
 
-The models ``multihead``, ``multihead_linear``, ``head_average`` and
-``head_average_linear`` of :data:`freeattn.MODELS`, registered when this
+The models ``multihead``, ``multihead_linear``, ``head_average``,
+``head_average_linear`` and the anisotropic-token models
+``multihead_tokens_rotated``, ``multihead_tokens_wishart`` (and their
+``_linear`` variants, theory section 9.12) of :data:`freeattn.MODELS`, registered when this
 module is imported (the package :mod:`freeattn.montecarlo` imports it).  Their
 samplers are those of :mod:`freeattn.montecarlo._multihead_sampling`, their
 limiting laws those of :mod:`freeattn.attention._multihead`.
 """
+
+import functools
 
 import numpy as np
 
@@ -13,6 +17,8 @@ from ..attention._multihead import (_check_heads, head_average_law, mean_and_ran
                                     multihead_law)
 from ._models import Intermediate, Model, register_intermediate, register_model, same_variance_mp
 from ._multihead_sampling import multihead_factor, sample_head_average_map
+from ._stack_sampling import (DEFAULT_SPREAD, DEFAULT_WISHART_RATIO, _check_tokens,
+                              token_gram_law)
 
 # ---------------------------------------------------------------------------
 # Monte Carlo models (the registry of freeattn.MODELS)
@@ -27,7 +33,9 @@ from ._multihead_sampling import multihead_factor, sample_head_average_map
 
 #: The registered multi-head models, by name.
 MULTIHEAD_MODEL_NAMES = ("multihead", "multihead_linear", "head_average",
-                         "head_average_linear")
+                         "head_average_linear", "multihead_tokens_rotated",
+                         "multihead_tokens_rotated_linear", "multihead_tokens_wishart",
+                         "multihead_tokens_wishart_linear")
 
 #: Relative distance of ``gamma_v n / heads`` (or ``gamma_o n``) to an integer
 #: below which it counts as one (a ratio given as a decimal such as 0.1 times
@@ -36,6 +44,8 @@ WIDTH_INTEGER_RTOL = 1e-9
 
 _MULTIHEAD_OPTIONS = {"heads": 4, "kv_groups": None, "gamma_v": None, "gamma_o": 1.0}
 _HEAD_AVERAGE_OPTIONS = {"heads": 4, "kv_groups": None}
+_TOKEN_OPTIONS = dict(_MULTIHEAD_OPTIONS, gamma_o=0.75, spread=DEFAULT_SPREAD,
+                      wishart_ratio=DEFAULT_WISHART_RATIO)
 
 
 def _width(value, n, name, per):
@@ -89,14 +99,21 @@ def _draw_seed(draw):
     return np.random.SeedSequence([int(v) for v in draw.get("multihead_seed")])
 
 
-def _sample_multihead(draw, model):
+def _sample_multihead(draw, model, kind=None, defaults=_MULTIHEAD_OPTIONS):
+    # draw.options holds the caller's options only: the defaults are the model's
     o = draw.options
-    heads = o.get("heads", _MULTIHEAD_OPTIONS["heads"])
+    heads = o.get("heads", defaults["heads"])
     kv_groups = o.get("kv_groups")
     d_k, d_v, d_o = _multihead_widths(draw.n, draw.d_qk, heads, kv_groups, o.get("gamma_v"),
-                                      o.get("gamma_o", _MULTIHEAD_OPTIONS["gamma_o"]))
+                                      o.get("gamma_o", defaults["gamma_o"]))
+    factor = None if kind is None else draw.get(f"token_factor_{kind}")
     return multihead_factor(draw.n, heads, d_k, d_v, d_o, draw.beta, kv_groups=kv_groups,
-                            model=model, rng=_draw_seed(draw))
+                            model=model, token_factor=factor, rng=_draw_seed(draw))
+
+
+def _sample_multihead_tokens(kind, model, draw):
+    """``MHA_perp`` on tokens of Gram ``F F^T`` (theory section 9.12), as a factor."""
+    return _sample_multihead(draw, model, kind, _TOKEN_OPTIONS)
 
 
 def _sample_multihead_attention(draw):
@@ -137,6 +154,29 @@ def multihead_model_law(beta, gamma, heads, kv_groups, gamma_v, gamma_o):
 def multihead_model_reference(beta, gamma, heads, kv_groups, gamma_v, gamma_o):
     """Marchenko-Pastur law with the multi-head law's mean and rank (theory eqs. (9.14), (9.16))."""
     return mean_and_rank_matched_mp(beta, gamma if gamma_v is None else gamma_v, gamma_o)
+
+
+def multihead_tokens_model_law(kind, beta, gamma, heads, kv_groups, gamma_v, gamma_o,
+                               spread=DEFAULT_SPREAD, wishart_ratio=DEFAULT_WISHART_RATIO):
+    """:func:`multihead_law` with ``tokens`` the models' Gram law (theory section 9.12)."""
+    return multihead_law(beta, heads=heads, gamma_k=gamma,
+                         gamma_v=gamma if gamma_v is None else gamma_v, gamma_o=gamma_o,
+                         kv_groups=kv_groups,
+                         tokens=token_gram_law(kind, spread, wishart_ratio))
+
+
+def multihead_tokens_model_reference(beta, gamma, heads, kv_groups, gamma_v, gamma_o,
+                                     spread=DEFAULT_SPREAD,
+                                     wishart_ratio=DEFAULT_WISHART_RATIO):
+    """The isotropic :func:`multihead_law` at the same widths."""
+    return multihead_model_law(beta, gamma, heads, kv_groups, gamma_v, gamma_o)
+
+
+def _check_multihead_tokens_model(n, d_qk, heads, kv_groups, gamma_v, gamma_o,
+                                  spread=DEFAULT_SPREAD, wishart_ratio=DEFAULT_WISHART_RATIO):
+    """``Model.check`` of the token models: integer widths and a token spectrum."""
+    _multihead_widths(n, d_qk, heads, kv_groups, gamma_v, gamma_o)
+    _check_tokens(n, d_qk, spread=spread, wishart_ratio=wishart_ratio)
 
 
 def head_average_model_law(beta, gamma, heads, kv_groups):
@@ -182,6 +222,20 @@ def _register_models():
                   equation="theory eq. (9.19)", options=_HEAD_AVERAGE_OPTIONS,
                   check=_check_head_average_model)):
         register_model(model)
+    what = {"rotated": "Haar-rotated two-point Gram, equal norms",
+            "wishart": "Wishart Gram, rows normalized"}
+    for kind in ("rotated", "wishart"):
+        for model, linear in (("attention", False), ("linear", True)):
+            name = f"multihead_tokens_{kind}" + ("_linear" if linear else "")
+            heads_of = ("Gaussian-equivalent heads" if linear else "softmax heads")
+            register_model(Model(
+                name, functools.partial(_sample_multihead_tokens, kind, model),
+                uses=uses + (f"token_factor_{kind}",),
+                law=functools.partial(multihead_tokens_model_law, kind),
+                reference=multihead_tokens_model_reference, outliers=0 if linear else 1,
+                description=f"multi-head output, {heads_of}, tokens of {what[kind]}",
+                equation="theory eq. (9.23)", options=dict(_TOKEN_OPTIONS),
+                check=_check_multihead_tokens_model))
 
 
 _register_models()
