@@ -23,6 +23,17 @@ __all__ = ["TokenMultiheadLaw", "TokenMultiheadSystem", "token_nodes"]
 #: Relative residual ``|w - Phi(w, z)| / (1 + |w|)`` at which a point of the
 #: Dyson system (9.25)-(9.29) is solved (a few ulps of the unknowns).
 DYSON_RTOL = 1e-14
+#: A point whose Newton step is rejected (the residual no longer decreases) while the
+#: step is below this (relative to ``1 + |w|``) is at the rounding noise of ``Phi``
+#: (its terms cancel next to ``x = 0``, where ``m ~ -atom/x``) and is accepted there.
+DYSON_STALL_RTOL = 1e-12
+#: A stage of a continuation before the last one only has to stay on the path: its
+#: relative residual must be below this (the last stage is solved to ``DYSON_RTOL``).
+DYSON_PATH_RTOL = 1e-8
+#: A continuation stage that leaves the path is redone over this many geometric
+#: sub-stages, nested at most ``DYSON_SPLIT_DEPTH`` times.
+DYSON_SPLIT = 4
+DYSON_SPLIT_DEPTH = 3
 #: Most Newton steps per continuation stage, and halvings of one step.
 DYSON_NEWTON_STEPS = 40
 DYSON_HALVINGS = 30
@@ -32,8 +43,11 @@ DYSON_HALVINGS = 30
 DYSON_START_HEIGHT = 4.0
 DYSON_HEIGHT_RATIO = 0.125
 DYSON_FLOOR = 1e-14
-#: Points of the scan for the bands (geometric below, linear above).
+#: Points of the scan for the bands (geometric from ``SCAN_LOW`` times the top of the
+#: scan to 2% of it, linear above).  A lower edge below ``SCAN_LOW`` of the scale (a
+#: geometry within about 1e-3 of a square factor) raises ConvergenceError.
 SCAN_POINTS = 480
+SCAN_LOW = 1e-6
 #: A scan point whose density is below this fraction of the scan's largest
 #: density lies in a gap.
 GAP_RTOL = 1e-9
@@ -189,6 +203,7 @@ class TokenMultiheadSystem:
         f, jf, m = self.residual(w, z)
         err = self._error(f, w)
         active = err > DYSON_RTOL
+        at_noise = np.zeros(z.shape[0], bool)
         for _ in range(steps):
             if not active.any():
                 break
@@ -200,6 +215,7 @@ class TokenMultiheadSystem:
                 break
             if real:
                 step = step.real
+            size = np.max(np.abs(step), axis=0) / (1.0 + np.max(np.abs(w[:, idx]), axis=0))
             lam = np.ones(idx.size)
             pending = np.ones(idx.size, bool)
             for _ in range(DYSON_HALVINGS):
@@ -207,9 +223,7 @@ class TokenMultiheadSystem:
                 ft, jt, mt = self.residual(trial, z[idx])
                 et = self._error(ft, trial)
                 good = pending & np.isfinite(et) & (et < np.maximum(err[idx], DYSON_RTOL))
-                if real:
-                    good &= True
-                else:
+                if not real:
                     good &= ~((z[idx].imag > 0) & (mt.imag < 0))
                 sel = idx[good]
                 w[:, sel] = trial[:, good]
@@ -221,45 +235,72 @@ class TokenMultiheadSystem:
                 lam = np.where(pending, lam * 0.5, lam)
             stalled = idx[pending]
             active[stalled] = False
+            at_noise[stalled] = size[pending] <= DYSON_STALL_RTOL
             active &= err > DYSON_RTOL
-        return w, m, err, err <= DYSON_RTOL
+        return w, m, err, (err <= DYSON_RTOL) | at_noise
 
-    def solve_axis(self, x, scale, w_floor=None):
+    def _descend(self, w, zr, y_from, y_to, depth=0):
+        """Newton at ``zr + i y_to`` from the solutions ``w`` at ``zr + i y_from``; points
+        that do not stay on the path are redone over ``DYSON_SPLIT`` geometric sub-stages
+        (at most ``DYSON_SPLIT_DEPTH`` times nested).  Returns ``(w, m, err, ok)``."""
+        last = bool(np.all(y_to == 0))
+        w1, m, err, conv = self.newton(w, zr + 1j * y_to)
+        ok = conv if last else (conv | (err <= DYSON_PATH_RTOL))
+        if ok.all() or depth >= DYSON_SPLIT_DEPTH:
+            return w1, m, err, ok
+        bad = ~ok
+        wb, zb = w[:, bad], zr[bad]
+        yf, yt = y_from[bad], y_to[bad]
+        # sub-stages from y_from towards y_to (towards y_from * ratio when y_to = 0)
+        low = np.where(yt > 0, yt, yf * DYSON_HEIGHT_RATIO)
+        marks = yf * (low / yf) ** (np.arange(1, DYSON_SPLIT + 1)[:, None] / DYSON_SPLIT)
+        y_prev = yf
+        okb = np.ones(zb.size, bool)
+        for y_next in marks:
+            wb, mb, eb, ob = self._descend(wb, zb, y_prev, y_next, depth + 1)
+            okb &= ob
+            y_prev = y_next
+        if np.any(yt == 0):
+            wb, mb, eb, ob = self._descend(wb, zb, y_prev, yt, depth + 1)
+            okb &= ob
+        w1[:, bad], m[bad], err[bad], ok[bad] = wb, mb, eb, okb
+        return w1, m, err, ok
+
+    def _continue(self, zr, heights):
+        """Follow ``zr + i y`` over the rows of ``heights`` (the first from the start at
+        infinity); returns ``(w, m, err, ok)`` at the last row."""
+        n = zr.size
+        w = self.start(n)
+        w, m, err, ok = self._descend(w, zr, heights[0] / DYSON_HEIGHT_RATIO, heights[0])
+        for y_from, y_to in zip(heights[:-1], heights[1:]):
+            w, m, err, conv = self._descend(w, zr, y_from, y_to)
+            ok &= conv
+        return w, m, err, ok
+
+    def solve_axis(self, x, scale):
         """Solve at ``x + i0`` (real ``x``) by continuation from ``x + i 4 scale``.
 
         Returns ``(w, m, error, converged)`` at the real axis.
         """
         x = np.asarray(x, float)
-        n = x.size
-        w = self.start(n)
-        y = DYSON_START_HEIGHT * scale
         heights = []
+        y = DYSON_START_HEIGHT * scale
         while y > DYSON_FLOOR * scale:
             heights.append(y)
             y *= DYSON_HEIGHT_RATIO
         heights.append(0.0)
-        ok = np.ones(n, bool)
-        for y in heights:
-            z = x + 1j * y
-            w, m, err, conv = self.newton(w, z)
-            ok &= conv
-        return w, m, err, ok
+        rows = np.repeat(np.array(heights)[:, None], x.size, axis=1)
+        return self._continue(x.astype(complex), rows)
 
     def solve_upper(self, z, scale):
         """Solve at points ``z`` with ``Im z > 0`` by continuation down from ``Re z + i 4 scale``."""
         z = np.asarray(z, complex)
-        n = z.size
-        w = self.start(n)
-        top = np.maximum(DYSON_START_HEIGHT * scale, z.imag)
-        y = top.copy()
-        ok = np.ones(n, bool)
-        while True:
+        y = np.maximum(DYSON_START_HEIGHT * scale, z.imag)
+        rows = [y]
+        while np.any(y > z.imag):
             y = np.maximum(y * DYSON_HEIGHT_RATIO, z.imag)
-            w, m, err, conv = self.newton(w, z.real + 1j * y)
-            if np.all(y <= z.imag):
-                ok &= conv
-                break
-        return w, m, err, ok
+            rows.append(y)
+        return self._continue(z.real.astype(complex), np.array(rows))
 
     # -- the real system and its folds (eq. (9.30)) ---------------------------------
     def real_det(self, w, x):
@@ -405,7 +446,7 @@ class TokenMultiheadLaw(SpectralLaw):
         else:
             raise ConvergenceError(f"{self._describe()}: no point above the support found "
                                    f"below x = {top!r}")
-        x = np.concatenate([np.geomspace(top * 1e-8, top * 0.02, SCAN_POINTS // 4,
+        x = np.concatenate([np.geomspace(top * SCAN_LOW, top * 0.02, SCAN_POINTS // 4,
                                          endpoint=False),
                             np.linspace(top * 0.02, top, SCAN_POINTS - SCAN_POINTS // 4)])
         w, m, err, ok = sys_.solve_axis(x, top)
