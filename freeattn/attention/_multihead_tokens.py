@@ -23,6 +23,10 @@ __all__ = ["TokenMultiheadLaw", "TokenMultiheadSystem", "token_nodes"]
 #: Relative residual ``|w - Phi(w, z)| / (1 + |w|)`` at which a point of the
 #: Dyson system (9.25)-(9.29) is solved (a few ulps of the unknowns).
 DYSON_RTOL = 1e-14
+#: The residual of each unknown is relative to its size, floored at this fraction of
+#: its value at ``z = oo`` (the key and value unknowns tend to 0 with ``x`` next to
+#: the atom at 0, and the edges there depend on their relative accuracy).
+DYSON_ERROR_FLOOR = 1e-12
 #: A point whose Newton step is rejected (the residual no longer decreases) while the
 #: step is below this (relative to ``1 + |w|``) is at the rounding noise of ``Phi``
 #: (its terms cancel next to ``x = 0``, where ``m ~ -atom/x``) and is accepted there.
@@ -48,14 +52,20 @@ DYSON_FLOOR = 1e-14
 #: geometry within about 1e-3 of a square factor) raises ConvergenceError.
 SCAN_POINTS = 480
 SCAN_LOW = 1e-6
+#: Where the first scan point lies in a band, the scan goes on down to
+#: ``SCAN_FLOOR`` of the scale with ``SCAN_EXTRA`` geometric points.
+SCAN_FLOOR = 1e-12
+SCAN_EXTRA = 96
 #: A scan point whose density is below this fraction of the scan's largest
 #: density lies in a gap.
 GAP_RTOL = 1e-9
-#: Bisection steps between a gap point and a band point before the bordered
-#: Newton of eq. (9.30), and its steps and tolerance (relative step in ``x``).
-EDGE_BISECTIONS = 24
+#: Rounds of ``EDGE_SPLIT``-point sections of the bracket between a gap point and a
+#: band point before the bordered Newton of eq. (9.30) (``17**4 = 8e4`` times
+#: narrower), and that Newton's steps and tolerance (relative step in ``x``).
+EDGE_ROUNDS = 4
+EDGE_SPLIT = 16
 EDGE_STEPS = 40
-EDGE_RTOL = 1e-15
+EDGE_RTOL = 1e-13
 #: Relative finite-difference step of the derivative of ``det J`` in eq. (9.30)
 #: (only the convergence rate depends on it: ``F`` and ``det J`` are exact).
 EDGE_FD_STEP = 1e-6
@@ -113,6 +123,7 @@ class TokenMultiheadSystem:
         self.far = np.array([self.b2 * self.go * g2, self.a2 * self.go, 1.0,
                              self.h / self.gk * g2])
         self.mean = self.go * (self.a2 + self.b2 * g2)
+        self.floor = DYSON_ERROR_FLOOR * np.maximum(np.abs(self.far), np.finfo(float).tiny)
 
     def phi(self, w, z):
         """``(Phi, dPhi/dw, m)`` for ``w`` of shape ``(4, N)`` and ``z`` of shape ``(N,)``.
@@ -192,7 +203,9 @@ class TokenMultiheadSystem:
         return f, jf, m
 
     def _error(self, f, w):
-        return np.max(np.abs(f), axis=0) / (1.0 + np.max(np.abs(w), axis=0))
+        """Largest relative residual of the four unknowns (each against its own size,
+        floored at ``DYSON_ERROR_FLOOR`` of its value at infinity)."""
+        return np.max(np.abs(f) / (np.abs(w) + self.floor[:, None]), axis=0)
 
     def newton(self, w, z, steps=DYSON_NEWTON_STEPS, real=False):
         """Damped Newton on ``w = Phi(w, z)``; returns ``(w, m, error, converged)``.
@@ -215,7 +228,7 @@ class TokenMultiheadSystem:
                 break
             if real:
                 step = step.real
-            size = np.max(np.abs(step), axis=0) / (1.0 + np.max(np.abs(w[:, idx]), axis=0))
+            size = self._error(step, w[:, idx])
             lam = np.ones(idx.size)
             pending = np.ones(idx.size, bool)
             for _ in range(DYSON_HALVINGS):
@@ -336,8 +349,8 @@ class TokenMultiheadSystem:
             u = u - du
             if not np.all(np.isfinite(u)):
                 return None
-            if abs(du[4]) <= EDGE_RTOL * (abs(u[4]) + scale) and \
-                    np.max(np.abs(fu[:4])) <= 1e3 * DYSON_RTOL * (1 + np.max(np.abs(u[:4]))):
+            if abs(du[4]) <= EDGE_RTOL * abs(u[4]) and \
+                    np.all(self._error(du[:4, None], u[:4, None]) <= DYSON_STALL_RTOL):
                 return u
         return None
 
@@ -449,14 +462,16 @@ class TokenMultiheadLaw(SpectralLaw):
         x = np.concatenate([np.geomspace(top * SCAN_LOW, top * 0.02, SCAN_POINTS // 4,
                                          endpoint=False),
                             np.linspace(top * 0.02, top, SCAN_POINTS - SCAN_POINTS // 4)])
-        w, m, err, ok = sys_.solve_axis(x, top)
-        if not ok.all():
-            bad = int(np.argmax(~ok))
-            raise ConvergenceError(
-                f"{self._describe()}: the Dyson system did not converge at x = {x[bad]!r} "
-                f"while scanning for the support (relative residual {err[bad]:.3g})")
-        dens = m.imag
-        inside = dens > GAP_RTOL * dens.max()
+        w, m = self._scan(x, top)
+        self._density_scale = m.imag.max()
+        inside = m.imag > GAP_RTOL * self._density_scale
+        if inside[0]:
+            low = np.geomspace(top * SCAN_FLOOR, x[0], SCAN_EXTRA, endpoint=False)
+            wl, ml = self._scan(low, top)
+            x, w, m = np.concatenate([low, x]), np.concatenate([wl, w], axis=1), \
+                np.concatenate([ml, m])
+            self._density_scale = max(self._density_scale, ml.imag.max())
+            inside = m.imag > GAP_RTOL * self._density_scale
         if not inside.any():
             raise ConvergenceError(f"{self._describe()}: the scan found no band")
         edges = []
@@ -471,21 +486,34 @@ class TokenMultiheadLaw(SpectralLaw):
         self._certify_top(bands[-1][1], top)
         return bands
 
+    def _scan(self, x, top):
+        w, m, err, ok = self.system.solve_axis(x, top)
+        if not ok.all():
+            bad = int(np.argmax(~ok))
+            raise ConvergenceError(
+                f"{self._describe()}: the Dyson system did not converge at x = {x[bad]!r} "
+                f"while scanning for the support (relative residual {err[bad]:.3g})")
+        return w, m
+
     def _edge(self, xg, wg, xb, scale):
-        """The fold between a gap point ``xg`` (real solution ``wg``) and a band point ``xb``."""
-        sys_ = self.system
+        """The fold between a gap point ``xg`` (real solution ``wg``) and a band point ``xb``.
+
+        ``EDGE_ROUNDS`` rounds classify ``EDGE_SPLIT`` points of the bracket by their
+        density (solved from above the axis, so on the branch); the bordered Newton of
+        eq. (9.30) starts from the real solution at the last gap point.
+        """
         wg = wg.real.copy()
-        for _ in range(EDGE_BISECTIONS):
-            xm = 0.5 * (xg + xb)
-            wm, mm, err, ok = sys_.newton(wg.astype(complex)[:, None], np.array([complex(xm)]),
-                                          real=True)
-            if ok[0] and np.all(np.isfinite(wm)) and \
-                    np.sign(sys_.real_det(wm[:, 0].real, xm)) == np.sign(sys_.real_det(wg, xg)):
-                xg, wg = xm, wm[:, 0].real
-            else:
-                xb = xm
-        u = sys_.fold(wg, xg, scale)
-        if u is None or not min(xg, xb) - abs(xb - xg) <= u[4] <= max(xg, xb) + abs(xb - xg):
+        for _ in range(EDGE_ROUNDS):
+            xs = xg + (xb - xg) * np.arange(1, EDGE_SPLIT + 1) / (EDGE_SPLIT + 1)
+            w, m = self._scan(xs, scale)
+            band = m.imag > GAP_RTOL * self._density_scale
+            first = int(np.argmax(band)) if band.any() else EDGE_SPLIT
+            if first > 0:
+                xg, wg = xs[first - 1], w[:, first - 1].real
+            if first < EDGE_SPLIT:
+                xb = xs[first]
+        u = self.system.fold(wg, xg, scale)
+        if u is None or not min(xg, xb) <= u[4] <= max(xg, xb):
             raise ConvergenceError(
                 f"{self._describe()}: the bordered Newton of theory eq. (9.30) did not "
                 f"converge to the edge between x = {xg!r} (gap) and {xb!r} (band)")
