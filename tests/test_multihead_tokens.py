@@ -60,7 +60,18 @@ def _series_moments(beta, h, gk, gv, go, g_moments, order=2):
     K = order + 1
 
     def trunc(expr, n=K + 1):
-        return sp.series(sp.expand(expr), t, 0, n).removeO()
+        # the terms of degree < n in t (every expression here is a polynomial in t)
+        p = sp.Poly(sp.expand(expr), t)
+        return sum(coef * t ** mon[0] for mon, coef in zip(p.monoms(), p.coeffs())
+                   if mon[0] < n)
+
+    def inverse(q):
+        # 1/(1 + q) for q = O(t), truncated
+        q, out, power = trunc(q), sp.Integer(1), sp.Integer(1)
+        for _ in range(K + 1):
+            power = trunc(-power * q)
+            out += power
+        return out
 
     def avg(poly_in_x):
         p = sp.Poly(sp.expand(poly_in_x), x)
@@ -76,14 +87,14 @@ def _series_moments(beta, h, gk, gv, go, g_moments, order=2):
     u1, u2 = b2 * phi1, a2 * phi2
     gO = 1 - (gv / go) * (1 - gV)                                   # eq. (9.28)
     a = (go / h) * gO * gV
-    den = 1 + a * u1 * eps
-    A, B = trunc(a * u2), trunc(a * u1 / den)
+    inv_den = inverse(a * u1 * eps)
+    A, B = trunc(a * u2), trunc(a * u1 * inv_den)
     inv_d = sum((-(A * x + B * x ** 2)) ** j for j in range(K + 1))  # 1/D(g), eq. (9.26)
     S1, S2 = trunc(avg(x * inv_d)), trunc(avg(x ** 2 * inv_d))
-    p1, p2 = trunc((gk / h) * eps / den), S1
+    p1, p2 = trunc((gk / h) * eps * inv_den), S1
     pi = trunc(u1 * p1 + u2 * p2)
     equations = [e1 - b2 * h * a * p1, e2 - a2 * h * a * p2,             # eq. (9.27)
-                 gV - 1 / (1 + (go / gv) * gO * pi), eps - (h / gk) * S2]
+                 gV - inverse((go / gv) * gO * pi), eps - (h / gk) * S2]
     equations = [trunc(eq, K) for eq in equations]
     solution = {}
     for k in range(1, K):
@@ -108,6 +119,11 @@ def test_moments_follow_the_expansion_of_the_system(tokens):
     m1, m2 = _series_moments(beta, h, gk, gv, go, g)
     assert m1 == pytest.approx(law.mean(), rel=1e-12)
     assert m2 == pytest.approx(law.moment(2), rel=1e-10)
+    a2, b2 = float(c.alpha2), float(c.theta2)
+    closed = go ** 2 * ((a2 + b2 * g[0]) ** 2 * (1 + 1 / gv + 1 / go)
+                        + b2 ** 2 * g[0] ** 2 * (g[0] - 1 + 1 / gk)
+                        + (a2 ** 2 * g[0] + 2 * a2 * b2 * g[1] + b2 ** 2 * g[2]) / h)
+    assert closed == pytest.approx(m2, rel=1e-12)          # eq. (9.31)
 
 
 def test_continuous_token_law_quadrature_is_converged():
