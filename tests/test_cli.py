@@ -506,7 +506,24 @@ def test_multihead_table_and_json_match_the_library(capsys):
     assert code == 0 and len(rows) == 3 and float(rows[0]["cdf"]) == 0.5
 
 
+def test_multihead_token_spread_is_the_token_law(capsys):
+    """`freeattn multihead --token-spread S`: the law of theory section 9.12 with the
+    token Gram spectrum {1 - S, 1 + S}; its mean is eq. (9.31)."""
+    argv = ["multihead", "--beta", "1", "--heads", "4", "--gamma-k", "0.5", "--gamma-v",
+            "0.5", "--gamma-o", "1", "--token-spread", "0.5", "--at", "1,2", "--format",
+            "json"]
+    law = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0,
+                                 tokens=freeattn.point_masses([0.5, 1.5]))
+    code, out, err = run(capsys, *argv)
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert data["token_spread"] == 0.5
+    assert data["mean"] == pytest.approx(np.e - 2 + 1.25, rel=1e-13)    # eq. (9.31)
+    np.testing.assert_allclose(data["table"]["cdf"], law.cdf([1.0, 2.0]), rtol=ROUNDOFF_RTOL)
+
+
 @pytest.mark.parametrize("extra, fragment", [
+    (["--token-spread", "1.5"], "--token-spread"),
     (["--kv-groups", "3"], "kv_groups must divide heads"),
     (["--gamma-o", "nan"], "gamma_o"),
     (["--heads", "0"], "--heads"),

@@ -346,10 +346,16 @@ def _cmd_multihead(args, emit):
     from ..attention._multihead import mean_and_rank_matched_mp
 
     coefficients = fa.linear_coefficients(args.beta)
+    spread = args.token_spread
+    if not 0.0 <= spread < 1.0:
+        raise ValueError(f"--token-spread must be in [0, 1), got {spread!r}")
+    tokens = fa.point_masses([1.0 - spread, 1.0 + spread]) if spread > 0 else None
     law = fa.multihead_law(args.beta, heads=args.heads, gamma_k=args.gamma_k,
                            gamma_v=args.gamma_v, gamma_o=args.gamma_o,
-                           kv_groups=args.kv_groups)
+                           kv_groups=args.kv_groups, tokens=tokens)
     mp = mean_and_rank_matched_mp(law.beta, law.gamma_v, law.gamma_o)
+    if tokens is not None:           # the same rank, the token law's mean (eq. (9.31))
+        mp = mp.scaled(float(law.mean()) / float(mp.mean()))
     shown, shown_mp = law, mp
     if args.view == "singular-values":
         shown, shown_mp = fa.SingularValueLaw(law), fa.SingularValueLaw(mp)
@@ -363,6 +369,7 @@ def _cmd_multihead(args, emit):
         "gamma_k": law.gamma_k,
         "gamma_v": law.gamma_v,
         "gamma_o": law.gamma_o,
+        "token_spread": spread,
         "variable": "lambda" if args.view == "squared" else "s",
         "theta1": coefficients.theta1,
         "theta2": coefficients.theta2,
@@ -388,8 +395,9 @@ def _cmd_multihead(args, emit):
         ("squared edge", f"{_fmt(summary['squared_edge'])}   (Marchenko-Pastur, same mean "
                          f"and rank: {_fmt(summary['mp_squared_edge'])})"),
         ("mean, variance", f"{_fmt(m1)}, {_fmt(summary['var'])}"),
-        ("m2/m1^2 - 1", f"{_fmt(summary['variance_ratio'])}   (1/h + 1/gamma_v + 1/gamma_o "
-                        f"+ theta2^2/(gamma_k theta1^2))"),
+        ("m2/m1^2 - 1", f"{_fmt(summary['variance_ratio'])}   " + (
+            "(1/h + 1/gamma_v + 1/gamma_o + theta2^2/(gamma_k theta1^2))" if tokens is None
+            else "(theory eq. (9.31))")),
         ("moments m1..m4", ", ".join(_fmt(v) for v in summary["moments"].values())),
     ]
     blocks = [
@@ -397,8 +405,11 @@ def _cmd_multihead(args, emit):
         "MHA_perp = [A_1perp V_1, ..., A_hperp V_h] W_O",
         f"beta = {_fmt(law.beta)}, heads = {law.heads}, kv_groups = {law.kv_groups} "
         f"(does not change the law), gamma_k = h d_k/n = {_fmt(law.gamma_k)}, "
-        f"gamma_v = h d_v/n = {_fmt(law.gamma_v)}, gamma_o = d_o/n = {_fmt(law.gamma_o)}",
-        "(theory/09_multihead.md, eqs. (9.9), (9.13))",
+        f"gamma_v = h d_v/n = {_fmt(law.gamma_v)}, gamma_o = d_o/n = {_fmt(law.gamma_o)}"
+        + (f", token Gram spectrum {{{_fmt(1 - spread)}, {_fmt(1 + spread)}}}" if tokens
+           else ""),
+        "(theory/09_multihead.md, eqs. (9.9), (9.13))" if tokens is None else
+        "(theory/09_multihead.md, eqs. (9.23)-(9.31): the Dyson system)",
         "",
         r.Record(facts),
         "",
@@ -761,6 +772,9 @@ def _options_law(p):
 def _options_multihead(p):
     p.add_argument("--compare-mp", action="store_true",
                    help="add the Marchenko-Pastur law with the same mean and rank")
+    p.add_argument("--token-spread", type=float, default=0.0, metavar="S",
+                   help="token Gram spectrum {1 - S, 1 + S} (equal norms; 0: isotropic "
+                        "tokens)")
 
 
 def _options_edge(p):
