@@ -602,6 +602,11 @@ class OutputReport:
         Why ``law`` is ``None`` although :func:`freeattn.multihead_law` exists
         (it raised: a temperature or geometry its towers do not solve, theory
         section 9.11); empty otherwise.
+    token_law : bool
+        ``law`` is the multi-head law for the tokens' Gram spectrum (theory
+        section 9.12); ``False`` for isotropic tokens, or where that law is
+        not available (a square factor ``n >= E``, a rank-deficient Gram, or a
+        failed solve: :class:`TokenLawFallbackWarning`).
     """
 
     beta: float
@@ -619,6 +624,7 @@ class OutputReport:
     outliers: int
     values: np.ndarray
     law_error: str = ""
+    token_law: bool = False
 
 
 @dataclass(frozen=True)
@@ -688,7 +694,7 @@ def _head_report(r, attention, beta, gamma, law=None):
                       outliers=tuple(outliers), values=values)
 
 
-def _output_report(params, centred):
+def _output_report(params, centred, gram_law=None):
     import freeattn
 
     from .attention._coefficients import linear_coefficients
@@ -703,11 +709,21 @@ def _output_report(params, centred):
     ks_mp, w1_mp = _distances(mp, values)
     builder = getattr(freeattn, "multihead_law", None)
     law, ks, w1, edge, outliers, law_error = None, math.nan, math.nan, math.nan, 0, ""
-    if builder is not None:
+    kwargs = dict(heads=params.heads, gamma_k=params.gamma_k, gamma_v=params.gamma_v,
+                  gamma_o=params.gamma_o)
+    token_law = False
+    if builder is not None and gram_law is not None:
         try:
-            law = builder(params.beta, heads=params.heads, gamma_k=params.gamma_k,
-                          gamma_v=params.gamma_v, gamma_o=params.gamma_o
-                          ).scaled(params.output_scale)
+            law = builder(params.beta, tokens=gram_law, **kwargs).scaled(params.output_scale)
+            token_law = True
+        except (ValueError, ConvergenceError) as exc:
+            warnings.warn(f"the multi-head law for the tokens' Gram (theory section 9.12) is "
+                          f"not available ({type(exc).__name__}: {exc}); the output is "
+                          f"compared with the isotropic multi-head law, which assumes "
+                          f"X X^T = c I", TokenLawFallbackWarning, stacklevel=3)
+    if builder is not None and law is None:
+        try:
+            law = builder(params.beta, **kwargs).scaled(params.output_scale)
         except (ValueError, ConvergenceError) as exc:
             # a geometry or temperature the multi-head law's towers do not solve
             # (theory section 9.11): reported instead of failing
@@ -720,7 +736,7 @@ def _output_report(params, centred):
                         gamma_o=params.gamma_o, output_scale=params.output_scale, law=law,
                         ks=ks, w1=w1, ks_mp=ks_mp, w1_mp=w1_mp, edge=edge,
                         largest=float(values[-1]), outliers=outliers, values=values,
-                        law_error=law_error)
+                        law_error=law_error, token_law=token_law)
 
 
 def _forward(module, x):
@@ -850,6 +866,6 @@ def compare(module, tokens, *, heads=None, dtype=None):
     head_reports = tuple(_head_report(r, weights[r], params.betas[r], params.gamma,
                                       _head_law(params.betas[r], params.gamma, gram_law))
                          for r in range(params.heads))
-    output = _output_report(params, centred.to(torch.float64))
+    output = _output_report(params, centred.to(torch.float64), gram_law)
     return TorchReport(parameters=params, heads=head_reports, output=output,
                        dtype=str(dtype).replace("torch.", ""))

@@ -28,6 +28,11 @@ def _rotated_tokens(n, e, spread, rng):
     return x * np.sqrt(64.0)
 
 
+def _head_fallbacks(caught):
+    return [w for w in caught if issubclass(w.category, ft.TokenLawFallbackWarning)
+            and "falling back to the isotropic law attention_law" in str(w.message)]
+
+
 def test_isotropic_tokens_raise_no_token_warnings():
     x = ft.orthonormal_tokens(16, 32, scale=64.0, rng=0)
     with warnings.catch_warnings():
@@ -50,13 +55,17 @@ def test_unequal_norms_warn():
 def test_anisotropic_equal_norm_tokens_use_the_token_law():
     # equal norms: no TokenNormWarning; the head law is eq. (13.7)'s law for the
     # Gram spectrum (no TokenLawFallbackWarning: the engine builds it)
+    # (the one-head output has the hard edge of theory eq. (9.22), for which the
+    # multi-head token law of section 9.12 is not derived: that fallback is announced)
     x = _rotated_tokens(16, 32, 0.5, 0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = ft.compare(_layer(), x)
     kinds = {type(w.message) for w in caught}
-    assert ft.TokenNormWarning not in kinds and ft.TokenLawFallbackWarning not in kinds
-    assert ft.TokenGramWarning in kinds
+    assert ft.TokenNormWarning not in kinds and ft.TokenGramWarning in kinds
+    assert not _head_fallbacks(caught)
+    assert not report.output.token_law
+    assert any("multi-head law for the tokens" in str(w.message) for w in caught)
     head = report.heads[0]
     iso = freeattn.attention_law(head.beta, head.gamma).squared()
     assert head.law is not iso
@@ -79,7 +88,7 @@ def test_rank_deficient_tokens_use_the_token_law():
         warnings.simplefilter("always")
         report = ft.compare(_layer(), x)
     kinds = {type(w.message) for w in caught}
-    assert ft.TokenLawFallbackWarning not in kinds and ft.TokenNormWarning not in kinds
+    assert not _head_fallbacks(caught) and ft.TokenNormWarning not in kinds
     head = report.heads[0]
     iso = freeattn.attention_law(head.beta, head.gamma).squared()
     assert head.law is not iso
@@ -111,3 +120,35 @@ def test_token_law_failure_falls_back_with_a_warning(monkeypatch):
             report = ft.compare(_layer(), x)
     head = report.heads[0]
     assert head.law is plain(head.beta, head.gamma).squared()
+
+
+def test_multihead_output_uses_the_token_law():
+    # theory section 9.12 for the centred output of a 4-head layer on n = 128 < E = 256
+    # equal-norm tokens with a Haar-rotated two-point Gram {1/2, 3/2}, beta = 0.5 (token
+    # scale c = E), PyTorch's default initialization, seeds 0-2.  Measured KS of the
+    # n output eigenvalues to the token law 0.031, 0.024, 0.018, to the isotropic law
+    # 0.054, 0.047, 0.055 (and 0.28-0.29 to Marchenko-Pastur): the mean over the seeds
+    # at most 0.04 and below 0.7 of the isotropic law's
+    from freeattn.montecarlo._validation import _ks
+
+    e, h, n = 256, 4, 128
+    token, iso = [], []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        layer = torch.nn.MultiheadAttention(e, h).double()
+        gen = np.random.default_rng(seed)
+        o, _ = np.linalg.qr(gen.standard_normal((n, n)))
+        g = np.where(np.arange(n) < n // 2, 0.5, 1.5)
+        f = o * np.sqrt(g)
+        f /= np.linalg.norm(f, axis=1, keepdims=True)
+        u, _ = np.linalg.qr(gen.standard_normal((e, n)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ft.TokenGramWarning)
+            out = ft.compare(layer, f @ u.T * np.sqrt(e)).output
+        assert out.token_law
+        plain = freeattn.multihead_law(out.beta, heads=h, gamma_k=out.gamma_k,
+                                       gamma_v=out.gamma_v, gamma_o=out.gamma_o)
+        token.append(out.ks)
+        iso.append(_ks(plain.scaled(out.output_scale), out.values))
+    assert np.mean(token) <= 0.04
+    assert np.mean(token) <= 0.7 * np.mean(iso)

@@ -17,8 +17,6 @@ from ..attention._multihead import (_check_heads, head_average_law, mean_and_ran
                                     multihead_law)
 from ._models import Intermediate, Model, register_intermediate, register_model, same_variance_mp
 from ._multihead_sampling import multihead_factor, sample_head_average_map
-from ._stack_sampling import (DEFAULT_SPREAD, DEFAULT_WISHART_RATIO, _check_tokens,
-                              token_gram_law)
 
 # ---------------------------------------------------------------------------
 # Monte Carlo models (the registry of freeattn.MODELS)
@@ -44,8 +42,10 @@ WIDTH_INTEGER_RTOL = 1e-9
 
 _MULTIHEAD_OPTIONS = {"heads": 4, "kv_groups": None, "gamma_v": None, "gamma_o": 1.0}
 _HEAD_AVERAGE_OPTIONS = {"heads": 4, "kv_groups": None}
-_TOKEN_OPTIONS = dict(_MULTIHEAD_OPTIONS, gamma_o=0.75, spread=DEFAULT_SPREAD,
-                      wishart_ratio=DEFAULT_WISHART_RATIO)
+#: The token models' options: those of the multi-head models with ``gamma_o = 3/4`` (so
+#: that the default ``gamma = 1`` has no square factor), and the token spectrum's
+#: (:func:`register_token_models` adds ``spread`` and ``wishart_ratio``).
+_TOKEN_OPTIONS = dict(_MULTIHEAD_OPTIONS, gamma_o=0.75)
 
 
 def _width(value, n, name, per):
@@ -157,8 +157,10 @@ def multihead_model_reference(beta, gamma, heads, kv_groups, gamma_v, gamma_o):
 
 
 def multihead_tokens_model_law(kind, beta, gamma, heads, kv_groups, gamma_v, gamma_o,
-                               spread=DEFAULT_SPREAD, wishart_ratio=DEFAULT_WISHART_RATIO):
+                               spread, wishart_ratio):
     """:func:`multihead_law` with ``tokens`` the models' Gram law (theory section 9.12)."""
+    from ._stack_sampling import token_gram_law
+
     return multihead_law(beta, heads=heads, gamma_k=gamma,
                          gamma_v=gamma if gamma_v is None else gamma_v, gamma_o=gamma_o,
                          kv_groups=kv_groups,
@@ -166,15 +168,16 @@ def multihead_tokens_model_law(kind, beta, gamma, heads, kv_groups, gamma_v, gam
 
 
 def multihead_tokens_model_reference(beta, gamma, heads, kv_groups, gamma_v, gamma_o,
-                                     spread=DEFAULT_SPREAD,
-                                     wishart_ratio=DEFAULT_WISHART_RATIO):
+                                     spread, wishart_ratio):
     """The isotropic :func:`multihead_law` at the same widths."""
     return multihead_model_law(beta, gamma, heads, kv_groups, gamma_v, gamma_o)
 
 
-def _check_multihead_tokens_model(n, d_qk, heads, kv_groups, gamma_v, gamma_o,
-                                  spread=DEFAULT_SPREAD, wishart_ratio=DEFAULT_WISHART_RATIO):
+def _check_multihead_tokens_model(n, d_qk, heads, kv_groups, gamma_v, gamma_o, spread,
+                                  wishart_ratio):
     """``Model.check`` of the token models: integer widths and a token spectrum."""
+    from ._stack_sampling import _check_tokens
+
     _multihead_widths(n, d_qk, heads, kv_groups, gamma_v, gamma_o)
     _check_tokens(n, d_qk, spread=spread, wishart_ratio=wishart_ratio)
 
@@ -222,6 +225,20 @@ def _register_models():
                   equation="theory eq. (9.19)", options=_HEAD_AVERAGE_OPTIONS,
                   check=_check_head_average_model)):
         register_model(model)
+
+
+_register_models()
+
+
+def register_token_models(spread, wishart_ratio):
+    """Register ``multihead_tokens_{rotated,wishart}`` and their ``_linear`` variants.
+
+    Called by :mod:`freeattn.montecarlo._stack_sampling`, which owns the token
+    factors, after its own registrations (so the registry's streams keep their
+    order, and seeded results theirs).
+    """
+    uses = ("multihead_seed",)
+    options = dict(_TOKEN_OPTIONS, spread=spread, wishart_ratio=wishart_ratio)
     what = {"rotated": "Haar-rotated two-point Gram, equal norms",
             "wishart": "Wishart Gram, rows normalized"}
     for kind in ("rotated", "wishart"):
@@ -234,8 +251,5 @@ def _register_models():
                 law=functools.partial(multihead_tokens_model_law, kind),
                 reference=multihead_tokens_model_reference, outliers=0 if linear else 1,
                 description=f"multi-head output, {heads_of}, tokens of {what[kind]}",
-                equation="theory eq. (9.23)", options=dict(_TOKEN_OPTIONS),
+                equation="theory eq. (9.23)", options=dict(options),
                 check=_check_multihead_tokens_model))
-
-
-_register_models()

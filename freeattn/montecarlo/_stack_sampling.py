@@ -53,6 +53,7 @@ from ..core._checks import check_int
 from ..attention._coefficients import linear_coefficients
 from ._models import Intermediate, Model, register_intermediate, register_model
 from ._sampling import softmax_rows
+from ._multihead_models import register_token_models
 
 __all__ = [
     "STACK_MODELS",
@@ -367,3 +368,6 @@ for _model in (
         _token_model("tokens_diagonal", "diagonal", False),
         _token_model("tokens_diagonal_linear", "diagonal", True)):
     register_model(_model)
+
+# the multi-head models on the same token factors (theory section 9.12)
+register_token_models(DEFAULT_SPREAD, DEFAULT_WISHART_RATIO)
