@@ -36,7 +36,8 @@ def _iso(beta, h, gk, gv, go):
      1.8594060981445346),             # one head, lower edge at 6e-7 of the scale
 ])
 def test_isotropic_tokens_reproduce_the_chain(beta, h, gk, gv, go):
-    # theory eq. (9.23) at G = delta_1: the Dyson system is the nesting (9.6)-(9.9)
+    # theory eq. (9.23) at G = delta_1: the Dyson system is the nesting (9.6)-(9.9);
+    # the edges are the folds of eq. (9.30), the chain's those of its tower
     law = _iso(beta, h, gk, gv, go)
     ref = freeattn.multihead_law(beta, heads=h, gamma_k=gk, gamma_v=gv, gamma_o=go)
     edges, ref_edges = np.array(law.intervals()), np.array(ref.intervals())
@@ -250,3 +251,103 @@ def test_token_multihead_law_against_monte_carlo(name):
     ks = _bulk_ks(a, law)
     assert ks <= 2.0 * noise
     assert _bulk_ks(a, iso) >= 4.0 * ks
+
+
+def test_cold_isotropic_law_is_solved_by_the_dyson_system():
+    # beta = 0.02 and 1e-3 at the geometry of theory section 9.10, where the towers
+    # raise (after about 70 s at 0.02); below DYSON_FIRST_BETA the Dyson system at
+    # G = delta_1 is tried first.  Mean theta1 gamma_o (eq. (9.16)) and the variance
+    # ratio of eq. (9.17) to the quadrature's 1e-10; at beta = 0.04, where both
+    # solve, the Dyson edges agree with the chain's
+    from freeattn.attention._multihead import DYSON_FIRST_BETA, MultiheadLaw
+
+    for beta in (0.02, 1e-3):
+        assert beta < DYSON_FIRST_BETA
+        law = freeattn.multihead_law(beta, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0)
+        assert isinstance(law, TokenMultiheadLaw)
+        c = linear_coefficients(beta)
+        theta1, theta2 = float(c.theta1), float(c.theta2)
+        assert law.mean() == pytest.approx(theta1, rel=1e-12)
+        ratio = 0.25 + 2 + 1 + theta2 ** 2 / (0.5 * theta1 ** 2)
+        assert law.moment(2) / law.mean() ** 2 - 1 == pytest.approx(ratio, rel=1e-10)
+        assert law.accuracy().mass_error <= 1e-12
+    dyson = _iso(0.04, 4, 0.5, 0.5, 1.0)
+    tower = MultiheadLaw(0.04, 4, 0.5, 0.5, 1.0, 4, _default_options(None))
+    np.testing.assert_allclose(dyson.intervals(), tower.intervals(), rtol=ISO_EDGE_RTOL)
+    x = np.linspace(*tower.intervals()[0], 7)[1:-1]
+    np.testing.assert_allclose(dyson.pdf(x), tower.pdf(x), rtol=ISO_DENSITY_RTOL)
+
+
+def test_far_solution_is_the_start_at_infinity():
+    # eq. (9.29): w -> w_oo as z -> oo (the corrections are O(1/z))
+    c = linear_coefficients(1.0)
+    nodes, weights = token_nodes(TWO_POINT)
+    system = TokenMultiheadSystem(float(c.theta2), float(c.alpha2), 4, 0.5, 0.5, 1.0,
+                                  nodes, weights)
+    np.testing.assert_allclose(system.far, [1.25, float(c.alpha2), 1.0, 10.0], rtol=1e-15)
+    w, m, err, ok = system.solve_upper(np.array([1e7j]), 30.0)
+    assert ok.all()
+    np.testing.assert_allclose(w[:, 0], system.far, rtol=1e-5)
+    assert m[0] == pytest.approx(-1.0 / 1e7j, rel=1e-5)         # phi_2 ~ -1/z
+
+
+def test_edges_are_folds_of_the_real_system():
+    # eq. (9.30): at the edges the real solution has a singular Jacobian; inside the
+    # gap below the lower edge it does not
+    law = freeattn.multihead_law(1.0, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0,
+                                 tokens=TWO_POINT)
+    system = law.system
+    (lo, hi), = law.intervals()
+    dets = []
+    for x in (lo, 0.5 * lo):
+        w, m, err, ok = system.solve_axis(np.array([x]), hi)
+        assert ok.all() and abs(m[0].imag) <= 1e-6 * abs(m[0])
+        dets.append(abs(system.real_det(w[:, 0].real, x)))
+    assert dets[0] <= 1e-5 * dets[1]
+
+
+def test_sampler_has_the_conditional_covariance():
+    # eq. (9.24): given G, the keys, the values and W_O, the linear model (9.23) is
+    # Gaussian with covariance (beta^2/n^2) G (x) T1 + (alpha^2/n^2) I (x) T2.  The
+    # sampler's key, value and output streams are held fixed and its query and noise
+    # streams redrawn (4000 draws of a 5 x 3 output, 2 heads): every entry of the
+    # covariance within 6 standard errors (sqrt(2/4000) of the diagonal scale)
+    from freeattn.montecarlo import _multihead_sampling as mhs
+
+    n, h, d_k, d_v, d_o, beta = 5, 2, 3, 2, 3, 0.8
+    gen = np.random.default_rng(3)
+    o, _ = np.linalg.qr(gen.standard_normal((n, n)))
+    f = o * np.sqrt(np.linspace(0.5, 1.5, n))
+    f /= np.linalg.norm(f, axis=1, keepdims=True)
+    fixed = [np.random.SeedSequence(s) for s in (11, 12, 13)]
+
+    def streams(k):
+        keys, values, output = (np.random.default_rng(s) for s in fixed)
+        return [keys, np.random.default_rng([k, 1]), values, output,
+                np.random.default_rng([k, 2])]
+
+    draws = 4000
+    samples = np.empty((draws, n * d_o))
+    for k in range(draws):
+        st = streams(k)
+        m = mhs._head_outputs(n, h, d_k, d_v, beta, h, "linear", st, f)
+        samples[k] = (m @ mhs._output_projection(h, d_v, d_o, st)).ravel()
+    emp = samples.T @ samples / draws
+    keys, values, output = (np.random.default_rng(s) for s in fixed)
+    gram = f @ f.T
+    t1 = np.zeros((d_o, d_o))
+    t2 = np.zeros((d_o, d_o))
+    hks, hvs = [], []
+    for r in range(h):                       # the sampler's order: keys, then values
+        hks.append(keys.standard_normal((n, d_k)))
+        hvs.append(values.standard_normal((n, d_v)))
+    w_o = output.standard_normal((h * d_v, d_o)) / np.sqrt(h * d_v)
+    for r in range(h):
+        b = (f @ hks[r]).T @ (f @ hvs[r]) @ w_o[r * d_v:(r + 1) * d_v] / np.sqrt(d_k)
+        cc = (f @ hvs[r]) @ w_o[r * d_v:(r + 1) * d_v]
+        t1 += b.T @ b
+        t2 += cc.T @ cc
+    c = linear_coefficients(beta)
+    exact = (float(c.theta2) * np.kron(gram, t1) + float(c.alpha2) * np.kron(np.eye(n), t2)) / n ** 2
+    scale = np.sqrt(np.outer(np.diag(exact), np.diag(exact)))
+    assert np.max(np.abs(emp - exact) / scale) <= 6 * np.sqrt(2.0 / draws)

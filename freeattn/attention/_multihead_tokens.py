@@ -337,7 +337,9 @@ class TokenMultiheadSystem:
             # d F / d x = -d Phi/d z = d Phi / d e2 (eq. (9.30)): column 1 of dPhi/dw
             jac[:4, 4] = np.eye(4)[:, 1] - jf[:, 1, 0].real
             for j in range(5):
-                hstep = EDGE_FD_STEP * (abs(u[j]) + (scale if j == 4 else 1.0))
+                # steps relative to each unknown (the key and value unknowns and x
+                # itself are small next to the atom at 0)
+                hstep = EDGE_FD_STEP * (abs(u[j]) + (0.0 if j == 4 else self.floor[j]))
                 up, dn = u.copy(), u.copy()
                 up[j] += hstep
                 dn[j] -= hstep
@@ -500,9 +502,11 @@ class TokenMultiheadLaw(SpectralLaw):
 
         ``EDGE_ROUNDS`` rounds classify ``EDGE_SPLIT`` points of the bracket by their
         density (solved from above the axis, so on the branch); the bordered Newton of
-        eq. (9.30) starts from the real solution at the last gap point.
+        eq. (9.30) starts from the real solution at the last gap point, and its fold is
+        accepted inside the scan's cell ``[xg, xb]``.
         """
         wg = wg.real.copy()
+        cell = (min(xg, xb), max(xg, xb))
         for _ in range(EDGE_ROUNDS):
             xs = xg + (xb - xg) * np.arange(1, EDGE_SPLIT + 1) / (EDGE_SPLIT + 1)
             w, m = self._scan(xs, scale)
@@ -513,7 +517,9 @@ class TokenMultiheadLaw(SpectralLaw):
             if first < EDGE_SPLIT:
                 xb = xs[first]
         u = self.system.fold(wg, xg, scale)
-        if u is None or not min(xg, xb) <= u[4] <= max(xg, xb):
+        # the fold must lie in the scan's cell: the sections classify by a density
+        # threshold, which a point within ~1e-8 of the edge can miss
+        if u is None or not cell[0] <= u[4] <= cell[1]:
             raise ConvergenceError(
                 f"{self._describe()}: the bordered Newton of theory eq. (9.30) did not "
                 f"converge to the edge between x = {xg!r} (gap) and {xb!r} (band)")

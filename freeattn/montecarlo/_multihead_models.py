@@ -156,11 +156,9 @@ def multihead_model_reference(beta, gamma, heads, kv_groups, gamma_v, gamma_o):
     return mean_and_rank_matched_mp(beta, gamma if gamma_v is None else gamma_v, gamma_o)
 
 
-def multihead_tokens_model_law(kind, beta, gamma, heads, kv_groups, gamma_v, gamma_o,
-                               spread, wishart_ratio):
+def multihead_tokens_model_law(token_gram_law, kind, beta, gamma, heads, kv_groups, gamma_v,
+                               gamma_o, spread, wishart_ratio):
     """:func:`multihead_law` with ``tokens`` the models' Gram law (theory section 9.12)."""
-    from ._stack_sampling import token_gram_law
-
     return multihead_law(beta, heads=heads, gamma_k=gamma,
                          gamma_v=gamma if gamma_v is None else gamma_v, gamma_o=gamma_o,
                          kv_groups=kv_groups,
@@ -173,13 +171,11 @@ def multihead_tokens_model_reference(beta, gamma, heads, kv_groups, gamma_v, gam
     return multihead_model_law(beta, gamma, heads, kv_groups, gamma_v, gamma_o)
 
 
-def _check_multihead_tokens_model(n, d_qk, heads, kv_groups, gamma_v, gamma_o, spread,
-                                  wishart_ratio):
+def _check_multihead_tokens_model(check_tokens, n, d_qk, heads, kv_groups, gamma_v, gamma_o,
+                                  spread, wishart_ratio):
     """``Model.check`` of the token models: integer widths and a token spectrum."""
-    from ._stack_sampling import _check_tokens
-
     _multihead_widths(n, d_qk, heads, kv_groups, gamma_v, gamma_o)
-    _check_tokens(n, d_qk, spread=spread, wishart_ratio=wishart_ratio)
+    check_tokens(n, d_qk, spread=spread, wishart_ratio=wishart_ratio)
 
 
 def head_average_model_law(beta, gamma, heads, kv_groups):
@@ -230,12 +226,13 @@ def _register_models():
 _register_models()
 
 
-def register_token_models(spread, wishart_ratio):
+def register_token_models(spread, wishart_ratio, token_gram_law, check_tokens):
     """Register ``multihead_tokens_{rotated,wishart}`` and their ``_linear`` variants.
 
     Called by :mod:`freeattn.montecarlo._stack_sampling`, which owns the token
-    factors, after its own registrations (so the registry's streams keep their
-    order, and seeded results theirs).
+    factors, their Gram laws (``token_gram_law``) and the check of their options
+    (``check_tokens``), after its own registrations (so the registry's streams keep
+    their order, and seeded results theirs).
     """
     uses = ("multihead_seed",)
     options = dict(_TOKEN_OPTIONS, spread=spread, wishart_ratio=wishart_ratio)
@@ -248,8 +245,8 @@ def register_token_models(spread, wishart_ratio):
             register_model(Model(
                 name, functools.partial(_sample_multihead_tokens, kind, model),
                 uses=uses + (f"token_factor_{kind}",),
-                law=functools.partial(multihead_tokens_model_law, kind),
+                law=functools.partial(multihead_tokens_model_law, token_gram_law, kind),
                 reference=multihead_tokens_model_reference, outliers=0 if linear else 1,
                 description=f"multi-head output, {heads_of}, tokens of {what[kind]}",
                 equation="theory eq. (9.23)", options=dict(options),
-                check=_check_multihead_tokens_model))
+                check=functools.partial(_check_multihead_tokens_model, check_tokens)))

@@ -370,4 +370,4 @@ for _model in (
     register_model(_model)
 
 # the multi-head models on the same token factors (theory section 9.12)
-register_token_models(DEFAULT_SPREAD, DEFAULT_WISHART_RATIO)
+register_token_models(DEFAULT_SPREAD, DEFAULT_WISHART_RATIO, token_gram_law, _check_tokens)
