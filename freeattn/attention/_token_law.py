@@ -8,7 +8,11 @@ composition engine.
 
 from functools import lru_cache
 
+import numpy as np
+
+from ..compose._dyson import DysonLaw, DysonSystem
 from ..core._errors import ConvergenceError
+from ..core._options import DEFAULT_OPTIONS
 from ..laws._law_base import SpectralLaw
 
 __all__ = ["token_attention_law", "check_tokens", "is_unit_point_mass", "TOKEN_MEAN_RTOL"]
@@ -103,7 +107,8 @@ def token_attention_law(beta, gamma, tokens, *, options=None):
         support, mean not 1).
     ConvergenceError
         If the engine's ``⊠`` or sample-covariance solve fails or cannot be
-        built for ``tokens``.
+        built for ``tokens``, and the Dyson system of theory eq. (13.12) (tried
+        then, for a Gram law without an atom at 0) fails too.
 
     Examples
     --------
@@ -150,5 +155,92 @@ def token_attention_law(beta, gamma, tokens, *, options=None):
         return SingularValueLaw(law)
 
     lo, hi = tokens.support()
-    return engine_build(build, f"the attention law with a token Gram law on [{lo:.4g}, {hi:.4g}] "
-                          f"(beta={b}, gamma={g})")
+    what = f"the attention law with a token Gram law on [{lo:.4g}, {hi:.4g}] (beta={b}, gamma={g})"
+    try:
+        law = engine_build(build, what)
+        # built now, so that a failure of the engine falls back to eq. (13.12) here
+        law.squared()._representation()
+        return law
+    except ConvergenceError as exc:
+        loc, mass = tokens.atoms()
+        if np.any((loc <= 0.0) & (mass > 0.0)):
+            raise        # a rank-deficient Gram: eq. (13.12) is not set up for its atom
+        try:
+            dyson = TokenHeadLaw(b, g, tokens, DEFAULT_OPTIONS if options is None else options)
+            dyson._representation()
+        except ConvergenceError as exc2:
+            raise ConvergenceError(f"{exc}; the Dyson system (theory eq. (13.12)): "
+                                   f"{exc2}") from exc2
+        return SingularValueLaw(dyson)
+
+
+# ---------------------------------------------------------------------------
+# the same law as a Dyson system (theory eq. (13.12)): the fallback of the engine
+
+
+class TokenHeadSystem(DysonSystem):
+    """The Dyson system (13.12) of one head's linear model on tokens of Gram law ``G``.
+
+    Unknowns ``w = (e1, e2, eps)``; the keys' level of eq. (9.26) without values and
+    output projection.
+    """
+
+    def __init__(self, theta2, alpha2, gamma, nodes, weights):
+        self.b2, self.a2, self.gamma = float(theta2), float(alpha2), float(gamma)
+        self.g = np.asarray(nodes, float)
+        self.gpow = np.array([np.asarray(weights, float) * self.g ** k for k in range(3)])
+        self._set_far([self.b2, self.a2, 1.0 / self.gamma])       # eq. (13.12) at z = oo
+        self.mean = self.b2 + self.a2                               # theta1, eq. (13.8)
+
+    def phi(self, w, z):
+        e1, e2, eps = w
+        b2, a2, gam = self.b2, self.a2, self.gamma
+        P = self.gpow
+        n = z.shape[0]
+        zero, one = np.zeros(n, complex), np.ones(n, complex)
+        q = 1.0 / ((e2 - z)[:, None] + e1[:, None] * self.g[None, :])
+        q2 = q * q
+        phi1, phi2 = q @ P[1], q @ P[0]
+        t0, t1, t2 = q2 @ P[0], q2 @ P[1], q2 @ P[2]
+        du1 = b2 * np.array([-t2, -t1, zero])
+        du2 = a2 * np.array([-t1, -t0, zero])
+        u1, u2 = b2 * phi1, a2 * phi2
+        deps = np.array([zero, zero, one])
+        den = 1.0 + u1 * eps
+        dden = eps * du1 + u1 * deps
+        B = u1 / den
+        dB = (du1 - B * dden) / den
+        r = 1.0 / (1.0 + u2[:, None] + B[:, None] * self.g[None, :])
+        r2 = r * r
+        S0, S1 = r @ P[0], r @ P[1]
+        T0, T1, T2 = r2 @ P[0], r2 @ P[1], r2 @ P[2]
+        dS0 = -(T0 * du2 + T1 * dB)
+        dS1 = -(T1 * du2 + T2 * dB)
+        val = np.array([b2 * gam * eps / den, a2 * S0, S1 / gam])
+        jac = np.array([b2 * gam * (deps - (eps / den) * dden) / den, a2 * dS0, dS1 / gam])
+        return val, jac, phi2
+
+
+class TokenHeadLaw(DysonLaw):
+    """Law of ``s**2`` for one head on tokens of Gram law ``G``, from eq. (13.12).
+
+    The same law as eq. (13.7); used where the composition engine does not solve
+    it.  The continuous part starts at 0 with a density ``~ x**(-1/2)`` (the
+    square linear model).
+    """
+
+    hard_edge_at_zero = True
+
+    def __init__(self, beta, gamma, tokens, options):
+        from ..attention._multihead_tokens import token_nodes
+        from ._coefficients import linear_coefficients
+
+        c = linear_coefficients(beta)
+        self.beta, self.gamma, self.tokens = beta, gamma, tokens
+        nodes, weights = token_nodes(tokens)
+        super().__init__(TokenHeadSystem(float(c.theta2), float(c.alpha2), gamma, nodes,
+                                         weights), options)
+
+    def _describe(self):
+        return (f"attention law (squared) beta={self.beta:g}, gamma={self.gamma:g}, "
+                f"tokens={self.tokens!r} (Dyson system, theory eq. (13.12))")

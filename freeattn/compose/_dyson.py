@@ -1,0 +1,449 @@
+"""Dyson systems: laws given by a fixed point ``w = Phi(w, z)`` in a few unknowns.
+
+A :class:`DysonSystem` is the deterministic equivalent of a Gaussian matrix model
+whose covariance is a sum of Kronecker products with commuting left factors
+(theory section 9.12, eqs. (9.24)-(9.28)): a handful of complex unknowns per point
+``z``, rational in the unknowns, with integrals against a spectral law.  Its
+subclasses give ``Phi`` with the analytic Jacobian; this module solves it:
+
+* damped Newton with continuation from far above the real axis down to it
+  (:meth:`DysonSystem.solve_axis`, :meth:`DysonSystem.solve_upper`), sub-stages
+  where a stage leaves the path;
+* the edges of the support as the folds of the real system, where the Jacobian is
+  singular (eq. (9.30), :meth:`DysonSystem.fold`, a bordered Newton).
+
+:class:`DysonLaw` turns a system into a :class:`freeattn.SpectralLaw`: bands from a
+scan of the density, edges by the fold, the top certified by following the real
+solution out, the density ``Im m(x + i0)/pi``.
+"""
+
+import numpy as np
+
+from ..core._errors import ConvergenceError
+from ..laws._law_base import HARD, Interval, SpectralLaw
+
+__all__ = ["DysonSystem", "DysonLaw"]
+
+#: Relative residual ``|w - Phi(w, z)| / (1 + |w|)`` at which a point of the
+#: Dyson system (9.25)-(9.29) is solved (a few ulps of the unknowns).
+DYSON_RTOL = 1e-14
+#: The residual of each unknown is relative to its size, floored at this fraction of
+#: its value at ``z = oo`` (the key and value unknowns tend to 0 with ``x`` next to
+#: the atom at 0, and the edges there depend on their relative accuracy).
+DYSON_ERROR_FLOOR = 1e-12
+#: A point whose Newton step is rejected (the residual no longer decreases) while the
+#: step is below this (relative to ``1 + |w|``) is at the rounding noise of ``Phi``
+#: (its terms cancel next to ``x = 0``, where ``m ~ -atom/x``) and is accepted there.
+DYSON_STALL_RTOL = 1e-12
+#: A stage of a continuation before the last one only has to stay on the path: its
+#: relative residual must be below this (the last stage is solved to ``DYSON_RTOL``).
+DYSON_PATH_RTOL = 1e-8
+#: A continuation stage that leaves the path is redone over this many geometric
+#: sub-stages, nested at most ``DYSON_SPLIT_DEPTH`` times.
+DYSON_SPLIT = 4
+DYSON_SPLIT_DEPTH = 3
+#: Most Newton steps per continuation stage, and halvings of one step.
+DYSON_NEWTON_STEPS = 40
+DYSON_HALVINGS = 30
+#: Continuation in ``Im z``: from ``DYSON_START_HEIGHT`` times the scale down by the
+#: factor ``DYSON_HEIGHT_RATIO`` per stage to ``DYSON_FLOOR`` times the scale, then
+#: the real axis itself.
+DYSON_START_HEIGHT = 4.0
+DYSON_HEIGHT_RATIO = 0.125
+DYSON_FLOOR = 1e-14
+#: Points of the scan for the bands (geometric from ``SCAN_LOW`` times the top of the
+#: scan to 2% of it, linear above).  A lower edge below ``SCAN_LOW`` of the scale (a
+#: geometry within about 1e-3 of a square factor) raises ConvergenceError.
+SCAN_POINTS = 480
+SCAN_LOW = 1e-6
+#: Where the first scan point lies in a band, the scan goes on down to
+#: ``SCAN_FLOOR`` of the scale with ``SCAN_EXTRA`` geometric points.
+SCAN_FLOOR = 1e-12
+SCAN_EXTRA = 96
+#: A scan point whose density is below this fraction of the scan's largest
+#: density lies in a gap.
+GAP_RTOL = 1e-9
+#: Rounds of ``EDGE_SPLIT``-point sections of the bracket between a gap point and a
+#: band point before the bordered Newton of eq. (9.30) (``17**4 = 8e4`` times
+#: narrower), and that Newton's steps and tolerance (relative step in ``x``).
+EDGE_ROUNDS = 4
+EDGE_SPLIT = 16
+EDGE_STEPS = 40
+EDGE_RTOL = 1e-13
+#: Relative finite-difference step of the derivative of ``det J`` in eq. (9.30)
+#: (only the convergence rate depends on it: ``F`` and ``det J`` are exact).
+EDGE_FD_STEP = 1e-6
+#: The support's upper bound is certified by following the real solution from
+#: the top edge out to ``UPPER_CERTIFY_FACTOR`` times it in ``UPPER_CERTIFY_STEPS``
+#: geometric steps, every step converged and ``det J`` of one sign.
+UPPER_CERTIFY_FACTOR = 1e8
+UPPER_CERTIFY_STEPS = 64
+
+
+
+class DysonSystem:
+    """``w = Phi(w, z)`` in ``k`` unknowns per point; subclasses implement :meth:`phi`.
+
+    Attributes (set by the subclass)
+    --------------------------------
+    far : ndarray, shape (k,)
+        ``w`` at ``z = oo``, the start of every continuation.
+    floor : ndarray, shape (k,)
+        Floor of each unknown's size in the relative residual.
+    mean : float
+        The law's mean (the first scale of the support search).
+    z_index : int
+        ``Phi`` depends on ``z`` through ``w[z_index] - z`` only, so
+        ``d Phi/d z = -d Phi/d w[z_index]``.
+    """
+
+    z_index = 1
+
+    def _set_far(self, far):
+        self.far = np.asarray(far, float)
+        self.floor = DYSON_ERROR_FLOOR * np.maximum(np.abs(self.far), np.finfo(float).tiny)
+
+    def phi(self, w, z):
+        """``(Phi, dPhi/dw, m)`` for ``w`` of shape ``(k, N)`` and ``z`` of shape ``(N,)``;
+        ``m(z) = int dF(x)/(x - z)``."""
+        raise NotImplementedError
+
+    def start(self, n):
+        return np.repeat(self.far[:, None], n, axis=1).astype(complex)
+
+    def residual(self, w, z):
+        val, jac, m = self.phi(w, z)
+        f = w - val
+        jf = np.eye(self.far.size)[:, :, None] - jac
+        return f, jf, m
+
+    def _error(self, f, w):
+        """Largest relative residual of the four unknowns (each against its own size,
+        floored at ``DYSON_ERROR_FLOOR`` of its value at infinity)."""
+        return np.max(np.abs(f) / (np.abs(w) + self.floor[:, None]), axis=0)
+
+    def newton(self, w, z, steps=DYSON_NEWTON_STEPS, real=False):
+        """Damped Newton on ``w = Phi(w, z)``; returns ``(w, m, error, converged)``.
+
+        With ``real`` the iterates are kept real (the real system of eq. (9.30)).
+        """
+        w = w.copy()
+        f, jf, m = self.residual(w, z)
+        err = self._error(f, w)
+        active = err > DYSON_RTOL
+        at_noise = np.zeros(z.shape[0], bool)
+        for _ in range(steps):
+            if not active.any():
+                break
+            idx = np.nonzero(active)[0]
+            try:
+                step = np.linalg.solve(np.moveaxis(jf[:, :, idx], -1, 0),
+                                       np.moveaxis(f[:, idx], -1, 0)[..., None])[..., 0].T
+            except np.linalg.LinAlgError:
+                break
+            if real:
+                step = step.real
+            size = self._error(step, w[:, idx])
+            lam = np.ones(idx.size)
+            pending = np.ones(idx.size, bool)
+            for _ in range(DYSON_HALVINGS):
+                trial = w[:, idx] - lam * step
+                ft, jt, mt = self.residual(trial, z[idx])
+                et = self._error(ft, trial)
+                good = pending & np.isfinite(et) & (et < np.maximum(err[idx], DYSON_RTOL))
+                if not real:
+                    good &= ~((z[idx].imag > 0) & (mt.imag < 0))
+                sel = idx[good]
+                w[:, sel] = trial[:, good]
+                f[:, sel], jf[:, :, sel], m[sel], err[sel] = (ft[:, good], jt[:, :, good],
+                                                              mt[good], et[good])
+                pending &= ~good
+                if not pending.any():
+                    break
+                lam = np.where(pending, lam * 0.5, lam)
+            stalled = idx[pending]
+            active[stalled] = False
+            at_noise[stalled] = size[pending] <= DYSON_STALL_RTOL
+            active &= err > DYSON_RTOL
+        return w, m, err, (err <= DYSON_RTOL) | at_noise
+
+    def _descend(self, w, zr, y_from, y_to, depth=0):
+        """Newton at ``zr + i y_to`` from the solutions ``w`` at ``zr + i y_from``; points
+        that do not stay on the path are redone over ``DYSON_SPLIT`` geometric sub-stages
+        (at most ``DYSON_SPLIT_DEPTH`` times nested).  Returns ``(w, m, err, ok)``."""
+        last = bool(np.all(y_to == 0))
+        w1, m, err, conv = self.newton(w, zr + 1j * y_to)
+        ok = conv if last else (conv | (err <= DYSON_PATH_RTOL))
+        if ok.all() or depth >= DYSON_SPLIT_DEPTH:
+            return w1, m, err, ok
+        bad = ~ok
+        wb, zb = w[:, bad], zr[bad]
+        yf, yt = y_from[bad], y_to[bad]
+        # sub-stages from y_from towards y_to (towards y_from * ratio when y_to = 0)
+        low = np.where(yt > 0, yt, yf * DYSON_HEIGHT_RATIO)
+        marks = yf * (low / yf) ** (np.arange(1, DYSON_SPLIT + 1)[:, None] / DYSON_SPLIT)
+        y_prev = yf
+        okb = np.ones(zb.size, bool)
+        for y_next in marks:
+            wb, mb, eb, ob = self._descend(wb, zb, y_prev, y_next, depth + 1)
+            okb &= ob
+            y_prev = y_next
+        if np.any(yt == 0):
+            wb, mb, eb, ob = self._descend(wb, zb, y_prev, yt, depth + 1)
+            okb &= ob
+        w1[:, bad], m[bad], err[bad], ok[bad] = wb, mb, eb, okb
+        return w1, m, err, ok
+
+    def _continue(self, zr, heights):
+        """Follow ``zr + i y`` over the rows of ``heights`` (the first from the start at
+        infinity); returns ``(w, m, err, ok)`` at the last row."""
+        n = zr.size
+        w = self.start(n)
+        w, m, err, ok = self._descend(w, zr, heights[0] / DYSON_HEIGHT_RATIO, heights[0])
+        for y_from, y_to in zip(heights[:-1], heights[1:]):
+            w, m, err, conv = self._descend(w, zr, y_from, y_to)
+            ok &= conv
+        return w, m, err, ok
+
+    def solve_axis(self, x, scale):
+        """Solve at ``x + i0`` (real ``x``) by continuation from ``x + i 4 scale``.
+
+        Returns ``(w, m, error, converged)`` at the real axis.
+        """
+        x = np.asarray(x, float)
+        heights = []
+        y = DYSON_START_HEIGHT * scale
+        while y > DYSON_FLOOR * scale:
+            heights.append(y)
+            y *= DYSON_HEIGHT_RATIO
+        heights.append(0.0)
+        rows = np.repeat(np.array(heights)[:, None], x.size, axis=1)
+        return self._continue(x.astype(complex), rows)
+
+    def solve_upper(self, z, scale):
+        """Solve at points ``z`` with ``Im z > 0`` by continuation down from ``Re z + i 4 scale``."""
+        z = np.asarray(z, complex)
+        y = np.maximum(DYSON_START_HEIGHT * scale, z.imag)
+        rows = [y]
+        while np.any(y > z.imag):
+            y = np.maximum(y * DYSON_HEIGHT_RATIO, z.imag)
+            rows.append(y)
+        return self._continue(z.real.astype(complex), np.array(rows))
+
+    # -- the real system and its folds (eq. (9.30)) ---------------------------------
+    def real_det(self, w, x):
+        """``det J`` of the real system at real ``(w, x)`` (1-d ``w``, scalar ``x``)."""
+        _, jf, _ = self.residual(w.astype(complex)[:, None], np.array([complex(x)]))
+        return float(np.linalg.det(jf[:, :, 0].real))
+
+    def fold(self, w, x, scale):
+        """Bordered Newton on ``F(w, x) = 0``, ``det J(w, x) = 0`` from a real start."""
+        k = self.far.size
+        u = np.concatenate([w.real, [x]]).astype(float)
+
+        def system(u):
+            wz = u[:k].astype(complex)[:, None]
+            f, jf, _ = self.residual(wz, np.array([complex(u[k])]))
+            return np.concatenate([f[:, 0].real, [np.linalg.det(jf[:, :, 0].real)]]), jf
+
+        for _ in range(EDGE_STEPS):
+            fu, jf = system(u)
+            jac = np.empty((k + 1, k + 1))
+            jac[:k, :k] = jf[:, :, 0].real
+            # d F/d x = -d Phi/d z = d Phi/d w[z_index] (eq. (9.30))
+            jac[:k, k] = np.eye(k)[:, self.z_index] - jf[:, self.z_index, 0].real
+            for j in range(k + 1):
+                # steps relative to each unknown (the key and value unknowns and x
+                # itself are small next to the atom at 0)
+                hstep = EDGE_FD_STEP * (abs(u[j]) + (0.0 if j == k else self.floor[j]))
+                up, dn = u.copy(), u.copy()
+                up[j] += hstep
+                dn[j] -= hstep
+                jac[k, j] = (system(up)[0][k] - system(dn)[0][k]) / (2 * hstep)
+            try:
+                du = np.linalg.solve(jac, fu)
+            except np.linalg.LinAlgError:
+                return None
+            u = u - du
+            if not np.all(np.isfinite(u)):
+                return None
+            if abs(du[k]) <= EDGE_RTOL * abs(u[k]) and \
+                    np.all(self._error(du[:k, None], u[:k, None]) <= DYSON_STALL_RTOL):
+                return u
+        return None
+
+
+
+class DysonLaw(SpectralLaw):
+    """A :class:`freeattn.SpectralLaw` solved by a :class:`DysonSystem`.
+
+    Subclasses set ``self.system`` and implement ``_describe``; ``atom_mass`` is
+    the mass of an atom at 0, and ``hard_edge_at_zero`` says that the continuous
+    part starts at 0 with a density ``~ x**(-1/2)`` (a square factor).
+    """
+
+    atom_mass = 0.0
+    hard_edge_at_zero = False
+
+    def __init__(self, system, options):
+        super().__init__(options)
+        self.system = system
+        self._edges = None
+
+    # -- hooks -----------------------------------------------------------------------
+    def _atoms(self):
+        if self.atom_mass <= 0:
+            return np.empty(0), np.empty(0)
+        return np.array([0.0]), np.array([self.atom_mass])
+
+    def _support_intervals(self):
+        bands = self._band_edges()
+        return tuple(Interval(lo, hi, lo_exponent=HARD) if lo == 0.0 else Interval(lo, hi)
+                     for lo, hi in bands)
+
+    def _density(self, x):
+        x = np.asarray(x, float)
+        out = np.empty(x.size)
+        scale = self._band_edges()[-1][1]
+        w, m, err, ok = self.system.solve_axis(x, scale)
+        if not ok.all():
+            bad = int(np.argmax(~ok))
+            raise ConvergenceError(
+                f"{self._describe()}: the Dyson system (theory eqs. (9.25)-(9.29)) did not "
+                f"converge at x = {x[bad]!r} (relative residual {err[bad]:.3g}, tolerance "
+                f"{DYSON_RTOL:g})")
+        out[:] = m.imag / np.pi
+        if np.any(out < 0):
+            bad = int(np.argmin(out))
+            raise ConvergenceError(
+                f"{self._describe()}: negative density {out[bad]:.3g} at x = {x[bad]!r}: "
+                f"the Dyson solve left the branch of the upper half-plane")
+        return out
+
+    def _stieltjes_exact(self, z):
+        z = np.asarray(z, complex)
+        scale = self._band_edges()[-1][1]
+        upper = z.imag >= 0
+        zz = np.where(upper, z, np.conj(z))
+        out = np.empty(z.shape, complex)
+        off = zz.imag > 0
+        if off.any():
+            w, m, err, ok = self.system.solve_upper(zz[off], scale)
+            if not ok.all():
+                bad = int(np.argmax(~ok))
+                raise ConvergenceError(
+                    f"{self._describe()}: the Dyson system did not converge at "
+                    f"z = {zz[off][bad]!r} (relative residual {err[bad]:.3g})")
+            out[off] = -m
+        if (~off).any():
+            out[~off] = super()._stieltjes_from_representation(zz[~off])
+        return np.where(upper, out, np.conj(out))
+
+    # -- the support ------------------------------------------------------------------
+    def _band_edges(self):
+        if self._edges is None:
+            self._edges = self._find_bands()
+        return self._edges
+
+    def _real_solution(self, x, scale):
+        w, m, err, ok = self.system.solve_axis(np.array([x]), scale)
+        return w[:, 0], m[0], bool(ok[0])
+
+    def _find_bands(self):
+        sys_ = self.system
+        m1 = sys_.mean
+        # a first scale: grow until the point is above the support (real solution,
+        # certified below)
+        top = 8.0 * m1 / max(1.0 - self.atom_mass, np.finfo(float).eps)
+        for _ in range(60):
+            w, m, ok = self._real_solution(top, top)
+            if ok and abs(m.imag) <= GAP_RTOL * abs(m):
+                break
+            top *= 2.0
+        else:
+            raise ConvergenceError(f"{self._describe()}: no point above the support found "
+                                   f"below x = {top!r}")
+        x = np.concatenate([np.geomspace(top * SCAN_LOW, top * 0.02, SCAN_POINTS // 4,
+                                         endpoint=False),
+                            np.linspace(top * 0.02, top, SCAN_POINTS - SCAN_POINTS // 4)])
+        w, m = self._scan(x, top)
+        self._density_scale = m.imag.max()
+        inside = m.imag > GAP_RTOL * self._density_scale
+        if inside[0] and not self.hard_edge_at_zero:
+            low = np.geomspace(top * SCAN_FLOOR, x[0], SCAN_EXTRA, endpoint=False)
+            wl, ml = self._scan(low, top)
+            x, w, m = np.concatenate([low, x]), np.concatenate([wl, w], axis=1), \
+                np.concatenate([ml, m])
+            self._density_scale = max(self._density_scale, ml.imag.max())
+            inside = m.imag > GAP_RTOL * self._density_scale
+        if not inside.any():
+            raise ConvergenceError(f"{self._describe()}: the scan found no band")
+        edges = []
+        if self.hard_edge_at_zero:
+            if not inside[0]:
+                raise ConvergenceError(f"{self._describe()}: the density vanishes at "
+                                       f"x = {x[0]!r}, next to its hard edge at 0")
+            edges.append(0.0)
+        changes = np.nonzero(np.diff(inside.astype(int)))[0]
+        for i in changes:
+            gap, band = (i, i + 1) if not inside[i] else (i + 1, i)
+            edges.append(self._edge(x[gap], w[:, gap], x[band], top))
+        if (inside[0] and not self.hard_edge_at_zero) or inside[-1]:
+            raise ConvergenceError(f"{self._describe()}: the support reaches the end of the "
+                                   f"scan [{x[0]!r}, {x[-1]!r}]")
+        bands = list(zip(edges[0::2], edges[1::2]))
+        self._certify_top(bands[-1][1], top)
+        return bands
+
+    def _scan(self, x, top):
+        w, m, err, ok = self.system.solve_axis(x, top)
+        if not ok.all():
+            bad = int(np.argmax(~ok))
+            raise ConvergenceError(
+                f"{self._describe()}: the Dyson system did not converge at x = {x[bad]!r} "
+                f"while scanning for the support (relative residual {err[bad]:.3g})")
+        return w, m
+
+    def _edge(self, xg, wg, xb, scale):
+        """The fold between a gap point ``xg`` (real solution ``wg``) and a band point ``xb``.
+
+        ``EDGE_ROUNDS`` rounds classify ``EDGE_SPLIT`` points of the bracket by their
+        density (solved from above the axis, so on the branch); the bordered Newton of
+        eq. (9.30) starts from the real solution at the last gap point, and its fold is
+        accepted inside the scan's cell ``[xg, xb]``.
+        """
+        wg = wg.real.copy()
+        cell = (min(xg, xb), max(xg, xb))
+        for _ in range(EDGE_ROUNDS):
+            xs = xg + (xb - xg) * np.arange(1, EDGE_SPLIT + 1) / (EDGE_SPLIT + 1)
+            w, m = self._scan(xs, scale)
+            band = m.imag > GAP_RTOL * self._density_scale
+            first = int(np.argmax(band)) if band.any() else EDGE_SPLIT
+            if first > 0:
+                xg, wg = xs[first - 1], w[:, first - 1].real
+            if first < EDGE_SPLIT:
+                xb = xs[first]
+        u = self.system.fold(wg, xg, scale)
+        # the fold must lie in the scan's cell: the sections classify by a density
+        # threshold, which a point within ~1e-8 of the edge can miss
+        if u is None or not cell[0] <= u[-1] <= cell[1]:
+            raise ConvergenceError(
+                f"{self._describe()}: the bordered Newton of theory eq. (9.30) did not "
+                f"converge to the edge between x = {xg!r} (gap) and {xb!r} (band)")
+        return float(u[-1])
+
+    def _certify_top(self, hi, scale):
+        """Follow the real solution from just above ``hi`` out to ``1e8 hi``: no other band."""
+        sys_ = self.system
+        xs = np.geomspace(hi * (1 + 1e-6), hi * UPPER_CERTIFY_FACTOR, UPPER_CERTIFY_STEPS)
+        w, m, ok = self._real_solution(xs[0], scale)
+        w = w.real
+        sign = np.sign(sys_.real_det(w, xs[0]))
+        for xk in xs[1:]:
+            wk, mk, err, conv = sys_.newton(w.astype(complex)[:, None], np.array([complex(xk)]),
+                                            real=True)
+            if not conv[0] or np.sign(sys_.real_det(wk[:, 0].real, xk)) != sign:
+                raise ConvergenceError(
+                    f"{self._describe()}: the real solution above the top edge {hi!r} could "
+                    f"not be followed to x = {xk!r}: the support above it is not certified")
+            w = wk[:, 0].real
