@@ -16,7 +16,13 @@ timed in the same run right before the cases:
   <= 10 C), four and eight attention laws (one system in all the factors,
   eqs. (14.8), (14.21); four and eight in the full run only);
 * the attention law with Wishart tokens ``MP(1, 1/2)`` at beta = gamma = 1
-  (theory eq. (13.7), whose outer sample covariance takes eq. (14.4)).
+  (theory eq. (13.7), whose outer sample covariance takes eq. (14.4));
+* the two-band token law at beta = 0.5, gamma = 1/4, Gram ``{1/2, 3/2}``, where the
+  engine stalls and the Dyson system of theory eq. (13.12) answers (the time of the
+  failed attempt included);
+* the multi-head law on tokens (theory section 9.12, the Dyson system (9.25)-(9.30)):
+  4 heads, gamma_k = gamma_v = 1/2, gamma_o = 1, Gram ``{1/2, 3/2}`` and a 64-atom
+  chi-square(4) Gram.
 
 Each case builds a new law (cold: perturbed by ``_common.cold_value``) and
 evaluates ``pdf`` on 2000 points spanning its support.
@@ -63,11 +69,25 @@ def cases(quick):
         return fa.attention_law(cold_value(1.0), 1.0,
                                 tokens=fa.marchenko_pastur(1.0, 0.5)).squared()
 
+    def split_tokens():
+        return fa.attention_law(cold_value(0.5), 0.25,
+                                tokens=fa.point_masses([0.5, 1.5])).squared()
+
+    def multihead_tokens(tokens):
+        def build():
+            return fa.multihead_law(cold_value(1.0), heads=4, gamma_k=0.5, gamma_v=0.5,
+                                    gamma_o=1.0, tokens=tokens)
+        return build
+
+    chi = np.random.default_rng(1).chisquare(4, 64)
     out = [("Bernoulli ⊞ Bernoulli (arcsine)", arcsine), ("three-band discrete ⊞", three),
            ("population, 500 atoms", population(500)),
            ("attention ⊠ attention", attention_product(2)),
            ("attention ⊠ attention ⊠ attention", attention_product(3)),
-           ("attention, Wishart tokens", wishart_tokens)]
+           ("attention, Wishart tokens", wishart_tokens),
+           ("attention, two-band tokens (Dyson)", split_tokens),
+           ("multi-head, two-point tokens", multihead_tokens(fa.point_masses([0.5, 1.5]))),
+           ("multi-head, 64-atom tokens", multihead_tokens(fa.point_masses(chi / chi.mean())))]
     if not quick:
         out += [("population, 1000 atoms", population(1000)),
                 ("population, 5000 atoms", population(5000)),
