@@ -348,6 +348,7 @@ def test_sampler_has_the_conditional_covariance():
         t1 += b.T @ b
         t2 += cc.T @ cc
     c = linear_coefficients(beta)
-    exact = (float(c.theta2) * np.kron(gram, t1) + float(c.alpha2) * np.kron(np.eye(n), t2)) / n ** 2
+    exact = (float(c.theta2) * np.kron(gram, t1)
+             + float(c.alpha2) * np.kron(np.eye(n), t2)) / n ** 2
     scale = np.sqrt(np.outer(np.diag(exact), np.diag(exact)))
     assert np.max(np.abs(emp - exact) / scale) <= 6 * np.sqrt(2.0 / draws)

@@ -84,8 +84,10 @@ UPPER_CERTIFY_STEPS = 64
 class DysonSystem:
     """``w = Phi(w, z)`` in ``k`` unknowns per point; subclasses implement :meth:`phi`.
 
-    Attributes (set by the subclass)
-    --------------------------------
+    Subclasses set the attributes below (``far`` and ``floor`` by :meth:`_set_far`).
+
+    Attributes
+    ----------
     far : ndarray, shape (k,)
         ``w`` at ``z = oo``, the start of every continuation.
     floor : ndarray, shape (k,)
@@ -118,7 +120,7 @@ class DysonSystem:
         return f, jf, m
 
     def _error(self, f, w):
-        """Largest relative residual of the four unknowns (each against its own size,
+        """Largest relative residual of the unknowns (each against its own size,
         floored at ``DYSON_ERROR_FLOOR`` of its value at infinity)."""
         return np.max(np.abs(f) / (np.abs(w) + self.floor[:, None]), axis=0)
 
@@ -221,7 +223,7 @@ class DysonSystem:
         return self._continue(x.astype(complex), rows)
 
     def solve_upper(self, z, scale):
-        """Solve at points ``z`` with ``Im z > 0`` by continuation down from ``Re z + i 4 scale``."""
+        """Solve at points ``z`` with ``Im z > 0``, continued down from ``Re z + i 4 scale``."""
         z = np.asarray(z, complex)
         y = np.maximum(DYSON_START_HEIGHT * scale, z.imag)
         rows = [y]
@@ -309,9 +311,8 @@ class DysonLaw(SpectralLaw):
         if not ok.all():
             bad = int(np.argmax(~ok))
             raise ConvergenceError(
-                f"{self._describe()}: the Dyson system (theory eqs. (9.25)-(9.29)) did not "
-                f"converge at x = {x[bad]!r} (relative residual {err[bad]:.3g}, tolerance "
-                f"{DYSON_RTOL:g})")
+                f"{self._describe()}: the Dyson system did not converge at x = {x[bad]!r} "
+                f"(relative residual {err[bad]:.3g}, tolerance {DYSON_RTOL:g})")
         out[:] = m.imag / np.pi
         if np.any(out < 0):
             bad = int(np.argmin(out))
