@@ -6,10 +6,10 @@ point mass reaches :class:`TokenMultiheadLaw`.  Queries, keys *and values* are
 token Gram from the same side as the keys, and the law is no longer a chain of
 sample-covariance laws (eq. (9.13)).  It is the solution of the Dyson system
 (9.25)-(9.29): four unknowns per point ``z``, integrals of rational functions
-against ``G`` (its atoms, or Gauss-Legendre nodes on its panels), solved by
-Newton with the analytic Jacobian along a continuation from far above the
-real axis; edges are where the Jacobian of the real system is singular
-(eq. (9.30)), found by a bordered Newton.
+against ``G`` (its atoms, or Gauss-Legendre nodes on its panels).  This module
+gives ``Phi`` and its analytic Jacobian; :mod:`freeattn.compose._dyson` solves it
+(Newton along a continuation from far above the real axis; edges where the
+Jacobian of the real system is singular, eq. (9.30), by a bordered Newton).
 """
 
 import numpy as np
