@@ -35,6 +35,9 @@ of each figure function; numbers and names accepted by ``freeattn plot``):
    the stack law and the Marchenko-Pastur product, per depth (Monte Carlo).
 10. ``tokens`` -- attention on anisotropic tokens (Wishart and rotated token
     Grams) against the token-covariance law and the isotropic law (Monte Carlo).
+11. ``multihead-tokens`` -- the output of multi-head attention on anisotropic
+    tokens against the multi-head token law (the Dyson system) and the isotropic
+    multi-head law (Monte Carlo).
 
 ``freeattn reproduce`` (or :func:`reproduce`) writes all of them as PNG.
 """
@@ -51,6 +54,7 @@ __all__ = [
     "figure_finite_width",
     "figure_stacks",
     "figure_tokens",
+    "figure_multihead_tokens",
     "chain_samples",
     "figure_chain",
     "figure_law_vs_mp",
@@ -86,6 +90,7 @@ MULTIHEAD_N, MULTIHEAD_DRAWS = 800, 3
 FINITE_WIDTH_N, FINITE_WIDTH_DRAWS = 512, 2
 STACK_N, STACK_DRAWS = 300, 2
 TOKENS_N, TOKENS_DRAWS = 400, 2
+MULTIHEAD_TOKENS_N, MULTIHEAD_TOKENS_DRAWS = 800, 2
 
 #: Resolution of the PNGs in docs/figures: legible on a laptop screen and in
 #: a GitHub README without being heavy (about 100-200 kB each).
@@ -1240,6 +1245,111 @@ def figure_tokens(beta=0.5, n=400, kinds=("wishart", "rotated"), draws=2, *, rng
         ax.set_ylabel("density")
         ax.legend(fontsize=7)
     fig.suptitle(rf"Anisotropic tokens, $\beta$ = {beta:g}, n = d = {n}, {draws} draws",
+                 fontsize=9)
+    return fig
+
+
+@gallery_figure(11, "multihead-tokens", "Multi-head attention on anisotropic tokens: the output's spectrum against the multi-head token law (the Dyson system) and the isotropic multi-head law",
+                defaults={"n": MULTIHEAD_TOKENS_N, "draws": MULTIHEAD_TOKENS_DRAWS,
+                          "seed": GALLERY_SEED},
+                size_argument="n")
+def figure_multihead_tokens(beta=0.5, n=800, kinds=("rotated", "wishart"), draws=2, *,
+                            rng=None, executor=None, points=CURVE_POINTS):
+    """Singular values of ``MHA_perp`` on anisotropic tokens against the token law.
+
+    One panel per token-Gram kind of the registry's multi-head token models
+    (theory section 9.12; 4 heads, ``gamma_k = gamma_v = 1``, ``gamma_o = 3/4``):
+    histograms of the non-zero singular values of softmax multi-head attention
+    (``multihead_tokens_<kind>``) and of its Gaussian-equivalent heads
+    (``multihead_tokens_<kind>_linear``), the density of
+    ``multihead_law(beta, ..., tokens=G)`` (theory eqs. (9.25)-(9.30)) as a law of
+    singular values and, dashed,
+    the isotropic ``multihead_law``; the legend gives each model's Kolmogorov
+    distance to both (continuous parts: the atom at 0 is exact in both).
+
+    Parameters
+    ----------
+    beta : float
+        Inverse temperature.
+    n : int
+        Tokens; a multiple of 4 (the heads' key width ``n/4``).
+    kinds : sequence of {"rotated", "wishart"}
+        Token-Gram kinds, one panel each.
+    draws : int
+        Draws pooled per model.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Seed of all draws.
+    executor : concurrent.futures.Executor, optional
+        Runs the kinds (its ``map``); by default one after the other in this
+        process.  The result does not depend on it.
+    points : int
+        Points per curve.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    ValueError
+        On an unknown kind.
+
+    Examples
+    --------
+    >>> fig = figure_multihead_tokens(n=64, kinds=("rotated",), draws=1, rng=0, points=40)
+    >>> fig.axes[0].get_title()
+    'rotated tokens, Gram spectrum {0.5, 1.5}'
+    """
+    fa = _library()
+    from .montecarlo._multihead_models import multihead_model_law
+    from .montecarlo._stack_sampling import token_gram_law
+
+    kinds = list(kinds)
+    for kind in kinds:
+        if kind not in ("rotated", "wishart"):
+            raise ValueError(f"kinds must hold 'rotated', 'wishart'; got {kind!r}")
+    seeds = iter(np.random.default_rng(rng).spawn(len(kinds) * draws))
+    tasks = [(n, beta, (f"multihead_tokens_{kind}", f"multihead_tokens_{kind}_linear"),
+              [next(seeds) for _ in range(draws)], None) for kind in kinds]
+    pooled = list((executor.map if executor is not None else map)(_pooled_cell, tasks))
+    geometry = dict(heads=4, gamma_k=1.0, gamma_v=1.0, gamma_o=0.75)
+    iso = multihead_model_law(beta, 1.0, 4, None, 1.0, 0.75)
+    fig = _figure((5.2 * len(kinds), 3.8))
+
+    def bulk_ks(values, law):
+        v = np.sort(values[values > 0])
+        f = (law.cdf(v) - law.atom) / (1.0 - law.atom)
+        e = np.arange(1, v.size + 1) / v.size
+        return float(np.max(np.maximum(np.abs(f - e), np.abs(f - (e - 1.0 / v.size)))))
+
+    for i, (kind, spectra) in enumerate(zip(kinds, pooled)):
+        ax = fig.add_subplot(1, len(kinds), i + 1)
+        law = fa.multihead_law(beta, tokens=token_gram_law(kind), **geometry)
+        # drawn as singular values s = sqrt(lambda): the eigenvalue density piles up
+        # next to its small lower edge
+        law_s, iso_s = fa.SingularValueLaw(law), fa.SingularValueLaw(iso)
+        edge = np.sqrt(max(law.support()[1], iso.support()[1]))
+        bins = np.linspace(0.0, 1.15 * edge, HISTOGRAM_BINS)
+        scale = 1.0 - law.atom                   # the histograms show the continuous part
+        for k, name in enumerate(spectra):
+            values = spectra[name]
+            bulk = np.sqrt(values[values > 0])
+            weights = np.full(bulk.size, scale / bulk.size / (bins[1] - bins[0]))
+            ax.hist(bulk, bins=bins, weights=weights, histtype="step",
+                    color=_MODEL_COLOURS[k % len(_MODEL_COLOURS)],
+                    label=f"{name} (KS {bulk_ks(values, law):.3f}; "
+                          f"isotropic {bulk_ks(values, iso):.3f})")
+        x = np.linspace(EDGE_FRACTION * edge / 10, 1.15 * edge, points)
+        dens = law_s.pdf(x)
+        ax.plot(x, dens, "k-", lw=1.4, label="token law (9.25)-(9.30)")
+        ax.plot(x, iso_s.pdf(x), "k--", lw=1.0, label="isotropic law")
+        ax.set_ylim(0.0, 1.6 * float(np.max(dens)))
+        ax.set_title(_TOKEN_TITLES[kind])
+        ax.set_xlabel(r"singular value of $\mathrm{MHA}_\perp$")
+        ax.set_ylabel("density (continuous part)")
+        ax.legend(fontsize=7)
+    fig.suptitle(rf"Multi-head attention on anisotropic tokens, $\beta$ = {beta:g}, n = {n}, "
+                 rf"4 heads, $\gamma_K = \gamma_V = 1$, $\gamma_O = 3/4$, {draws} draws",
                  fontsize=9)
     return fig
 
