@@ -55,17 +55,16 @@ def test_unequal_norms_warn():
 def test_anisotropic_equal_norm_tokens_use_the_token_law():
     # equal norms: no TokenNormWarning; the head law is eq. (13.7)'s law for the
     # Gram spectrum (no TokenLawFallbackWarning: the engine builds it)
-    # (the one-head output has the hard edge of theory eq. (9.22), for which the
-    # multi-head token law of section 9.12 is not derived: that fallback is announced)
+    # (the one-head output, n = 16 < E = 32, has the multi-head token law of theory
+    # section 9.12 with the hard edge of eq. (9.22): no fallback either)
     x = _rotated_tokens(16, 32, 0.5, 0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = ft.compare(_layer(), x)
     kinds = {type(w.message) for w in caught}
     assert ft.TokenNormWarning not in kinds and ft.TokenGramWarning in kinds
-    assert not _head_fallbacks(caught)
-    assert not report.output.token_law
-    assert any("multi-head law for the tokens" in str(w.message) for w in caught)
+    assert ft.TokenLawFallbackWarning not in kinds
+    assert report.output.token_law
     head = report.heads[0]
     iso = freeattn.attention_law(head.beta, head.gamma).squared()
     assert head.law is not iso

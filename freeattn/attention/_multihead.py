@@ -484,7 +484,8 @@ def multihead_law(beta, *, heads, gamma_k, gamma_v, gamma_o, kv_groups=None, tok
         ``X W_Q, X W_K, X W_V`` with weights N(0, 1/D) and tokens of equal
         norms (theory section 9.12).  ``None`` (default) or the point mass
         at 1 is the isotropic law.  Not available with a square factor (a
-        hard edge at 0, see Notes).
+        hard edge at 0, see Notes), except one head with ``gamma_v, gamma_o > 1``
+        (the square attention map's hard edge).
     options : SolverOptions, optional
         Engine tolerances; default :data:`freeattn.DEFAULT_OPTIONS` with
         ``cheb_tail_rtol = 1e-13`` (the density's rounding floor, see
@@ -574,12 +575,20 @@ def _check_multihead_tokens(tokens, heads, gamma_v, gamma_o):
         raise ValueError("tokens must have no atom at 0 for the multi-head law (a "
                          "rank-deficient token Gram is supported by the single-head "
                          "attention_law(beta, gamma, tokens=G) only)")
-    if has_hard_edge(heads, gamma_v, gamma_o):
+    if has_hard_edge(heads, gamma_v, gamma_o) and not one_head_square_map(heads, gamma_v,
+                                                                          gamma_o):
         raise ValueError(f"tokens are not supported with a square factor (the smallest of "
-                         f"1, gamma_v={gamma_v!r}, gamma_o={gamma_o!r} attained twice, or one "
-                         f"head with gamma_v, gamma_o >= 1): the law's hard edge at 0 is "
-                         f"derived for isotropic tokens only (theory section 9.12)")
+                         f"1, gamma_v={gamma_v!r}, gamma_o={gamma_o!r} attained twice): the "
+                         f"law's hard edge at 0 is derived for isotropic tokens only (theory "
+                         f"section 9.12)")
     return tokens
+
+
+def one_head_square_map(heads, gamma_v, gamma_o):
+    """One head with ``gamma_v, gamma_o > 1`` (no tie): the square attention map carries
+    the rank, and the density is ``~ x**(-1/2)`` at 0 (eq. (9.22), ``k = 1``)."""
+    r = min(gamma_v, gamma_o)
+    return heads == 1 and r > 1.0 and not has_hard_edge(2, gamma_v, gamma_o)
 
 
 @lru_cache(maxsize=32)

@@ -162,6 +162,10 @@ class TokenMultiheadLaw(DysonLaw):
         super().__init__(TokenMultiheadSystem(float(c.theta2), float(c.alpha2), heads, gamma_k,
                                               gamma_v, gamma_o, nodes, weights), options)
         self.atom_mass = 1.0 - min(1.0, gamma_v, gamma_o)        # eq. (9.14)
+        # one head with gamma_v, gamma_o > 1: the hard edge x**(-1/2) of eq. (9.22)
+        from ._multihead import one_head_square_map
+
+        self.hard_edge_at_zero = one_head_square_map(heads, gamma_v, gamma_o)
 
     def _describe(self):
         return (f"multi-head law beta={self.beta:g}, heads={self.heads}, "
