@@ -24,8 +24,11 @@ ISO_DENSITY_RTOL = 1e-11
 
 def _iso(beta, h, gk, gv, go):
     """The Dyson system at G = delta_1 (the class itself: the API returns the chain)."""
+    from freeattn.attention._multihead import one_head_square_map
+
     return TokenMultiheadLaw(beta, h, gk, gv, go, h, freeattn.point_masses([1.0]),
-                             _default_options(None))
+                             _default_options(None),
+                             hard_edge_at_zero=one_head_square_map(h, gv, go))
 
 
 @pytest.mark.parametrize("beta, h, gk, gv, go", [

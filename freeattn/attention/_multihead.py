@@ -595,7 +595,8 @@ def one_head_square_map(heads, gamma_v, gamma_o):
 def _token_multihead(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, tokens, options):
     from ._multihead_tokens import TokenMultiheadLaw
 
-    return TokenMultiheadLaw(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, tokens, options)
+    return TokenMultiheadLaw(beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, tokens, options,
+                             hard_edge_at_zero=one_head_square_map(heads, gamma_v, gamma_o))
 
 
 def head_average_gamma(heads, gamma_k, kv_groups=None):

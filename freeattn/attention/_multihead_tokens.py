@@ -14,30 +14,10 @@ Jacobian of the real system is singular, eq. (9.30), by a bordered Newton).
 
 import numpy as np
 
-from ..compose._dyson import DysonLaw, DysonSystem
-from ..laws._law_base import QUADRATURE_EXTRA
+from ..compose._dyson import DysonLaw, DysonSystem, law_nodes as token_nodes
 from ._coefficients import linear_coefficients
 
 __all__ = ["TokenMultiheadLaw", "TokenMultiheadSystem", "token_nodes"]
-
-#: Gauss-Legendre nodes beyond half a panel's degree for a continuous token law
-#: (the integrands of (9.26) are smooth on the token law's support).
-TOKEN_QUADRATURE_EXTRA = 2 * QUADRATURE_EXTRA
-
-
-def token_nodes(tokens):
-    """Nodes and weights of the token law ``G``: its atoms, plus Gauss-Legendre nodes
-    on its panels (``TOKEN_QUADRATURE_EXTRA`` beyond half of each panel's degree)."""
-    loc, mass = tokens.atoms()
-    nodes, weights = [np.asarray(loc, float)], [np.asarray(mass, float)]
-    if tokens.interval_details():
-        rep = tokens._representation()
-        x, w = rep.quadrature(TOKEN_QUADRATURE_EXTRA)
-        nodes.append(np.asarray(x, float))
-        weights.append(np.asarray(w, float) * (tokens._continuous_mass() / rep.total))
-    g = np.concatenate(nodes)
-    wt = np.concatenate(weights)
-    return g, wt / wt.sum()
 
 
 class TokenMultiheadSystem(DysonSystem):
@@ -152,7 +132,8 @@ class TokenMultiheadLaw(DysonLaw):
     system : TokenMultiheadSystem
     """
 
-    def __init__(self, beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, tokens, options):
+    def __init__(self, beta, heads, gamma_k, gamma_v, gamma_o, kv_groups, tokens, options,
+                 hard_edge_at_zero=False):
         c = linear_coefficients(beta)
         self.beta, self.heads, self.kv_groups = beta, heads, kv_groups
         self.gamma_k, self.gamma_v, self.gamma_o = gamma_k, gamma_v, gamma_o
@@ -163,9 +144,8 @@ class TokenMultiheadLaw(DysonLaw):
                                               gamma_v, gamma_o, nodes, weights), options)
         self.atom_mass = 1.0 - min(1.0, gamma_v, gamma_o)        # eq. (9.14)
         # one head with gamma_v, gamma_o > 1: the hard edge x**(-1/2) of eq. (9.22)
-        from ._multihead import one_head_square_map
-
-        self.hard_edge_at_zero = one_head_square_map(heads, gamma_v, gamma_o)
+        # (multihead_law decides, one_head_square_map)
+        self.hard_edge_at_zero = bool(hard_edge_at_zero)
 
     def _describe(self):
         return (f"multi-head law beta={self.beta:g}, heads={self.heads}, "

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..compose._dyson import DysonLaw, DysonSystem
+from ..compose._dyson import DysonLaw, DysonSystem, law_nodes
 from ..core._errors import ConvergenceError
 from ..core._options import DEFAULT_OPTIONS
 from ..laws._law_base import SpectralLaw
@@ -232,12 +232,11 @@ class TokenHeadLaw(DysonLaw):
     hard_edge_at_zero = True
 
     def __init__(self, beta, gamma, tokens, options):
-        from ..attention._multihead_tokens import token_nodes
         from ._coefficients import linear_coefficients
 
         c = linear_coefficients(beta)
         self.beta, self.gamma, self.tokens = beta, gamma, tokens
-        nodes, weights = token_nodes(tokens)
+        nodes, weights = law_nodes(tokens)
         super().__init__(TokenHeadSystem(float(c.theta2), float(c.alpha2), gamma, nodes,
                                          weights), options)
 

@@ -20,9 +20,13 @@ solution out, the density ``Im m(x + i0)/pi``.
 import numpy as np
 
 from ..core._errors import ConvergenceError
-from ..laws._law_base import HARD, Interval, SpectralLaw
+from ..laws._law_base import HARD, QUADRATURE_EXTRA, Interval, SpectralLaw
 
-__all__ = ["DysonSystem", "DysonLaw"]
+__all__ = ["DysonSystem", "DysonLaw", "law_nodes"]
+
+#: Gauss-Legendre nodes beyond half a panel's degree for a continuous law integrated
+#: against (the integrands of the Dyson systems are smooth on its support).
+LAW_QUADRATURE_EXTRA = 2 * QUADRATURE_EXTRA
 
 #: Relative residual ``|w - Phi(w, z)| / (1 + |w|)`` at which a point of the
 #: Dyson system (9.25)-(9.29) is solved (a few ulps of the unknowns).
@@ -52,6 +56,10 @@ DYSON_HALVINGS = 30
 #: at the same accuracy (edges 4.3e-15, density 1.4e-13 over the isotropic campaign of
 #: theory section 9.12).
 DYSON_START_HEIGHT = 4.0
+#: Points whose continuation leaves the path are followed again from starts this many
+#: times higher (measured: a gap point at 149.5, beta = 2.7, lost the path from
+#: 4 x 12268 and kept it from twice that).
+DYSON_RESTART_FACTORS = (4.0, 64.0)
 DYSON_HEIGHT_RATIO = 1.0 / 32
 DYSON_FLOOR = 1e-14
 #: Points of the scan for the bands (geometric from ``SCAN_LOW`` times the top of the
@@ -82,6 +90,21 @@ EDGE_FD_STEP = 1e-6
 UPPER_CERTIFY_FACTOR = 1e8
 UPPER_CERTIFY_STEPS = 64
 
+
+
+def law_nodes(tokens):
+    """Nodes and weights of the token law ``G``: its atoms, plus Gauss-Legendre nodes
+    on its panels (``LAW_QUADRATURE_EXTRA`` beyond half of each panel's degree)."""
+    loc, mass = tokens.atoms()
+    nodes, weights = [np.asarray(loc, float)], [np.asarray(mass, float)]
+    if tokens.interval_details():
+        rep = tokens._representation()
+        x, w = rep.quadrature(LAW_QUADRATURE_EXTRA)
+        nodes.append(np.asarray(x, float))
+        weights.append(np.asarray(w, float) * (tokens._continuous_mass() / rep.total))
+    g = np.concatenate(nodes)
+    wt = np.concatenate(weights)
+    return g, wt / wt.sum()
 
 
 class DysonSystem:
@@ -210,30 +233,61 @@ class DysonSystem:
             ok &= conv
         return w, m, err, ok
 
+    def _heights(self, top, floor):
+        heights = []
+        y = top
+        while y > floor:
+            heights.append(y)
+            y *= DYSON_HEIGHT_RATIO
+        return heights
+
     def solve_axis(self, x, scale):
         """Solve at ``x + i0`` (real ``x``) by continuation from ``x + i 4 scale``.
 
-        Returns ``(w, m, error, converged)`` at the real axis.
+        Points whose path fails are followed again from ``DYSON_RESTART_FACTORS`` times
+        higher starts.  Returns ``(w, m, error, converged)`` at the real axis.
         """
         x = np.asarray(x, float)
-        heights = []
-        y = DYSON_START_HEIGHT * scale
-        while y > DYSON_FLOOR * scale:
-            heights.append(y)
-            y *= DYSON_HEIGHT_RATIO
-        heights.append(0.0)
-        rows = np.repeat(np.array(heights)[:, None], x.size, axis=1)
-        return self._continue(x.astype(complex), rows)
+        out = None
+        todo = np.arange(x.size)
+        for factor in (1.0,) + DYSON_RESTART_FACTORS:
+            heights = self._heights(factor * DYSON_START_HEIGHT * scale, DYSON_FLOOR * scale)
+            heights.append(0.0)
+            rows = np.repeat(np.array(heights)[:, None], todo.size, axis=1)
+            result = self._continue(x[todo].astype(complex), rows)
+            if out is None:
+                out = result
+            else:
+                for full, part in zip(out, result):
+                    full[..., todo] = part
+            todo = todo[~result[3]]
+            if not todo.size:
+                break
+        return out
 
     def solve_upper(self, z, scale):
-        """Solve at points ``z`` with ``Im z > 0``, continued down from ``Re z + i 4 scale``."""
+        """Solve at points ``z`` with ``Im z > 0``, continued down from ``Re z + i 4 scale``
+        (again from higher starts where the path fails, as :meth:`solve_axis`)."""
         z = np.asarray(z, complex)
-        y = np.maximum(DYSON_START_HEIGHT * scale, z.imag)
-        rows = [y]
-        while np.any(y > z.imag):
-            y = np.maximum(y * DYSON_HEIGHT_RATIO, z.imag)
-            rows.append(y)
-        return self._continue(z.real.astype(complex), np.array(rows))
+        out = None
+        todo = np.arange(z.size)
+        for factor in (1.0,) + DYSON_RESTART_FACTORS:
+            zt = z[todo]
+            y = np.maximum(factor * DYSON_START_HEIGHT * scale, zt.imag)
+            rows = [y]
+            while np.any(y > zt.imag):
+                y = np.maximum(y * DYSON_HEIGHT_RATIO, zt.imag)
+                rows.append(y)
+            result = self._continue(zt.real.astype(complex), np.array(rows))
+            if out is None:
+                out = result
+            else:
+                for full, part in zip(out, result):
+                    full[..., todo] = part
+            todo = todo[~result[3]]
+            if not todo.size:
+                break
+        return out
 
     # -- the real system and its folds (eq. (9.30)) ---------------------------------
     def real_det(self, w, x):
@@ -321,7 +375,8 @@ class DysonLaw(SpectralLaw):
             bad = int(np.argmin(out))
             raise ConvergenceError(
                 f"{self._describe()}: negative density {out[bad]:.3g} at x = {x[bad]!r}: "
-                f"the Dyson solve left the branch of the upper half-plane")
+                f"the Dyson solve left the branch of the upper half-plane, or the scan "
+                f"missed a gap of the support there")
         return out
 
     def _stieltjes_exact(self, z):
