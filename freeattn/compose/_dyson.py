@@ -67,6 +67,10 @@ DYSON_FLOOR = 1e-14
 #: geometry within about 1e-3 of a square factor) raises ConvergenceError.
 SCAN_POINTS = 480
 SCAN_LOW = 1e-6
+SCAN_LINEAR_FROM = 0.02
+#: The scan's first top is this many times the mean over the non-zero mass, doubled
+#: until the real solution there is certified above the support.
+SCAN_FIRST_TOP = 8.0
 #: Where the first scan point lies in a band, the scan goes on down to
 #: ``SCAN_FLOOR`` of the scale with ``SCAN_EXTRA`` geometric points.
 SCAN_FLOOR = 1e-12
@@ -88,6 +92,8 @@ EDGE_FD_STEP = 1e-6
 #: the top edge out to ``UPPER_CERTIFY_FACTOR`` times it in ``UPPER_CERTIFY_STEPS``
 #: geometric steps, every step converged and ``det J`` of one sign.
 UPPER_CERTIFY_FACTOR = 1e8
+#: ... starting this far (relative) above the top edge.
+UPPER_CERTIFY_START = 1e-6
 UPPER_CERTIFY_STEPS = 64
 
 
@@ -241,6 +247,24 @@ class DysonSystem:
             y *= DYSON_HEIGHT_RATIO
         return heights
 
+    def _restarted(self, zr, rows_from):
+        """``_continue`` at the points ``zr`` over the heights ``rows_from(start, index)``,
+        followed again from ``DYSON_RESTART_FACTORS`` times higher starts where a path
+        fails; returns ``(w, m, error, converged)``."""
+        out = None
+        todo = np.arange(zr.size)
+        for factor in (1.0,) + DYSON_RESTART_FACTORS:
+            result = self._continue(zr[todo], rows_from(factor * DYSON_START_HEIGHT, todo))
+            if out is None:
+                out = result
+            else:
+                for full, part in zip(out, result):
+                    full[..., todo] = part
+            todo = todo[~result[3]]
+            if not todo.size:
+                break
+        return out
+
     def solve_axis(self, x, scale):
         """Solve at ``x + i0`` (real ``x``) by continuation from ``x + i 4 scale``.
 
@@ -248,46 +272,28 @@ class DysonSystem:
         higher starts.  Returns ``(w, m, error, converged)`` at the real axis.
         """
         x = np.asarray(x, float)
-        out = None
-        todo = np.arange(x.size)
-        for factor in (1.0,) + DYSON_RESTART_FACTORS:
-            heights = self._heights(factor * DYSON_START_HEIGHT * scale, DYSON_FLOOR * scale)
-            heights.append(0.0)
-            rows = np.repeat(np.array(heights)[:, None], todo.size, axis=1)
-            result = self._continue(x[todo].astype(complex), rows)
-            if out is None:
-                out = result
-            else:
-                for full, part in zip(out, result):
-                    full[..., todo] = part
-            todo = todo[~result[3]]
-            if not todo.size:
-                break
-        return out
+
+        def rows(start, todo):
+            heights = self._heights(start * scale, DYSON_FLOOR * scale) + [0.0]
+            return np.repeat(np.array(heights)[:, None], todo.size, axis=1)
+
+        return self._restarted(x.astype(complex), rows)
 
     def solve_upper(self, z, scale):
         """Solve at points ``z`` with ``Im z > 0``, continued down from ``Re z + i 4 scale``
         (again from higher starts where the path fails, as :meth:`solve_axis`)."""
         z = np.asarray(z, complex)
-        out = None
-        todo = np.arange(z.size)
-        for factor in (1.0,) + DYSON_RESTART_FACTORS:
-            zt = z[todo]
-            y = np.maximum(factor * DYSON_START_HEIGHT * scale, zt.imag)
-            rows = [y]
-            while np.any(y > zt.imag):
-                y = np.maximum(y * DYSON_HEIGHT_RATIO, zt.imag)
-                rows.append(y)
-            result = self._continue(zt.real.astype(complex), np.array(rows))
-            if out is None:
-                out = result
-            else:
-                for full, part in zip(out, result):
-                    full[..., todo] = part
-            todo = todo[~result[3]]
-            if not todo.size:
-                break
-        return out
+
+        def rows(start, todo):
+            target = z[todo].imag
+            y = np.maximum(start * scale, target)
+            out = [y]
+            while np.any(y > target):
+                y = np.maximum(y * DYSON_HEIGHT_RATIO, target)
+                out.append(y)
+            return np.array(out)
+
+        return self._restarted(z.real.astype(complex), rows)
 
     # -- the real system and its folds (eq. (9.30)) ---------------------------------
     def real_det(self, w, x):
@@ -413,7 +419,7 @@ class DysonLaw(SpectralLaw):
         m1 = sys_.mean
         # a first scale: grow until the point is above the support (real solution,
         # certified below)
-        top = 8.0 * m1 / max(1.0 - self.atom_mass, np.finfo(float).eps)
+        top = SCAN_FIRST_TOP * m1 / max(1.0 - self.atom_mass, np.finfo(float).eps)
         for _ in range(60):
             w, m, ok = self._real_solution(top, top)
             if ok and abs(m.imag) <= GAP_RTOL * abs(m):
@@ -422,9 +428,10 @@ class DysonLaw(SpectralLaw):
         else:
             raise ConvergenceError(f"{self._describe()}: no point above the support found "
                                    f"below x = {top!r}")
-        x = np.concatenate([np.geomspace(top * SCAN_LOW, top * 0.02, SCAN_POINTS // 4,
+        split = SCAN_POINTS // 4
+        x = np.concatenate([np.geomspace(top * SCAN_LOW, top * SCAN_LINEAR_FROM, split,
                                          endpoint=False),
-                            np.linspace(top * 0.02, top, SCAN_POINTS - SCAN_POINTS // 4)])
+                            np.linspace(top * SCAN_LINEAR_FROM, top, SCAN_POINTS - split)])
         w, m = self._scan(x, top)
         self._density_scale = m.imag.max()
         inside = m.imag > GAP_RTOL * self._density_scale
@@ -494,7 +501,8 @@ class DysonLaw(SpectralLaw):
     def _certify_top(self, hi, scale):
         """Follow the real solution from just above ``hi`` out to ``1e8 hi``: no other band."""
         sys_ = self.system
-        xs = np.geomspace(hi * (1 + 1e-6), hi * UPPER_CERTIFY_FACTOR, UPPER_CERTIFY_STEPS)
+        xs = np.geomspace(hi * (1 + UPPER_CERTIFY_START), hi * UPPER_CERTIFY_FACTOR,
+                          UPPER_CERTIFY_STEPS)
         w, m, ok = self._real_solution(xs[0], scale)
         w = w.real
         sign = np.sign(sys_.real_det(w, xs[0]))
