@@ -9,8 +9,9 @@ timed in the same run right before the cases:
 * the three-band ``free_additive`` of two discrete laws;
 * ``sample_covariance(point_masses(t, 1/k), 0.5)`` with ``t`` chi-square(3) draws
   (``numpy.random.default_rng(1)``), k = 500 and 1000 (> 400 atoms: the
-  analytic path), target <= 10 C at k = 500 and cost linear in k (k = 5000
-  in the full run);
+  analytic path), target <= 10 C at k = 500 and cost linear in k (k = 5000,
+  20 000 and 10^5 in the full run; from 2048 atoms the sums over atoms take the
+  tree code of theory eq. (14.25));
 * ``free_multiplicative(attention, attention)`` (beta = gamma = 1, a hard edge
   at 0, theory eq. (14.6)), target <= 10 C, and the products of three (target
   <= 10 C), four and eight attention laws (one system in all the factors,
@@ -91,6 +92,8 @@ def cases(quick):
     if not quick:
         out += [("population, 1000 atoms", population(1000)),
                 ("population, 5000 atoms", population(5000)),
+                ("population, 20000 atoms", population(20000)),
+                ("population, 100000 atoms", population(100000)),
                 ("attention stack, 4 layers", attention_product(4)),
                 ("attention stack, 8 layers", attention_product(8))]
     return out

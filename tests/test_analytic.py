@@ -633,7 +633,7 @@ def test_intervals_skipped_by_the_bound_eq_14_18_hold_no_zero_of_x_prime():
             assert 0 < free.sum() < free.size          # the bound both skips and keeps
             a, b = p[:-1][free], p[1:][free]
             m = (a[:, None] + (b - a)[:, None] * frac[None, :]).ravel()
-            assert np.all(ps._sums(m, c, t, w, (1,))[1] < 0)
+            assert np.all(ps._pole_sums(m, c, t, w, (1,))[1] < 0)
             fast = ps.population_edges(c, t, w)
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(ps, "BOUND_NEIGHBOURS", 0)

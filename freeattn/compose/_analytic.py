@@ -17,6 +17,7 @@ import numpy as np
 
 from ..algebra._levels import HARD_EDGE_MASS_RTOL
 from ..core._errors import ConvergenceError
+from ._atom_tree import TREE_MIN_ATOMS, AtomTree
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
                            newton)
 from ..laws._elementary import PointMasses
@@ -167,13 +168,24 @@ def _atom_sums(values, weights, v):
     return g, dg
 
 
+def _point_mass_sums(law, v):
+    """``(G, G')`` of a discrete law at ``v`` (``Im v >= 0``): the direct sum, or
+    the tree code of eq. (14.25) from ``TREE_MIN_ATOMS`` atoms (built once per law)."""
+    if law.values.size < TREE_MIN_ATOMS:
+        return _atom_sums(law.values, law.weights, v)
+    tree = law.__dict__.get("_atom_tree")
+    if tree is None:
+        tree = law._atom_tree = AtomTree(law.values, law.weights)
+    return tree.sums(v)
+
+
 def _cauchy_pair(law, u):
     """``(G(u), G'(u))`` for any complex ``u`` (``G(conj u) = conj G(u)``)."""
     u = np.asarray(u, dtype=complex)
     low = u.imag < 0
     v = np.where(low, np.conj(u), u)
     if isinstance(law, PointMasses):
-        g, d = _atom_sums(law.values, law.weights, v)
+        g, d = _point_mass_sums(law, v)
     else:
         g, d = law._stieltjes_pair(v)
     return np.where(low, np.conj(g), g), np.where(low, np.conj(d), d)

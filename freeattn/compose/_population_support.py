@@ -20,6 +20,7 @@ Nothing in this module prints or does I/O.
 import numpy as np
 
 from ..core._errors import ConvergenceError
+from ._atom_tree import TREE_MIN_ATOMS, AtomTree
 from ._fixed_point import bracketed_newton
 
 __all__ = ["population_edges"]
@@ -48,12 +49,23 @@ BOUND_NEIGHBOURS = 4
 BOUND_SLACK = 1e-9
 
 
-def _sums(m, c, t, w, orders):
-    """``x^{(j)}(m)`` for ``j`` in ``orders`` (0 to 3), eq. (14.17), at 1-d ``m``."""
+def _pole_sums(m, c, t, w, orders, tree=None):
+    """``x^{(j)}(m)`` for ``j`` in ``orders`` (0 to 3), eq. (14.17), at 1-d ``m``.
+
+    With ``tree`` (an :class:`AtomTree` over the poles ``-1/t_k`` with the weights
+    ``w_k``) the sums ``sum_k w_k (t_k / (1 + t_k m))**(j + 1)
+    = sum_k w_k / (m + 1/t_k)**(j + 1)`` come from its expansion (eq. (14.25)).
+    """
     out = {j: np.empty(m.shape) for j in orders}
     with np.errstate(all="ignore"):
         base = {0: -1.0 / m, 1: 1.0 / m ** 2, 2: -2.0 / m ** 3, 3: 6.0 / m ** 4}
     sign = {0: 1.0, 1: -1.0, 2: 2.0, 3: -6.0}
+    if tree is not None:
+        with np.errstate(all="ignore"):
+            power = tree.power_sums(m, max(orders))
+            for j in orders:
+                out[j] = base[j] + c * sign[j] * power[j].real
+        return out
     step = max(1, SUM_BLOCK // max(t.size, 1))
     for s in range(0, m.size, step):
         mb = m[s:s + step, None]
@@ -126,6 +138,11 @@ def population_edges(ratio, values, weights):
     t = np.asarray(values, dtype=float)[order]
     w = np.asarray(weights, dtype=float)[order]
     poles = -1.0 / t                                   # ascending: -1/t_min < ... < -1/t_max < 0
+    tree = AtomTree(poles, w) if t.size >= TREE_MIN_ATOMS else None
+
+    def sums(x, orders):
+        return _pole_sums(x, c, t, w, orders, tree)
+
     # sample points: left of the first pole (geometric), between poles, and
     # between the last pole and 0 (clustered at both ends); piece k is
     # (ends[k-1], ends[k]), and the pieces between poles that eq. (14.18) proves
@@ -139,14 +156,14 @@ def population_edges(ratio, values, weights):
     outer = poles[0] * (1.0 + np.geomspace(1.0 / OUTER_REACH, OUTER_REACH, OUTER_SAMPLES))[::-1]
     m = np.r_[outer, inner]
     piece = np.r_[np.zeros(outer.size, dtype=int), np.repeat(keep, POLE_INTERVAL_SAMPLES)]
-    d1 = _sums(m, c, t, w, (1,))[1]
+    d1 = sums(m, (1,))[1]
 
     def d1_pair(x, idx):
-        s = _sums(x, c, t, w, (1, 2))
+        s = sums(x, (1, 2))
         return s[1], s[2]
 
     def d2_pair(x, idx):
-        s = _sums(x, c, t, w, (2, 3))
+        s = sums(x, (2, 3))
         return s[2], s[3]
 
     # x' = -oo at a pole: where the sample next to a pole is already positive, a zero
@@ -166,7 +183,7 @@ def population_edges(ratio, values, weights):
         for _ in range(POLE_SHRINKS):
             gap = np.where(found, gap, gap / POLE_SHRINK_FACTOR)
             trial = pole + gap
-            neg = _sums(trial, c, t, w, (1,))[1] <= 0
+            neg = sums(trial, (1,))[1] <= 0
             pt = np.where(~found & neg, trial, pt)
             found |= neg
             if found.all():
@@ -181,7 +198,7 @@ def population_edges(ratio, values, weights):
         """The samples with ``new_m`` added, sorted by piece, then ``m``."""
         m = np.r_[m, new_m]
         piece = np.r_[piece, new_piece]
-        d1 = np.r_[d1, _sums(new_m, c, t, w, (1,))[1]]
+        d1 = np.r_[d1, sums(new_m, (1,))[1]]
         srt = np.lexsort((m, piece))
         return m[srt], piece[srt], d1[srt]
 
@@ -218,7 +235,7 @@ def population_edges(ratio, values, weights):
         raise ConvergenceError(
             f"x'(m) of eq. (14.17) has the wrong sign at the ends of the real line "
             f"(ratio={c!r}): the sampling did not reach the limits m -> -oo, m -> 0-")
-    xs = _sums(zeros, c, t, w, (0,))[0]
+    xs = sums(zeros, (0,))[0]
     kinds = np.where(rising, "hi", "lo")
     if kinds.size % 2 or np.any(kinds[0::2] != "lo") or np.any(kinds[1::2] != "hi") \
             or np.any(np.diff(xs) <= 0):
