@@ -27,6 +27,10 @@ timed in the same run right before the cases:
 
 Each case builds a new law (cold: perturbed by ``_common.cold_value``) and
 evaluates ``pdf`` on 2000 points spanning its support.
+
+``--populations`` runs the population cases only, k = 500 to 10^5, each with the
+tree code and again with the direct sums over atoms (the tree disabled), so that
+the two are compared in the same run.
 """
 
 import argparse
@@ -99,9 +103,36 @@ def cases(quick):
     return out
 
 
+def population_cases():
+    import freeattn as fa
+    from freeattn.compose import _analytic, _population_support
+
+    default = _analytic.TREE_MIN_ATOMS
+
+    def population(n, tree):
+        t = np.random.default_rng(1).chisquare(3, n)
+
+        def build():
+            # the direct sums: the tree's threshold above every population
+            limit = default if tree else 10 ** 12
+            _analytic.TREE_MIN_ATOMS = _population_support.TREE_MIN_ATOMS = limit
+            return fa.sample_covariance(fa.point_masses(t * cold_value(1.0),
+                                                        np.full(n, 1.0 / n)), 0.5)
+        return build
+
+    out = []
+    for n in (500, 5000, 20000, 100000):
+        out.append((f"population, {n} atoms", population(n, True)))
+        if 2000 < n <= 20000:
+            out.append((f"population, {n} atoms, direct", population(n, False)))
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--populations", action="store_true",
+                        help="the population cases only, with and without the tree code")
     args = parser.parse_args(argv)
     limit_blas_threads(sys.argv[1:] if argv is None else argv)
     c = time_eigvals_baseline(quick=args.quick)["min"]
@@ -110,7 +141,8 @@ def main(argv=None):
 
     # warm-up: imports and first-call costs are not part of any case
     cases(True)[0][1]().pdf(0.0)
-    for name, build in cases(args.quick):
+    todo = population_cases() if args.populations else cases(args.quick)
+    for name, build in todo:
         t0 = time.perf_counter()
         try:
             law = build()

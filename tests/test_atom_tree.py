@@ -129,3 +129,25 @@ def test_tree_constants_are_consistent():
     for q in range(4):
         tail = sum(math.comb(p + q, q) * eta ** -p for p in range(p_max, p_max + 400))
         assert tail * (1 + 1 / eta) ** (q + 1) < 1e-16
+
+
+def test_density_next_to_the_edge_of_a_narrow_band_over_many_atoms(monkeypatch):
+    # 20 000 chi-square(3) atoms, ratio 1/2: the band of an isolated small atom
+    # ends at x ~ 3.6e-3; at 4.4e-9 of its width below that edge the residual of
+    # eq. (14.4) stays at the rounding of the 20 000-term sums (1.3e-13 of |w|,
+    # above the plain fold floor), and the density follows the square-root edge
+    n = 20000
+    t = np.random.default_rng(1).chisquare(3, n) * 1.0000001
+    law = freeattn.sample_covariance(freeattn.point_masses(t, np.full(n, 1.0 / n)), 0.5)
+    lo, hi = next(b for b in law.intervals() if b[0] < 3.574e-3 < b[1])
+    width = hi - lo
+    d = np.array([1e-4, 4.419391089448186e-09]) * width
+    f = law._density(hi - d)
+    # f ~ A sqrt(hi - x) (1 + O((hi - x)/width)): the ratio to 1e-4 relative
+    assert f[1] / f[0] == pytest.approx(np.sqrt(d[1] / d[0]), rel=1e-3)
+    # without the conditioning of the sums in the floor, this point raises
+    monkeypatch.setattr(_analytic, "_sum_condition", lambda args: 1.0)
+    fresh = freeattn.sample_covariance(freeattn.point_masses(t, np.full(n, 1.0 / n)), 0.5)
+    fresh.intervals()
+    with pytest.raises(freeattn.ConvergenceError):
+        fresh._density(hi - d[1:])

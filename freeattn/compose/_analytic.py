@@ -179,6 +179,33 @@ def _point_mass_sums(law, v):
     return tree.sums(v)
 
 
+def _sum_condition(arguments):
+    """The loss of digits of the Cauchy sums over atoms at the points ``(law, u)``.
+
+    ``sum_j m_j / |u - a_j|`` over ``|G(u)|`` for a discrete law (at least 1: the
+    rounding of ``G`` is this times that of its largest terms), 1 for other laws;
+    the largest over the laws, per point.  Summed directly, block by block: it is
+    asked for at the few points whose residual is above the rounding floor.
+    """
+    cond = None
+    for law, u in arguments:
+        u = np.asarray(u, dtype=complex)
+        c = np.ones(u.shape)
+        if isinstance(law, PointMasses):
+            v = np.where(u.imag < 0, np.conj(u), u)
+            g = _point_mass_sums(law, v)[0]
+            rows = max(1, ATOM_BLOCK // max(law.values.size, 1))
+            moduli = np.empty(v.shape)
+            with np.errstate(all="ignore"):
+                for i in range(0, v.size, rows):
+                    moduli[i:i + rows] = (1.0 / np.abs(v[i:i + rows, None] - law.values)
+                                          ) @ law.weights
+                c = np.where(np.isfinite(moduli / np.abs(g)),
+                             np.maximum(moduli / np.abs(g), 1.0), 1.0)
+        cond = c if cond is None else np.maximum(cond, c)
+    return cond
+
+
 def _cauchy_pair(law, u):
     """``(G(u), G'(u))`` for any complex ``u`` (``G(conj u) = conj G(u)``)."""
     u = np.asarray(u, dtype=complex)
@@ -718,6 +745,13 @@ class AnalyticLaw(SpectralLaw):
             p, _ = pr.phi(w, zf)
         floor = np.abs(w - p) <= FOLD_RESIDUAL_RTOL * (pr.scale + np.abs(w))
         bad = ~((err <= tol) | floor)
+        if bad.any():
+            # over many atoms the rounding of phi is that of its Cauchy sums, which
+            # lose digits where their terms cancel: the floor scales with that loss
+            idx = np.flatnonzero(bad)
+            cond = _sum_condition(pr.phi_arguments(w[idx], zf[idx])[2])
+            bad[idx] = np.abs(w[idx] - p[idx]) > FOLD_RESIDUAL_RTOL * cond * (
+                pr.scale + np.abs(w[idx]))
         if bad.any():
             k = int(np.argmax(bad))
             raise ConvergenceError(

@@ -93,6 +93,9 @@ class AtomTree:
         self.centre = np.concatenate(self.centre)
         self.radius = np.concatenate(self.radius)
         self.moments = np.concatenate(self.moments)
+        # binom(p + q, q) M_p, one contiguous row per p (eq. (14.25))
+        self._scaled = [np.ascontiguousarray((self.moments * _BINOMIAL[q][None, :]).T)
+                        for q in range(4)]
         # leaves padded to a rectangle (padding: mass 0 at the leaf's first atom)
         b = bounds[-1]
         sizes = b[1:] - b[:-1]
@@ -156,19 +159,19 @@ class AtomTree:
         return [o.reshape(shape) for o in out]
 
     def _far(self, out, v, tgt, node):
-        # Horner on the expansion of every order (eq. (14.25)), all levels at once:
-        # S_q = (v - c)**-(q + 1) sum_p binom(p + q, q) M_p u**p
-        mom = self.moments[node]
+        # the expansion of every order (eq. (14.25)), all levels at once:
+        # S_q = (v - c)**-(q + 1) sum_p binom(p + q, q) M_p u**p, |u| <= 1/3
         dv = v[tgt] - self.centre[node]
         u = self.radius[node] / dv
         inv = 1.0 / dv
+        powers = np.empty((TREE_ORDER, u.size), dtype=complex)
+        powers[0] = 1.0
+        powers[1:] = u
+        np.cumprod(powers, axis=0, out=powers)
         scale = inv
         for q, o in enumerate(out):
-            coef = _BINOMIAL[q]
-            s = (coef[-1] * mom[:, -1]).astype(complex)
-            for p in range(TREE_ORDER - 2, -1, -1):
-                s = s * u + coef[p] * mom[:, p]
-            _accumulate(o, tgt, s * scale)
+            sq = np.einsum("pk,pk->k", self._scaled[q][:, node], powers)
+            _accumulate(o, tgt, sq * scale)
             scale = scale * inv
 
     def _direct(self, out, v, tgt, node):
