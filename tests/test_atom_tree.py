@@ -151,3 +151,32 @@ def test_density_next_to_the_edge_of_a_narrow_band_over_many_atoms(monkeypatch):
     fresh.intervals()
     with pytest.raises(freeattn.ConvergenceError):
         fresh._density(hi - d[1:])
+
+
+def test_sum_condition_of_eq_14_27_closed_form():
+    # two atoms +-1 of mass 1/2 at u = i y: G = -i y/(1 + y**2), the moduli sum to
+    # 1/sqrt(1 + y**2), so kappa = sqrt(1 + y**2)/y (>= 1; 1 for a law without atoms)
+    law = freeattn.point_masses([-1.0, 1.0], [0.5, 0.5])
+    y = np.array([1e-3, 0.5, 10.0])
+    kappa = _analytic._sum_condition(((law, 1j * y), (freeattn.semicircle(1.0), 1j * y)))
+    np.testing.assert_allclose(kappa, np.maximum(np.sqrt(1 + y ** 2) / y, 1.0), rtol=1e-14)
+    # the cap keeps the floor of eq. (14.27) at the boundary tolerance
+    assert _analytic.SUM_CONDITION_MAX * _analytic.FOLD_RESIDUAL_RTOL == pytest.approx(
+        _analytic.BOUNDARY_RTOL, rel=1e-15)
+
+
+@pytest.mark.parametrize("values, weights, match", [
+    ([], [], "non-empty"),
+    ([1.0, 2.0], [1.0], "non-empty"),
+    ([1.0, np.nan], [0.5, 0.5], "finite"),
+    ([1.0, 2.0], [1.5, -0.5], ">= 0"),
+])
+def test_tree_rejects_bad_atoms(values, weights, match):
+    with pytest.raises(ValueError, match=match):
+        AtomTree(np.array(values), np.array(weights))
+
+
+def test_tree_rejects_orders_above_three():
+    tree = AtomTree(np.arange(10.0), np.full(10, 0.1))
+    with pytest.raises(ValueError, match="qmax"):
+        tree.power_sums(np.array([0.5j]), 4)

@@ -55,9 +55,16 @@ class AtomTree:
     """
 
     def __init__(self, values, weights, leaf=TREE_LEAF):
-        order = np.argsort(values, kind="stable")
-        a = np.asarray(values, dtype=float)[order]
-        m = np.asarray(weights, dtype=float)[order]
+        a = np.asarray(values, dtype=float).ravel()
+        m = np.asarray(weights, dtype=float).ravel()
+        if a.size == 0 or a.shape != m.shape:
+            raise ValueError(f"values and weights must be non-empty 1-d arrays of one "
+                             f"length, got {a.shape} and {m.shape}")
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(m)) and np.all(m >= 0)):
+            # the bound (14.26) uses |M_p| <= M_0, which needs m_j >= 0
+            raise ValueError("values must be finite and weights finite and >= 0")
+        order = np.argsort(a, kind="stable")
+        a, m = a[order], m[order]
         k = a.size
         depth = 0
         while k > leaf * 2 ** depth:
@@ -71,7 +78,7 @@ class AtomTree:
             nb = np.empty(2 * b.size - 1, dtype=int)
             nb[0::2], nb[1::2] = b, mid
             bounds.append(nb)
-        self.centre, self.radius, self.moments = [], [], []
+        self.centre, self.radius, moments = [], [], []
         for b in bounds:
             lo, hi = b[:-1], b[1:] - 1
             c = 0.5 * (a[lo] + a[hi])
@@ -87,14 +94,14 @@ class AtomTree:
                 term *= t
             self.centre.append(c)
             self.radius.append(r)
-            self.moments.append(mom)
+            moments.append(mom)
         sizes_per_level = [c.size for c in self.centre]
         self.offset = np.concatenate([[0], np.cumsum(sizes_per_level)])
         self.centre = np.concatenate(self.centre)
         self.radius = np.concatenate(self.radius)
-        self.moments = np.concatenate(self.moments)
+        moments = np.concatenate(moments)
         # binom(p + q, q) M_p, one contiguous row per p (eq. (14.25))
-        self._scaled = [np.ascontiguousarray((self.moments * _BINOMIAL[q][None, :]).T)
+        self._scaled = [np.ascontiguousarray((moments * _BINOMIAL[q][None, :]).T)
                         for q in range(4)]
         # leaves padded to a rectangle (padding: mass 0 at the leaf's first atom)
         b = bounds[-1]
@@ -105,7 +112,6 @@ class AtomTree:
         idx = np.where(pad, b[:-1, None], idx)
         self.leaf_values = a[idx]
         self.leaf_weights = np.where(pad, 0.0, m[idx])
-        self.values, self.weights = a, m
 
     def sums(self, v):
         """``(G(v), G'(v))`` at complex points ``v`` (any shape).
@@ -130,6 +136,8 @@ class AtomTree:
         list of ndarray
             ``S_0, ..., S_qmax``, complex, of the shape of ``v``.
         """
+        if qmax not in range(len(_BINOMIAL)):
+            raise ValueError(f"qmax must be 0, 1, 2 or 3, got {qmax!r}")
         v = np.asarray(v, dtype=complex)
         shape = v.shape
         v = v.ravel()
