@@ -55,10 +55,17 @@ class AffineLevel:
     """``z = shift + scale * tau``, ``G = G_b(tau) / scale`` with ``scale > 0`` (eq. (8.7))."""
 
     kind = "affine"
+    #: The point under the level is ``(z - shift)/scale``, a function of ``z``
+    #: alone, not a subordination point (it is real with ``z``).
+    subordinating = False
 
     def __init__(self, shift, scale):
         self.shift = float(shift)
         self.scale = float(scale)
+
+    def slope_at_infinity(self):
+        """``lim dz/dtau`` as ``tau -> oo`` (the scale of the map's derivative)."""
+        return self.scale
 
     def apply(self, tau, gb, dtau, dgb):
         z = self.shift + self.scale * tau
@@ -130,10 +137,15 @@ class RLevel:
     """Free additive convolution with a law of known R-transform (eq. (8.8))."""
 
     kind = "R"
+    subordinating = True
 
     def __init__(self, transform, partner):
         self.transform = transform
         self.partner = partner
+
+    def slope_at_infinity(self):
+        """``lim dz/dtau = 1`` as ``tau -> oo`` (``R_a(G_b(tau)) -> R_a(0)``)."""
+        return 1.0
 
     def apply(self, tau, gb, dtau, dgb):
         if dtau is None:
@@ -179,10 +191,15 @@ class SLevel:
     """Free multiplicative convolution with a law of known S-transform (eq. (8.9))."""
 
     kind = "S"
+    subordinating = True
 
     def __init__(self, transform, partner):
         self.transform = transform
         self.partner = partner
+
+    def slope_at_infinity(self):
+        """``lim dz/dtau = 1/S_a(0)`` as ``tau -> oo`` (``w -> 0``), in modulus."""
+        return abs(1.0 / self.transform.at_zero())
 
     def apply(self, tau, gb, dtau, dgb):
         w = tau * gb - 1.0

@@ -40,6 +40,7 @@ import scipy.special
 from ..core._blas import single_threaded
 from ..core._checks import CAUSAL_BETA, CAUSAL_GAMMA, as_real_array
 from ..core._errors import ConvergenceError
+from ..compose._fixed_point import SystemProblem, newton_system
 
 __all__ = [
     "CAUSAL_BETA_RANGE",
@@ -348,6 +349,73 @@ class _State:
                  "Fm", "Erho")
 
 
+class _ChordNewton(SystemProblem):
+    """The system of :class:`_System` at points ``log(-z)`` as a
+    :class:`~freeattn.compose._fixed_point.SystemProblem` solved by chord steps.
+
+    The unknowns of a point are ``(sigma at the nodes, kappa)``, a column of
+    ``w``; the points passed to :func:`~freeattn.compose._fixed_point.newton_system`
+    are their indices, under which the problem keeps the inverted Jacobian, whether
+    it is fresh, the last step's size and the steps taken.
+    """
+
+    def __init__(self, system, log_mz, grid):
+        self.system = system
+        self.log_mz = log_mz
+        self.grid = grid
+        P, M = log_mz.size, grid.size
+        self.jinv = np.full((P, M + 1, M + 1), np.nan, dtype=complex)
+        self.need = np.ones(P, dtype=bool)        # recompute the Jacobian
+        self.fresh = np.zeros(P, dtype=bool)      # the last step used a fresh one
+        self.prev = np.full(P, np.nan)            # no contraction estimate before two steps
+        self.its = np.zeros(P, dtype=int)
+
+    def evaluate(self, w, idx):
+        M = self.grid.size
+        sig, kap = w[:M].T, w[M]
+        f = np.empty(w.shape, dtype=complex)
+        redo = self.need[idx]
+        for part, jac in ((redo, True), (~redo, False)):
+            if not part.any():
+                continue
+            sel = idx[part]
+            st = self.system.evaluate(sig[part], kap[part], self.grid, jac=jac)
+            if jac:
+                jm = np.empty((sel.size, M + 1, M + 1), complex)
+                jm[:, :M, :M] = st.dR_s
+                jm[:, :M, M] = st.dR_k
+                jm[:, M, :M] = -2.0 * st.dpsih_s
+                jm[:, M, M] = 1.0 / st.kap - 2.0 * st.dpsih_k
+                with np.errstate(all="ignore"):
+                    try:
+                        self.jinv[sel] = np.linalg.inv(jm)
+                    except np.linalg.LinAlgError:
+                        self.jinv[sel] = np.nan
+            bc = _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - self.log_mz[sel])
+            f[:M, part], f[M, part] = st.R.T, bc
+            self.fresh[sel] = jac
+        with np.errstate(all="ignore"):
+            step = np.einsum("pij,jp->ip", self.jinv[idx], f)
+        return f, step, (np.maximum(1.0, np.abs(self.log_mz[idx])),)
+
+    def error(self, f, w, extra):
+        return np.maximum(np.max(np.abs(f[:-1]), axis=0), np.abs(f[-1]) / extra[0])
+
+    def step_size(self, step, w, idx):
+        """The size of the step, or 0 where the extrapolation of the last two steps
+        (quadratic after a fresh Jacobian, geometric after a chord step) leaves an
+        error below ``NEWTON_STEP_TOL``; records the contraction."""
+        size = np.maximum(np.max(np.abs(step[:-1]), axis=0), np.abs(step[-1]) / np.abs(w[-1]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = size / self.prev[idx]
+            left = np.where(self.fresh[idx], size * ratio ** 2, size * ratio / (1.0 - ratio))
+        done = (size < NEWTON_QUADRATIC_MAX) & (left >= 0) & (left < NEWTON_STEP_TOL)
+        self.need[idx] = ratio >= CHORD_MIN_CONTRACTION      # NaN (first step): keep
+        self.prev[idx] = size
+        self.its[idx] += 1
+        return np.where(done, 0.0, size)
+
+
 class _System:
     """The half-interval collocation of theory eq. (10.11) for given (a2, b2, gamma).
 
@@ -442,76 +510,26 @@ class _System:
     def newton(self, log_mz, sig, kap, grid, max_iter=NEWTON_MAX_ITER):
         """Newton's method on (sigma, kappa) for a batch of points.
 
-        A chord variant: the Jacobian (the expensive part) is inverted at the
-        first iterate and reused while successive steps shrink by at least
-        ``CHORD_MIN_CONTRACTION``; otherwise it is recomputed.  Returns
-        ``(state, converged, iterations, residual)``; ``converged`` means the
-        step fell below ``NEWTON_STEP_TOL`` (or the quadratic/linear
-        extrapolation of the remaining error did) and the final residual is
-        below ``RESIDUAL_TOL``.  The boundary condition is used in the form
-        ``log(kappa) - 2 psi(1/2) - log(-z) = 0`` (imaginary part modulo
-        ``2 pi``), which stays O(1) for ``|z|`` down to ``exp(-800)``.
+        The shared strategy :func:`freeattn.compose._fixed_point.newton_system`
+        with the chord steps of :class:`_ChordNewton`: the Jacobian (the
+        expensive part) is inverted at the first iterate and reused while
+        successive steps shrink by at least ``CHORD_MIN_CONTRACTION``; otherwise
+        it is recomputed.  Returns ``(state, converged, iterations, residual)``;
+        ``converged`` means the step fell below ``NEWTON_STEP_TOL`` (or the
+        quadratic/linear extrapolation of the remaining error did) and the final
+        residual is below ``RESIDUAL_TOL``.  The boundary condition is used in
+        the form ``log(kappa) - 2 psi(1/2) - log(-z) = 0`` (imaginary part
+        modulo ``2 pi``), which stays O(1) for ``|z|`` down to ``exp(-800)``.
         """
         sig = np.array(sig, dtype=complex)
         kap = np.array(kap, dtype=complex)
         log_mz = np.asarray(log_mz, dtype=complex)
         P, M = sig.shape
-        done = np.zeros(P, bool)
-        its = np.zeros(P, int)
-        active = np.arange(P)
-        prev = np.full(P, np.nan)      # no convergence estimate before two steps
-        jinv = np.empty((P, M + 1, M + 1), complex)
-        fresh = np.zeros(P, bool)      # jinv computed at the current iterate's predecessor
-        need = np.ones(P, bool)
-        for it in range(max_iter):
-            redo = active[need[active]]
-            keep = active[~need[active]]
-            if redo.size:
-                st = self.evaluate(sig[redo], kap[redo], grid)
-                jm = np.empty((redo.size, M + 1, M + 1), complex)
-                jm[:, :M, :M] = st.dR_s
-                jm[:, :M, M] = st.dR_k
-                jm[:, M, :M] = -2.0 * st.dpsih_s
-                jm[:, M, M] = 1.0 / st.kap - 2.0 * st.dpsih_k
-                with np.errstate(all="ignore"):
-                    try:
-                        jinv[redo] = np.linalg.inv(jm)
-                    except np.linalg.LinAlgError:
-                        jinv[redo] = np.nan
-                r_redo = np.concatenate(
-                    [st.R, _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - log_mz[redo])[:, None]],
-                    axis=1)
-                fresh[redo] = True
-            if keep.size:
-                st = self.evaluate(sig[keep], kap[keep], grid, jac=False)
-                r_keep = np.concatenate(
-                    [st.R, _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - log_mz[keep])[:, None]],
-                    axis=1)
-                fresh[keep] = False
-            order = np.concatenate([redo, keep])
-            r = np.concatenate([r_redo if redo.size else np.empty((0, M + 1)),
-                                r_keep if keep.size else np.empty((0, M + 1))])
-            with np.errstate(all="ignore"):
-                step = -np.einsum("pij,pj->pi", jinv[order], r)
-            sig[order] += step[:, :M]
-            kap[order] += step[:, M]
-            size = np.maximum(np.max(np.abs(step[:, :M]), axis=1),
-                              np.abs(step[:, M]) / np.abs(kap[order]))
-            its[order] = it + 1
-            fin = ~np.isfinite(size)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = size / prev[order]
-                # error left after this step: quadratic (fresh Jacobian) or
-                # geometric (chord) extrapolation from the last two steps
-                left = np.where(fresh[order], size * ratio ** 2, size * ratio / (1.0 - ratio))
-            ok = (size < NEWTON_STEP_TOL) | ((size < NEWTON_QUADRATIC_MAX) & (left >= 0)
-                                             & (left < NEWTON_STEP_TOL)) | fin
-            need[order] = ratio >= CHORD_MIN_CONTRACTION      # NaN (first step): keep
-            prev[order] = size
-            done[order[ok & ~fin]] = True
-            active = order[~ok]
-            if active.size == 0:
-                break
+        chord = _ChordNewton(self, log_mz, grid)
+        w0 = np.concatenate([sig.T, kap[None, :]])
+        result = newton_system(chord, np.arange(P), w0, max_iter, 0.0,
+                               step_rtol=NEWTON_STEP_TOL)
+        sig, kap = result.value[:M].T, result.value[M]
         st = self.evaluate(sig, kap, grid, jac=False)
         bc = _wrap_imag(np.log(st.kap) - 2.0 * st.psi[:, -1] - log_mz)
         # the boundary condition balances terms of size |log z|: relative to that
@@ -519,8 +537,9 @@ class _System:
         # next to an edge the Jacobian is nearly singular and the steps can stagnate
         # at rounding level above NEWTON_STEP_TOL: a residual at rounding level is then
         # as converged as the data allow
-        conv = (done | (res < RESIDUAL_ROUNDING)) & (res < RESIDUAL_TOL) & np.isfinite(res)
-        return st, conv, its, res
+        conv = ((result.converged | (res < RESIDUAL_ROUNDING)) & (res < RESIDUAL_TOL)
+                & np.isfinite(res))
+        return st, conv, chord.its, res
 
     # -- real branch at given kappa --------------------------------------------
 

@@ -140,9 +140,15 @@ class CompanionLevel:
     """
 
     kind = "companion"
+    #: The point under the level is ``z`` itself, not a subordination point.
+    subordinating = False
 
     def __init__(self, t):
         self.t = float(t)
+
+    def slope_at_infinity(self):
+        """``dz/dtau = 1``: the level keeps the point."""
+        return 1.0
 
     def apply(self, tau, gb, dtau, dgb):
         t = self.t

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ..laws._law_base import AffineLaw, Interval, SpectralLaw
+from ._fixed_point import SystemProblem, newton_system
 from ._analytic import (WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair, hard_edge_exponent,
                         locator_schedule, product_grid)
 
@@ -256,6 +257,31 @@ class _LevelRow:
         return ok
 
 
+class _ChainProblem(SystemProblem):
+    """The system (14.8) of a :class:`ProductChainLaw` at points ``t`` as a
+    :class:`~._fixed_point.SystemProblem`: the step is the arrowhead
+    elimination of :meth:`ProductChainLaw._system`, damped so that no unknown
+    moves by more than ``CHAIN_STEP_RATIO`` of its size."""
+
+    def __init__(self, law):
+        self._law = law
+
+    def evaluate(self, om, t):
+        res, step, eL, _ = self._law._system(om, t)
+        return res, -step, (eL,)
+
+    def error(self, f, om, extra):
+        return _relative_residual(f, om, extra[0])
+
+    def step_size(self, step, om, t):
+        return np.abs(step).max(axis=0) / np.abs(om).max(axis=0)
+
+    def damp(self, step, om):
+        with np.errstate(all="ignore"):
+            big = np.max(np.abs(step) / (CHAIN_STEP_RATIO * np.abs(om)), axis=0)
+        return step / np.maximum(big, 1.0)
+
+
 class ProductChainLaw(SpectralLaw):
     """``nu_1 ⊠ ... ⊠ nu_L`` of laws on ``[0, oo)`` (theory eq. (14.8)).
 
@@ -352,33 +378,16 @@ class ProductChainLaw(SpectralLaw):
         return res, step, eL, denom
 
     def _newton(self, om, t, steps, rtol):
-        """Newton on eq. (14.8); converged where the step is below ``rtol`` relative."""
-        om = om.copy()
-        conv = np.zeros(t.shape, dtype=bool)
-        failed = np.zeros(t.shape, dtype=bool)
-        for _ in range(steps):
-            act = ~(conv | failed)
-            if not act.any():
-                break
-            idx = np.flatnonzero(act)
-            res, step, eL, _ = self._system(om[:, idx], t[idx])
-            # at the rounding floor (next to a fold, where the Jacobian is nearly
-            # singular, a step would only follow rounding noise) the point is done
-            floor = _relative_residual(res, om[:, idx], eL) <= CHAIN_RESIDUAL_RTOL
-            conv[idx[floor]] = True
-            step[:, floor] = 0.0
-            # damping: no unknown moves by more than CHAIN_STEP_RATIO of its size
-            with np.errstate(all="ignore"):
-                big = np.max(np.abs(step) / (CHAIN_STEP_RATIO * np.abs(om[:, idx])), axis=0)
-            step = step / np.maximum(big, 1.0)
-            new = om[:, idx] + step
-            ok = np.all(np.isfinite(new), axis=0)
-            failed[idx[~ok]] = True
-            om[:, idx[ok]] = new[:, ok]
-            length = np.abs(step[:, ok]).max(axis=0)
-            conv[idx[ok]] |= length <= rtol * np.abs(new[:, ok]).max(axis=0)
+        """Newton on eq. (14.8) by the shared strategy :func:`~._fixed_point.newton_system`
+        (:class:`_ChainProblem`); converged where the step is below ``rtol``
+        relative, or the residual at the rounding of the system (next to a fold,
+        where the Jacobian is nearly singular, a step would only follow rounding
+        noise)."""
+        res = newton_system(_ChainProblem(self), t, om, steps, CHAIN_RESIDUAL_RTOL,
+                            step_rtol=rtol)
+        om = res.value
         # the solution lies in the closed lower half-plane (real outside the support)
-        good = conv & ~failed & np.all(om.imag <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        good = res.converged & np.all(om.imag <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
         good &= self._valid(om)
         return om, good
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ..laws._law_base import HARD, QUADRATURE_EXTRA, Interval, SpectralLaw
+from ._fixed_point import SystemProblem, newton_system
 
 __all__ = ["DysonSystem", "DysonLaw", "law_nodes"]
 
@@ -113,6 +114,35 @@ def law_nodes(tokens):
     return g, wt / wt.sum()
 
 
+class _DysonProblem(SystemProblem):
+    """A :class:`DysonSystem` at fixed points ``z`` as a :class:`SystemProblem`:
+    the residual ``w - Phi(w, z)``, the Newton step from its Jacobian, ``m(z)``
+    as the auxiliary output."""
+
+    def __init__(self, system, real):
+        self._system = system
+        self._real = real
+
+    def evaluate(self, w, z):
+        f, jf, m = self._system.residual(w, z)
+        try:
+            step = np.linalg.solve(np.moveaxis(jf, -1, 0),
+                                   np.moveaxis(f, -1, 0)[..., None])[..., 0].T
+        except np.linalg.LinAlgError:
+            # a singular Jacobian in the batch: no step anywhere in it (the points
+            # stop where they are, and the caller's tolerance decides)
+            step = np.full(f.shape, np.nan, dtype=complex)
+        return f, (step.real + 0j if self._real else step), (m,)
+
+    def error(self, f, w, extra):
+        return self._system._error(f, w)
+
+    def admissible(self, w, z, extra):
+        if self._real:
+            return np.ones(z.shape, dtype=bool)
+        return ~((z.imag > 0) & (extra[0].imag < 0))
+
+
 class DysonSystem:
     """``w = Phi(w, z)`` in ``k`` unknowns per point; subclasses implement :meth:`phi`.
 
@@ -159,47 +189,15 @@ class DysonSystem:
     def newton(self, w, z, steps=DYSON_NEWTON_STEPS, real=False):
         """Damped Newton on ``w = Phi(w, z)``; returns ``(w, m, error, converged)``.
 
-        With ``real`` the iterates are kept real (the real system of eq. (9.30)).
+        The shared strategy :func:`~._fixed_point.newton_system` with a
+        backtracking line search (:class:`_DysonProblem`): a step is accepted
+        where it lowers the residual and, above the real axis, keeps ``Im m``
+        non-negative.  With ``real`` the iterates are kept real (the real system
+        of eq. (9.30)).
         """
-        w = w.copy()
-        f, jf, m = self.residual(w, z)
-        err = self._error(f, w)
-        active = err > DYSON_RTOL
-        at_noise = np.zeros(z.shape[0], bool)
-        for _ in range(steps):
-            if not active.any():
-                break
-            idx = np.nonzero(active)[0]
-            try:
-                step = np.linalg.solve(np.moveaxis(jf[:, :, idx], -1, 0),
-                                       np.moveaxis(f[:, idx], -1, 0)[..., None])[..., 0].T
-            except np.linalg.LinAlgError:
-                break
-            if real:
-                step = step.real
-            size = self._error(step, w[:, idx])
-            lam = np.ones(idx.size)
-            pending = np.ones(idx.size, bool)
-            for _ in range(DYSON_HALVINGS):
-                trial = w[:, idx] - lam * step
-                ft, jt, mt = self.residual(trial, z[idx])
-                et = self._error(ft, trial)
-                good = pending & np.isfinite(et) & (et < np.maximum(err[idx], DYSON_RTOL))
-                if not real:
-                    good &= ~((z[idx].imag > 0) & (mt.imag < 0))
-                sel = idx[good]
-                w[:, sel] = trial[:, good]
-                f[:, sel], jf[:, :, sel], m[sel], err[sel] = (ft[:, good], jt[:, :, good],
-                                                              mt[good], et[good])
-                pending &= ~good
-                if not pending.any():
-                    break
-                lam = np.where(pending, lam * 0.5, lam)
-            stalled = idx[pending]
-            active[stalled] = False
-            at_noise[stalled] = size[pending] <= DYSON_STALL_RTOL
-            active &= err > DYSON_RTOL
-        return w, m, err, (err <= DYSON_RTOL) | at_noise
+        res = newton_system(_DysonProblem(self, real), z, w, steps, DYSON_RTOL,
+                            halvings=DYSON_HALVINGS, stall_rtol=DYSON_STALL_RTOL)
+        return res.value, res.extra[0], res.residual, res.converged
 
     def _descend(self, w, zr, y_from, y_to, depth=0):
         """Newton at ``zr + i y_to`` from the solutions ``w`` at ``zr + i y_from``; points

@@ -11,7 +11,11 @@ of one free convolution (theory eqs. (14.1)-(14.4)), vectorized over points
   damped so that ``w`` never leaves its half-plane;
 * :func:`edge_newton` -- bordered Newton on the real system
   ``w = phi(w, x)``, ``1 = d phi/d w`` (theory eq. (14.5)): the edges of the
-  support are where the Jacobian of the fixed-point map is singular.
+  support are where the Jacobian of the fixed-point map is singular;
+* :func:`newton_system` -- damped Newton for a :class:`SystemProblem`, a system
+  in several unknowns per point (the Dyson systems of theory eqs.
+  (9.25)-(9.29), the many-law product system of eq. (14.8)), with a
+  backtracking line search or a problem-specific damping.
 
 Each returns a :class:`FixedPointResult` (value, residual, iterations,
 converged).  :func:`bracketed_newton` solves the real scalar equations of the
@@ -24,8 +28,8 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 
-__all__ = ["FixedPointResult", "FixedPointProblem", "iterate", "newton", "edge_newton",
-           "bracketed_newton"]
+__all__ = ["FixedPointResult", "FixedPointProblem", "SystemProblem", "iterate", "newton",
+           "newton_system", "edge_newton", "bracketed_newton"]
 
 #: Relative residual ``|w - phi(w, z)| / (1 + |w|)`` at which a solve is converged
 #: (a few ulps of the subordination point).
@@ -77,6 +81,9 @@ class FixedPointResult:
     derivative : ndarray or None
         :func:`newton` only: ``d phi/d w`` at ``value`` (from the last evaluation,
         so a caller tests the root without calling ``phi`` again).
+    extra : tuple or None
+        :func:`newton_system` only: the problem's auxiliary outputs at ``value``
+        (:meth:`SystemProblem.evaluate`).
     """
 
     value: np.ndarray
@@ -84,6 +91,7 @@ class FixedPointResult:
     iterations: int
     converged: np.ndarray
     derivative: np.ndarray = None
+    extra: tuple = None
 
 
 class FixedPointProblem:
@@ -262,6 +270,184 @@ def newton(problem, z, w0, max_steps=MAX_NEWTON_STEPS, rtol=FIXED_POINT_RTOL):
         lam[rej] *= 0.5
         active[rej[stall | (lam[rej] < 0.5 ** MAX_HALVINGS)]] = False
     return FixedPointResult(w, err, it, _done(f, err, w) | predicted, dp)
+
+
+class SystemProblem:
+    """``F(w, z) = 0`` in ``k`` unknowns per point, ``w`` of shape ``(k, N)``.
+
+    Subclasses implement :meth:`evaluate` and :meth:`error`; the other hooks
+    have neutral defaults.
+    """
+
+    def evaluate(self, w, z):
+        """``(f, step, extra)`` at unknowns ``w`` (``(k, N)``) and points ``z`` (``(N,)``).
+
+        ``f`` is the residual, ``step`` the full Newton step (the next iterate is
+        ``w - step``; NaN where the Jacobian is singular) and ``extra`` a tuple
+        of auxiliary arrays whose last axis runs over the points.
+        """
+        raise NotImplementedError
+
+    def error(self, f, w, extra):
+        """Per point: the relative residual compared with the tolerance."""
+        raise NotImplementedError
+
+    def step_size(self, step, w, z):
+        """Per point: the relative size of ``step`` taken to ``w`` (default
+        :meth:`error` of the step), compared with ``step_rtol``.
+
+        :func:`newton_system` calls it once per accepted step (and once for a
+        point that stops in the line search), so a problem may keep per-point
+        state here, indexed by ``z`` (a chord method's record of contraction).
+        """
+        return self.error(step, w, None)
+
+    def damp(self, step, w):
+        """The step actually tried from ``w`` (default: the full step)."""
+        return step
+
+    def admissible(self, w, z, extra):
+        """Per point: ``w`` is on the branch sought (default: every point)."""
+        return np.ones(w.shape[-1], dtype=bool)
+
+
+def newton_system(problem, z, w0, max_steps, rtol, step_rtol=0.0, halvings=0,
+                  stall_rtol=0.0, floor_rtol=0.0):
+    """Damped Newton on a :class:`SystemProblem`, vectorized over the points.
+
+    Each round tries the (damped, :meth:`SystemProblem.damp`) Newton step of
+    every unfinished point.  With ``halvings > 0`` a trial is accepted when its
+    error (:meth:`SystemProblem.error`) is finite, below ``max(error, rtol)``
+    and admissible, else halved up to ``halvings`` times; a point none of whose
+    trials is accepted stops there, and counts as converged when its step was
+    below ``stall_rtol`` (the residual is then the rounding noise of ``F``).
+    With ``halvings = 0`` every finite trial is accepted (the damping alone
+    keeps the iterates on the branch).  A point is converged when its error is
+    at most ``rtol``, or its last accepted step at most ``step_rtol``; a point
+    whose error is at most ``floor_rtol`` (the rounding floor of ``F``) is
+    converged as soon as a full step is rejected or fails to halve its error.
+
+    Parameters
+    ----------
+    problem : SystemProblem
+    z : ndarray, shape (N,)
+    w0 : ndarray, shape (k, N)
+        Starting values.
+    max_steps : int
+        Most rounds.
+    rtol : float
+        Error (:meth:`SystemProblem.error`) at which a point is converged.
+    step_rtol : float
+        Relative step (:meth:`SystemProblem.step_size`) at which a point is
+        converged (0: not used).
+    halvings : int
+        Most halvings of a step in the line search (0: no line search).
+    stall_rtol : float
+        Relative step below which a point that stops in the line search is
+        converged.
+    floor_rtol : float
+        Error at or below which the residual is rounding (0: not used).
+
+    Returns
+    -------
+    FixedPointResult
+        ``value`` of shape ``(k, N)``, ``residual`` the error per point,
+        ``extra`` the problem's auxiliary outputs at ``value``.
+    """
+    w = np.array(w0, dtype=complex)
+    f, step, extra = problem.evaluate(w, z)
+    extra = tuple(np.array(e) for e in extra)
+    err = problem.error(f, w, extra)
+    conv = err <= rtol
+    active = ~conv & np.isfinite(err)
+    it = 0
+    for it in range(1, max_steps + 1):
+        if not active.any():
+            break
+        idx = np.flatnonzero(active)
+        w_old = w[:, idx]
+        trial_step = problem.damp(step[:, idx], w_old)
+        if not halvings:
+            _plain_round(problem, z, w, f, step, err, extra, conv, active, idx, trial_step,
+                         rtol, step_rtol, evaluate=it < max_steps)
+            continue
+        lam = np.ones(idx.size)
+        pending = np.ones(idx.size, dtype=bool)
+        err_old = err[idx].copy()
+        at_floor = err_old <= floor_rtol
+        for h in range(halvings + 1):
+            if h == 1 and at_floor.any():
+                # at the rounding floor a rejected full step ends the solve
+                conv[idx[pending & at_floor]] = True
+                active[idx[pending & at_floor]] = False
+                pending &= ~at_floor
+                if not pending.any():
+                    break
+            sel = np.flatnonzero(pending)
+            trial = w_old[:, sel] - lam[sel] * trial_step[:, sel]
+            with np.errstate(all="ignore"):
+                ft, st, xt = problem.evaluate(trial, z[idx[sel]])
+                et = problem.error(ft, trial, xt)
+            good = np.isfinite(et) & (et < np.maximum(err[idx[sel]], rtol))
+            good &= problem.admissible(trial, z[idx[sel]], xt)
+            acc, tacc = idx[sel[good]], sel[good]
+            w[:, acc], f[:, acc], step[:, acc], err[acc] = (trial[:, good], ft[:, good],
+                                                            st[:, good], et[good])
+            for full, part in zip(extra, xt):
+                full[..., acc] = part[..., good]
+            conv[acc] = err[acc] <= rtol
+            if step_rtol > 0:
+                with np.errstate(all="ignore"):
+                    moved = problem.step_size(lam[tacc] * trial_step[:, tacc], w[:, acc],
+                                              z[acc])
+                conv[acc] |= moved <= step_rtol
+            pending[tacc] = False
+            if not pending.any():
+                break
+            lam[pending] *= 0.5
+        stopped = idx[pending]
+        active[stopped] = False
+        if stopped.size:
+            with np.errstate(all="ignore"):
+                size = problem.step_size(trial_step[:, pending], w_old[:, pending], z[stopped])
+            conv[stopped] = size <= stall_rtol
+        # at the floor, an accepted step that did not halve the error ends the solve
+        slow = at_floor & ~pending & (err[idx] > 0.5 * err_old)
+        conv[idx[slow]] = True
+        active &= ~conv & np.isfinite(err)
+    return FixedPointResult(w, err, it, conv, extra=extra)
+
+
+def _plain_round(problem, z, w, f, step, err, extra, conv, active, idx, trial_step, rtol,
+                 step_rtol, evaluate):
+    """One round of :func:`newton_system` without a line search, in place.
+
+    Every finite trial is taken (a non-finite one stops its point unconverged); a
+    point whose step was below ``step_rtol`` is converged without another
+    evaluation; the others are evaluated at the new iterate (unless this is the
+    last round), converged where the error there is at most ``rtol``.
+    """
+    trial = w[:, idx] - trial_step
+    ok = np.all(np.isfinite(trial), axis=0)
+    active[idx[~ok]] = False
+    acc = idx[ok]
+    w[:, acc] = trial[:, ok]
+    if step_rtol > 0:
+        with np.errstate(all="ignore"):
+            moved = problem.step_size(trial_step[:, ok], trial[:, ok], z[acc])
+        conv[acc] = moved <= step_rtol
+    active[acc] &= ~conv[acc]
+    todo = acc[active[acc]]
+    if not (evaluate and todo.size):
+        return
+    with np.errstate(all="ignore"):
+        ft, st, xt = problem.evaluate(w[:, todo], z[todo])
+        et = problem.error(ft, w[:, todo], xt)
+    f[:, todo], step[:, todo], err[todo] = ft, st, et
+    for full, part in zip(extra, xt):
+        full[..., todo] = part
+    conv[todo] = et <= rtol
+    active[todo] = ~conv[todo] & np.isfinite(et)
 
 
 def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):

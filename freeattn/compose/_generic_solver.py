@@ -14,6 +14,7 @@ import numpy as np
 from ..core._errors import ConvergenceError
 from ..laws._law_base import SOFT
 
+from ._fixed_point import FixedPointProblem, newton
 from ._rational_solver import _EPS, _TINY, _snap_hard_edge
 
 __all__ = ["GenericSolver"]
@@ -24,9 +25,6 @@ __all__ = ["GenericSolver"]
 CONTINUATION_FACTOR = 0.25
 CONTINUATION_FLOOR = 1e-7
 
-#: Step halvings of the generic solver's backtracking line search.
-BACKTRACK_HALVINGS = 20
-
 #: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
 #: the inverse map counts as not positive in the generic support search.
 DPHI_FLOOR = 1e-10
@@ -34,6 +32,27 @@ DPHI_FLOOR = 1e-10
 # --------------------------------------------------------------------------- #
 # Generic solver (any constituent)
 # --------------------------------------------------------------------------- #
+
+class _InverseMap(FixedPointProblem):
+    """``Phi(tau) = z`` (eq. (8.10)) as the fixed-point problem
+    ``tau = tau - (Phi(tau) - z) / s`` with ``s = Phi'(oo)``.
+
+    Dividing by ``s`` keeps the residual in the units of ``tau`` (the
+    tolerances of :func:`~._fixed_point.newton` are relative to ``|tau|``);
+    the Newton step ``(Phi - z) / Phi'`` does not depend on ``s``.
+    """
+
+    sign = 1
+
+    def __init__(self, solver, slope):
+        self._solver = solver
+        self._slope = slope
+        self.scale = solver.scale
+
+    def phi(self, tau, z):
+        zz, _, dz, _ = self._solver._phi(tau)
+        return tau - (zz - z) / self._slope, 1.0 - dz / self._slope
+
 
 class GenericSolver:
     """Newton's method on ``Phi(tau) = z`` with continuation in ``Im z`` (eq. (8.10)).
@@ -96,46 +115,18 @@ class GenericSolver:
         return tau, g
 
     def _newton(self, tau, zk):
-        """Newton steps on ``Phi(tau) = zk``, each point until its step is a few ulps.
+        """Newton on ``Phi(tau) = zk`` by the shared strategy :func:`~._fixed_point.newton`.
 
-        A step that would leave the upper half-plane is halved (the
-        subordination point stays in the closed upper half-plane).
+        The inverse-map equation is the fixed-point problem
+        ``tau = tau - (Phi(tau) - zk) / Phi'(oo)`` (:class:`_InverseMap`), whose
+        Newton step is ``(Phi - zk) / Phi'``; a step that would leave the upper
+        half-plane is projected onto the real axis, and a step that raises the
+        residual is halved.
         """
-        opts = self.options
-        tau = np.array(tau, dtype=complex)
-        active = np.arange(tau.size)
-        for _ in range(opts.newton_max_iter):
-            ta = tau[active]
-            za = zk[active]
-            zz, _, dz, _ = self._phi(ta)
-            res0 = np.abs(zz - za)
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                step = (zz - za) / dz
-            step = np.where(np.isfinite(step), step, 0)
-            new = ta - step
-            for _ in range(30):
-                out = new.imag < 0
-                if not out.any():
-                    break
-                step = np.where(out, step / 2, step)
-                new = ta - step
-            new = np.where(new.imag < 0, new.real + 0j, new)
-            # Backtracking: a step that does not reduce the residual is halved
-            # (far from the solution a full Newton step can jump to another sheet).
-            for _ in range(BACKTRACK_HALVINGS):
-                with np.errstate(all="ignore"):
-                    res1 = np.abs(self._phi(new)[0] - za)
-                worse = ~(res1 <= res0) & (np.abs(step) > opts.newton_rtol * np.abs(ta))
-                if not worse.any():
-                    break
-                step = np.where(worse, step / 2, step)
-                new = np.where(worse, ta - step, new)
-            tau[active] = new
-            done = np.abs(step) <= opts.newton_rtol * np.maximum(np.abs(new), 1e-300)
-            active = active[~done]
-            if active.size == 0:
-                break
-        return tau
+        problem = _InverseMap(self, self._dphi_infinity())
+        return newton(problem, zk, np.asarray(tau, dtype=complex),
+                      max_steps=self.options.newton_max_iter,
+                      rtol=self.options.newton_rtol).value
 
     # -- the support ---------------------------------------------------------------------
     def support(self):
@@ -201,10 +192,7 @@ class GenericSolver:
         return mism <= self.options.branch_rtol
 
     def _dphi_infinity(self):
-        level = self.level
-        if level.kind == "S":
-            return abs(1.0 / level.transform.at_zero())
-        return 1.0
+        return self.level.slope_at_infinity()
 
     def _dphi_real(self, taus):
         _, _, dz, _ = self._phi(taus.astype(complex))

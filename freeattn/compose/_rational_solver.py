@@ -292,8 +292,8 @@ class RationalSolver:
         # The point under an outermost affine or companion level is a function of z
         # itself (real with z), not a subordination point: it would tie every
         # candidate's score at 0 on the real axis.
-        inner = zs[:-2] if self.curve.levels and self.curve.levels[-1].kind in (
-            "affine", "companion") else zs[:-1]
+        inner = zs[:-2] if self.curve.levels and not self.curve.levels[-1].subordinating \
+            else zs[:-1]
         zk = np.stack([roots] + inner + partners)                # (points, d, m)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             im_rel = zk.imag / np.maximum(np.abs(zk), _TINY)

@@ -26,15 +26,15 @@ import numpy as np
 from ..core._checks import as_real_array, real_scalar
 from ..core._errors import ConvergenceError
 from ..core._options import check_options
+from ._fixed_point import FIXED_POINT_RTOL, SystemProblem, newton_system
 from ..laws._law_base import (FAR_RADIUS, FAR_TERMS, HARD, SOFT, AffineLaw, Interval,
                               SingularValueLaw, SpectralLaw)
 
 __all__ = ["RectangularLaw", "RectangularSquaredLaw", "rectangular_free_additive",
            "rectangular_cumulants", "rectangular_moments"]
 
-#: Relative residual ``max|w - f(w)| / (scale + |w|)`` at which a fixed point is
-#: converged (a few ulps of the subordination point).
-FIXED_POINT_RTOL = 1e-15
+#: (The relative residual ``max|w - f(w)| / (scale + |w|)`` at which a fixed point
+#: is converged is the shared ``FIXED_POINT_RTOL`` of the fixed-point strategies.)
 #: Newton stops when its step is below this fraction of ``scale + |w|``: the
 #: residual has reached its rounding floor (which, with the conditioning of
 #: ``I - Df``, can lie a few times above ``FIXED_POINT_RTOL``).
@@ -369,8 +369,44 @@ def _iterate(pr, b, w1, w2, max_iterations=MAX_ITERATIONS):
     return w1, w2
 
 
+class _RectangularNewton(SystemProblem):
+    """``w - f_b(w) = 0`` in ``C**2`` (eq. (16.7)) as a
+    :class:`~._fixed_point.SystemProblem`: the Newton step solves the 2 x 2
+    Jacobian ``1 - Df`` (along ``(1, 1)`` for a symmetric problem, where the
+    eigenvalue is ``1 - Df11 - Df12``), both components stay in the closed
+    upper half-plane."""
+
+    def __init__(self, pr):
+        self._pr = pr
+
+    def evaluate(self, w, b):
+        pr = self._pr
+        f1, f2, jac = pr.phi(w[0], w[1], b, b)
+        with np.errstate(all="ignore"):
+            r1, r2 = w[0] - f1, w[1] - f2
+            a11, a12, a21, a22 = 1.0 - jac[0], -jac[1], -jac[2], 1.0 - jac[3]
+            if pr.sym:
+                s1 = r1 / (a11 + a12)
+                s2 = s1
+            else:
+                det = a11 * a22 - a12 * a21
+                s1 = (a22 * r1 - a12 * r2) / det
+                s2 = (a11 * r2 - a21 * r1) / det
+        return np.stack([r1, r2]), np.stack([s1, s2]), ()
+
+    def _size(self, w):
+        return self._pr.scale + np.max(np.abs(w), axis=0)
+
+    def error(self, f, w, extra):
+        return np.max(np.abs(f), axis=0) / self._size(w)
+
+    def admissible(self, w, b, extra):
+        return np.all(w.imag >= 0, axis=0)
+
+
 def _newton(pr, b, w1, w2, max_steps=MAX_NEWTON_STEPS):
-    """Damped Newton on ``w - f_b(w) = 0`` in ``C**2`` (eq. (16.7)).
+    """Damped Newton on ``w - f_b(w) = 0`` in ``C**2`` (eq. (16.7)), by the shared
+    strategy :func:`~._fixed_point.newton_system` (:class:`_RectangularNewton`).
 
     A step that takes a component below the real axis, or raises the residual
     ``max |w - f_b(w)|``, is halved; a point with no acceptable step stops, and
@@ -378,66 +414,13 @@ def _newton(pr, b, w1, w2, max_steps=MAX_NEWTON_STEPS):
     residual, already at its rounding floor (``NEWTON_FLOOR_RTOL``), a step does
     not halve.  Returns ``(w1, w2, residual)``.
     """
-    w1, w2 = w1.astype(complex), w2.astype(complex)
-
-    def resid(x1, x2, bb):
-        f1, f2, jac = pr.phi(x1, x2, bb, bb)
-        with np.errstate(invalid="ignore"):
-            r1, r2 = x1 - f1, x2 - f2
-            return r1, r2, jac, np.maximum(np.abs(r1), np.abs(r2))
-
-    def size(x1, x2):
-        return pr.scale + np.maximum(np.abs(x1), np.abs(x2))
-
-    r1, r2, jac, res = resid(w1, w2, b)
+    res = newton_system(_RectangularNewton(pr), b, np.stack([w1, w2]).astype(complex),
+                        max_steps, FIXED_POINT_RTOL, step_rtol=NEWTON_STEP_RTOL,
+                        halvings=MAX_HALVINGS, floor_rtol=NEWTON_FLOOR_RTOL)
+    w = res.value
     with np.errstate(invalid="ignore"):
-        active = ~(res <= pr.tol(w1, w2))
-    for _ in range(max_steps):
-        if not active.any():
-            break
-        idx = np.flatnonzero(active)
-        a11, a12, a21, a22 = (1.0 - jac[0][idx], -jac[1][idx], -jac[2][idx], 1.0 - jac[3][idx])
-        e1, e2 = r1[idx], r2[idx]
-        with np.errstate(all="ignore"):
-            if pr.sym:                  # along (1, 1): the eigenvalue 1 - Df11 - Df12
-                s1 = e1 / (a11 + a12)
-                s2 = s1
-            else:
-                det = a11 * a22 - a12 * a21
-                s1 = (a22 * e1 - a12 * e2) / det
-                s2 = (a11 * e2 - a21 * e1) / det
-        x1, x2, bb, old = w1[idx], w2[idx], b[idx], res[idx]
-        with np.errstate(invalid="ignore"):
-            tiny = np.maximum(np.abs(s1), np.abs(s2)) <= NEWTON_STEP_RTOL * size(x1, x2)
-            floor = old <= NEWTON_FLOOR_RTOL * size(x1, x2)
-        lam = np.ones(idx.size)
-        ok = np.zeros(idx.size, dtype=bool)
-        stop = tiny.copy()
-        n1, n2 = x1.copy(), x2.copy()
-        for _ in range(MAX_HALVINGS):
-            todo = np.flatnonzero(~ok & ~stop)
-            if todo.size == 0:
-                break
-            c1 = x1[todo] - lam[todo] * s1[todo]
-            c2 = x2[todo] - lam[todo] * s2[todo]
-            q1, q2, qj, qr = resid(c1, c2, bb[todo])
-            with np.errstate(invalid="ignore"):
-                good = (np.isfinite(qr) & (c1.imag >= 0) & (c2.imag >= 0)
-                        & (qr <= np.maximum(old[todo], pr.tol(c1, c2))))
-            t = todo[good]
-            ok[t] = True
-            n1[t], n2[t] = c1[good], c2[good]
-            gi = idx[t]
-            r1[gi], r2[gi], res[gi] = q1[good], q2[good], qr[good]
-            for k in range(4):
-                jac[k][gi] = qj[k][good]
-            lam[todo[~good]] *= 0.5
-            stop[todo[~good & floor[todo]]] = True
-        w1[idx[ok]], w2[idx[ok]] = n1[ok], n2[ok]
-        with np.errstate(invalid="ignore"):
-            done = ~ok | (res[idx] <= pr.tol(w1[idx], w2[idx])) | (floor & (res[idx] > old / 2))
-        active[idx[done]] = False
-    return w1, w2, res
+        resid = res.residual * (pr.scale + np.maximum(np.abs(w[0]), np.abs(w[1])))
+    return w[0], w[1], resid
 
 
 def _solve_at(pr, x, y_final, polish_real=False):
