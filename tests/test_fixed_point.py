@@ -1,0 +1,194 @@
+"""The shared fixed-point strategies (freeattn/compose/_fixed_point.py).
+
+``newton_system`` is the Newton strategy of every system solver of the engine
+(the Dyson systems of theory eqs. (9.25)-(9.29), the product system of eq.
+(14.8), the rectangular system of eq. (16.7), the causal collocation of eq.
+(10.11)); the generic solver of eq. (8.10) uses the scalar ``newton``.  The
+test system below has a closed form, so every tolerance is against an exact
+answer.
+"""
+
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn.attention import _causal
+from freeattn.compose import _chain, _dyson, _fixed_point, _generic_solver, _rectangular
+from freeattn.compose._fixed_point import FIXED_POINT_RTOL, SystemProblem, newton_system
+
+A, B = 1.0, 2.0
+#: The closed-form root is computed in floating point: the solutions must agree
+#: with it to a few ulps of |w| ~ 1.
+ROOT_ATOL = 1e-14
+
+
+class _Coupled(SystemProblem):
+    """``g1 = 1/(z - A g2)``, ``g2 = 1/(z - B g1)`` (a two-block semicircle system).
+
+    Eliminating ``g2``: ``-B z g1**2 + (z**2 - A + B) g1 - z = 0``; the Stieltjes
+    branch has ``Im g1 < 0`` for ``Im z > 0`` and ``g1 ~ 1/z`` at infinity.
+    """
+
+    def __init__(self):
+        self.sizes = 0
+
+    def evaluate(self, w, z):
+        g1, g2 = w
+        f = np.stack([g1 - 1.0 / (z - A * g2), g2 - 1.0 / (z - B * g1)])
+        # Jacobian of f: d/dg1, d/dg2
+        j11, j12 = np.ones_like(z), -A / (z - A * g2) ** 2
+        j21, j22 = -B / (z - B * g1) ** 2, np.ones_like(z)
+        det = j11 * j22 - j12 * j21
+        step = np.stack([(j22 * f[0] - j12 * f[1]) / det, (j11 * f[1] - j21 * f[0]) / det])
+        return f, step, (det,)
+
+    def error(self, f, w, extra):
+        return np.max(np.abs(f), axis=0) / (1.0 + np.max(np.abs(w), axis=0))
+
+    def step_size(self, step, w, z):
+        self.sizes += step.shape[1]
+        return super().step_size(step, w, z)
+
+    def admissible(self, w, z, extra):
+        return np.all(w.imag <= 0, axis=0)
+
+
+def _exact(z):
+    a, b, c = -B * z, z ** 2 - A + B, -z
+    disc = np.sqrt(b * b - 4 * a * c)
+    roots = np.stack([(-b + disc) / (2 * a), (-b - disc) / (2 * a)])
+    g1 = np.where(roots[0].imag < roots[1].imag, roots[0], roots[1])
+    return np.stack([g1, 1.0 / (z - B * g1)])
+
+
+Z = np.array([0.3 + 0.5j, -1.2 + 0.05j, 2.5 + 1e-3j, 4.0 + 2.0j])
+
+
+def test_line_search_newton_reaches_the_closed_form():
+    exact = _exact(Z)
+    start = exact * (1.0 + 0.3 * np.exp(1j * np.arange(4)))
+    start.imag = np.minimum(start.imag, 0.0)
+    res = newton_system(_Coupled(), Z, start, 40, FIXED_POINT_RTOL, halvings=30,
+                        stall_rtol=1e-12)
+    assert res.converged.all()
+    assert np.max(np.abs(res.value - exact)) <= ROOT_ATOL
+    assert np.all(res.residual <= 1e-14)
+    # the auxiliary output is the one at the returned value
+    again = _Coupled().evaluate(res.value, Z)[2][0]
+    assert np.max(np.abs(res.extra[0] - again)) <= 1e-14 * np.max(np.abs(again))
+
+
+def test_damped_newton_without_line_search():
+    class Damped(_Coupled):
+        def damp(self, step, w):
+            # no unknown moves by more than half its size
+            big = np.max(np.abs(step) / (0.5 * np.abs(w)), axis=0)
+            return step / np.maximum(big, 1.0)
+
+    exact = _exact(Z)
+    problem = Damped()
+    # no line search and no half-plane test: the start must lie in the basin
+    res = newton_system(problem, Z, exact * 1.1, 60, 1e-15, step_rtol=4e-16)
+    assert res.converged.all()
+    assert np.max(np.abs(res.value - exact)) <= ROOT_ATOL
+    # step_size is called once per accepted step and point
+    assert 0 < problem.sizes <= 60 * Z.size
+
+
+def test_max_steps_is_honoured_and_reported():
+    exact = _exact(Z)
+    res = newton_system(_Coupled(), Z, exact * 1.5, 1, 1e-15, halvings=0)
+    assert res.iterations == 1
+    # one step from 50% off cannot reach rounding (quadratic convergence: ~0.25**2)
+    assert not res.converged.any()
+    assert np.max(np.abs(res.value - exact)) > 1e-6
+
+
+def test_a_singular_step_stops_its_point_unconverged():
+    class Singular(_Coupled):
+        def evaluate(self, w, z):
+            f, step, extra = super().evaluate(w, z)
+            step[:, z == Z[0]] = np.nan    # as a singular Jacobian gives
+            return f, step, extra
+
+    exact = _exact(Z)
+    start = exact * 1.01
+    res = newton_system(Singular(), Z, start, 40, 1e-15, halvings=30, stall_rtol=1e-12)
+    assert not res.converged[0] and np.array_equal(res.value[:, 0], start[:, 0])
+    assert res.converged[1:].all()
+    assert np.max(np.abs(res.value[:, 1:] - exact[:, 1:])) <= ROOT_ATOL
+
+
+def test_the_rounding_floor_ends_a_point_without_halvings():
+    class Noisy(_Coupled):
+        # a residual that never goes below ~1e-13: rounding noise of an imagined F
+        # (oscillating on the scale of 1e-16 in w, so no step can cancel it)
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def evaluate(self, w, z):
+            self.calls += z.size
+            f, step, extra = super().evaluate(w, z)
+            return f + 1e-13 * (1 + 1j) * (2.0 + np.cos(1e16 * np.abs(w))), step, extra
+
+    exact = _exact(Z)
+    floor = Noisy()
+    with_floor = newton_system(floor, Z, exact * 1.01, 40, 1e-15, halvings=30,
+                               floor_rtol=1e-12)
+    assert with_floor.converged.all()
+    # the noise moves the root by ~1e-13: the points stop there
+    assert np.max(np.abs(with_floor.value - exact)) <= 1e-11
+    # without the floor the points halve their rejected steps 30 times first
+    plain = Noisy()
+    without = newton_system(plain, Z, exact * 1.01, 40, 1e-15, halvings=30)
+    assert np.max(np.abs(without.value - exact)) <= 1e-11
+    assert floor.calls + 25 * Z.size <= plain.calls
+
+
+def test_system_problem_hooks_are_abstract():
+    with pytest.raises(NotImplementedError):
+        SystemProblem().evaluate(np.zeros((1, 1), complex), np.zeros(1, complex))
+    with pytest.raises(NotImplementedError):
+        SystemProblem().error(np.zeros((1, 1)), np.zeros((1, 1)), ())
+
+
+@pytest.mark.parametrize("module, build", [
+    (_dyson, lambda: freeattn.multihead_law(
+        0.9, heads=2, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0,
+        tokens=freeattn.marchenko_pastur(1.0, 0.4)).pdf(0.5)),
+    (_chain, lambda: freeattn.free_multiplicative(
+        freeattn.attention_law(0.8, 1.0).squared(),
+        freeattn.attention_law(0.6, 1.0).squared()).pdf(0.5)),
+    (_rectangular, lambda: freeattn.rectangular_free_additive(
+        freeattn.marchenko_pastur(1.0, 1.0).singular_values(),
+        freeattn.marchenko_pastur(2.0, 1.0).singular_values(), 0.5).pdf(1.0)),
+    (_causal, lambda: freeattn.causal_law(0.55, 1.5).pdf(0.3)),
+])
+def test_every_system_solver_runs_on_the_shared_strategy(monkeypatch, module, build):
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return newton_system(*args, **kwargs)
+
+    monkeypatch.setattr(module, "newton_system", counting)
+    value = build()
+    assert np.isfinite(value) and value > 0
+    assert calls
+
+
+def test_the_generic_solver_runs_on_the_shared_newton(monkeypatch):
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return _fixed_point.newton(*args, **kwargs)
+
+    monkeypatch.setattr(_generic_solver, "newton", counting)
+    # a population known only through its transform: the generic path of eq. (8.10)
+    pop = freeattn.marchenko_pastur(1.0, 0.5).singular_values()
+    law = freeattn.sample_covariance(pop, 0.3)
+    assert isinstance(law._solver, _generic_solver.GenericSolver)
+    g = law.stieltjes(np.array([0.5 + 1.0j]))
+    assert calls and np.isfinite(g).all() and g[0].imag < 0
