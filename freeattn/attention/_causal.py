@@ -133,10 +133,6 @@ CONT_MIN_STEP = 1e-9
 TRACE_S0 = 1e-2
 TRACE_STEP0 = 2e-2
 TRACE_MAX_STEP = 0.2
-#: ... and stops looking for further critical points once the branch has
-#: turned back up past this multiple of the first edge (lambda -> infinity
-#: there; see theory section 10.7).
-TRACE_STOP_FACTOR = 50.0
 
 #: Relative imaginary part of kappa below which a continued solution inside
 #: the support has collapsed onto the real axis (an edge of a gap).
@@ -203,7 +199,6 @@ LAMBERT_NEWTON_STEPS = 8
 #: down to z in STIELTJES_STAGES geometric stages.
 STIELTJES_ETA0 = 4.0
 STIELTJES_STAGES = 40
-STIELTJES_STAGE_FACTOR = 0.7
 
 #: Orders of the moment recursion supported (floating point; the recursion
 #: works with polynomials of degree ~2k in the position variable).
@@ -527,6 +522,8 @@ class _System:
         P, M = sig.shape
         chord = _ChordNewton(self, log_mz, grid)
         w0 = np.concatenate([sig.T, kap[None, :]])
+        # rtol 0: in the loop a point converges by its (extrapolated) step only; the
+        # residual is tested once, after it (RESIDUAL_TOL, RESIDUAL_ROUNDING)
         result = newton_system(chord, np.arange(P), w0, max_iter, 0.0,
                                step_rtol=NEWTON_STEP_TOL)
         sig, kap = result.value[:M].T, result.value[M]

@@ -319,7 +319,7 @@ def newton_system(problem, z, w0, max_steps, rtol, step_rtol=0.0, halvings=0,
     every unfinished point.  With ``halvings > 0`` a trial is accepted when its
     error (:meth:`SystemProblem.error`) is finite, below ``max(error, rtol)``
     and admissible, else halved up to ``halvings`` times; a point none of whose
-    trials is accepted stops there, and counts as converged when its step was
+    trials is accepted (or whose step is not finite) stops there, and counts as converged when its step was
     below ``stall_rtol`` (the residual is then the rounding noise of ``F``).
     With ``halvings = 0`` every finite trial is accepted (the damping alone
     keeps the iterates on the branch).  A point is converged when its error is
@@ -372,10 +372,14 @@ def newton_system(problem, z, w0, max_steps, rtol, step_rtol=0.0, halvings=0,
                          rtol, step_rtol, evaluate=it < max_steps)
             continue
         lam = np.ones(idx.size)
-        pending = np.ones(idx.size, dtype=bool)
+        # a non-finite step (a singular Jacobian) is not halved: the point stops there
+        pending = np.all(np.isfinite(trial_step), axis=0)
+        accepted = np.zeros(idx.size, dtype=bool)
         err_old = err[idx].copy()
         at_floor = err_old <= floor_rtol
         for h in range(halvings + 1):
+            if not pending.any():
+                break
             if h == 1 and at_floor.any():
                 # at the rounding floor a rejected full step ends the solve
                 conv[idx[pending & at_floor]] = True
@@ -402,17 +406,16 @@ def newton_system(problem, z, w0, max_steps, rtol, step_rtol=0.0, halvings=0,
                                               z[acc])
                 conv[acc] |= moved <= step_rtol
             pending[tacc] = False
-            if not pending.any():
-                break
+            accepted[tacc] = True
             lam[pending] *= 0.5
+        active[idx[~accepted]] = False
         stopped = idx[pending]
-        active[stopped] = False
         if stopped.size:
             with np.errstate(all="ignore"):
                 size = problem.step_size(trial_step[:, pending], w_old[:, pending], z[stopped])
             conv[stopped] = size <= stall_rtol
         # at the floor, an accepted step that did not halve the error ends the solve
-        slow = at_floor & ~pending & (err[idx] > 0.5 * err_old)
+        slow = at_floor & accepted & (err[idx] > 0.5 * err_old)
         conv[idx[slow]] = True
         active &= ~conv & np.isfinite(err)
     return FixedPointResult(w, err, it, conv, extra=extra)

@@ -44,10 +44,14 @@ class _InverseMap(FixedPointProblem):
 
     sign = 1
 
+    #: Tolerances purely relative to ``|tau|`` (no absolute floor at the support's
+    #: scale): next to a hard edge at 0 the subordination point is small and needs
+    #: its relative digits.
+    scale = 0.0
+
     def __init__(self, solver, slope):
         self._solver = solver
         self._slope = slope
-        self.scale = solver.scale
 
     def phi(self, tau, z):
         zz, _, dz, _ = self._solver._phi(tau)
