@@ -84,6 +84,9 @@ def cases(quick):
                                     gamma_o=1.0, tokens=tokens)
         return build
 
+    def semicircle_causal():
+        return fa.free_additive(fa.semicircle(1.0), fa.causal_law(cold_value(0.55), 1.5))
+
     chi = np.random.default_rng(1).chisquare(4, 64)
     out = [("Bernoulli ⊞ Bernoulli (arcsine)", arcsine), ("three-band discrete ⊞", three),
            ("population, 500 atoms", population(500)),
@@ -99,7 +102,8 @@ def cases(quick):
                 ("population, 20000 atoms", population(20000)),
                 ("population, 100000 atoms", population(100000)),
                 ("attention stack, 4 layers", attention_product(4)),
-                ("attention stack, 8 layers", attention_product(8))]
+                ("attention stack, 8 layers", attention_product(8)),
+                ("semicircle ⊞ causal attention", semicircle_causal)]
     return out
 
 

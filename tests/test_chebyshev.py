@@ -110,6 +110,35 @@ def test_cauchy_integral_singularity_subtraction_eq_8_16():
     np.testing.assert_allclose(der, dref, rtol=1e-12)
 
 
+def test_cauchy_integral_outside_the_convergence_ellipse_eq_8_28():
+    """eq. (8.28): for g = 1/(s - a), a = -1.05 (Chebyshev series converging inside
+    the Bernstein ellipse rho_g = 1.37), the integral int g/(s - zeta) at points
+    with rho(zeta) in (rho_g, 2) equals the closed form
+    (L(zeta) - L(a))/(zeta - a), L(w) = log((1 - w)/(-1 - w)), rtol 1e-12 (its
+    derivative 1e-11); singularity subtraction alone was off by 190% there
+    (by 1e55 with the unchopped 400-term series).  Points inside rho_g keep the
+    subtraction (checked at the same tolerance)."""
+    a = -1.05
+    n = 400
+    nodes = np.cos(np.pi * (np.arange(n) + 0.5) / n)
+    coef = _cheb.chebfit(nodes, 1.0 / (nodes - a), n - 1)
+    coef = coef[:np.flatnonzero(np.abs(coef) < 1e-16 * np.abs(coef).max())[0]]
+    zeta = np.array([0.3 + 0.5j, 0.9 - 0.4j, -0.5 + 0.6j, 1.3 + 0j,      # rho 1.6-2.1
+                     0.2 + 0.01j, 1.01 + 0j, 0.5 + 0j])                  # rho < rho_g
+
+    def L(w):
+        on = (w.imag == 0) & (np.abs(w.real) < 1)          # read from above: + i pi
+        with np.errstate(invalid="ignore"):
+            return np.where(on, np.log((1 - w.real) / (1 + w.real)) + 1j * np.pi,
+                            np.log(1 - w) - np.log(-1 - w))
+    La = L(np.array([a + 0j]))[0]
+    ref = (L(zeta) - La) / (zeta - a)
+    dref = (-2.0 / (1 - zeta ** 2) * (zeta - a) - (L(zeta) - La)) / (zeta - a) ** 2
+    val, der = cauchy_integral(coef, zeta, derivative=True)
+    np.testing.assert_allclose(val, ref, rtol=1e-12)
+    np.testing.assert_allclose(der, dref, rtol=1e-11)
+
+
 def test_representation_stieltjes_near_the_axis_eq_8_16():
     """eq. (8.16): the Cauchy transform of the MP representation equals MP's closed
     form (theory eq. (5.4)/(8.6)) at Im z = 1e-3, 1e-9 and on the axis inside the

@@ -163,7 +163,8 @@ def test_system_problem_hooks_are_abstract():
     (_rectangular, lambda: freeattn.rectangular_free_additive(
         freeattn.marchenko_pastur(1.0, 1.0).singular_values(),
         freeattn.marchenko_pastur(2.0, 1.0).singular_values(), 0.5).pdf(1.0)),
-    (_causal, lambda: freeattn.causal_law(0.55, 1.5).pdf(0.3)),
+    # a new causal law each time (the constructor, not the cached causal_law)
+    (_causal, lambda: freeattn.CausalLaw(0.55, 1.5).pdf(0.3)),
 ])
 def test_every_system_solver_runs_on_the_shared_strategy(monkeypatch, module, build):
     calls = []

@@ -84,6 +84,10 @@ JUNCTION_OFFSET = 1e-16
 #: integral (see :meth:`Panel.cauchy`).
 LOG_END_CAUCHY_EXTRA = 64
 
+#: The check of a log-end panel's Cauchy quadrature uses this many times its
+#: nodes (:meth:`Panel.cauchy_error`).
+LOG_END_CHECK_FACTOR = 2
+
 
 #: Fraction of an interval covered by the first panel at a logarithmic end
 #: (eq. (8.18)); the rest of the interval starts as one panel towards the other
@@ -420,16 +424,33 @@ def cauchy_integral(coef, zeta, derivative=False, ends=None):
     Near the segment (Bernstein parameter below ``NEAR_RHO``) the singularity is
     subtracted (theory eq. (8.16)): ``int g/(s - zeta) = int q + g(zeta) L`` with
     ``q = (g - g(zeta))/(s - zeta)`` a polynomial and ``L`` the logarithm of
-    :func:`_log_segment`; the derivative subtracts twice.  Elsewhere
-    Gauss-Legendre is exact to rounding.
+    :func:`_log_segment`; the derivative subtracts twice.  A near point
+    outside the ellipse on which the series converges (``|g(zeta)|`` large)
+    takes Gauss-Legendre instead, by the error bounds of eq. (8.28).
+    Elsewhere Gauss-Legendre is exact to rounding.
     """
     zeta = np.asarray(zeta, dtype=complex)
     out = np.empty(zeta.shape, dtype=complex)
     dout = np.empty(zeta.shape, dtype=complex) if derivative else None
-    near = _bernstein_rho(zeta) < NEAR_RHO
+    n_far = (coef.size + 1) // 2 + FAR_EXTRA_NODES
+    rho = _bernstein_rho(zeta)
+    near = rho < NEAR_RHO
+    if near.any():
+        # The subtraction needs g(zeta): outside the ellipse on which the series
+        # converges it grows like (rho/rho_g)**n and the subtraction loses
+        # eps |g(zeta)|, while Gauss-Legendre errs by |g(zeta)| rho**(-2 n_far)
+        # (eq. (8.28)); each point takes the method with the smaller bound.
+        d, gz = _divide(coef, zeta[near])
+        size = float(np.abs(coef).sum())
+        err_sub = _EPS * (np.abs(gz) + size)
+        with np.errstate(over="ignore", under="ignore"):
+            err_gl = (np.abs(gz) + size) * rho[near] ** (-2.0 * n_far)
+        keep = ~(err_gl < err_sub)
+        idx = np.flatnonzero(near)
+        near[idx[~keep]] = False
+        d, gz = d[:, keep], gz[keep]
     if near.any():
         zn = zeta[near]
-        d, gz = _divide(coef, zn)
         w = _integral_weights(d.shape[0])
         en = None if ends is None else (ends[0][near], ends[1][near])
         L = _log_segment(zn, en)
@@ -442,7 +463,7 @@ def cauchy_integral(coef, zeta, derivative=False, ends=None):
     far = ~near
     if far.any():
         zf = zeta[far]
-        t, wt = gauss_legendre((coef.size + 1) // 2 + FAR_EXTRA_NODES)
+        t, wt = gauss_legendre(n_far)
         gv = _cheb.chebval(t, coef) * wt
         den = t[:, None] - zf[None, :]
         out[far] = (gv[:, None] / den).sum(axis=0)
@@ -818,10 +839,7 @@ class Panel:
         subtraction); laws with a log end supply their own transform near it.
         """
         if self.map.kind == "logend":
-            x, w = self.quadrature(LOG_END_CAUCHY_EXTRA)
-            d = np.asarray(z, dtype=complex)[:, None] - x[None, :]
-            total = (w[None, :] / d).sum(axis=1)
-            return (total, -(w[None, :] / d ** 2).sum(axis=1)) if derivative else total
+            return self._log_end_cauchy(z, derivative, LOG_END_CAUCHY_EXTRA)
         sig, weight, ends = self.map.roots(z)
         total = np.zeros(z.shape, dtype=complex)
         dtotal = np.zeros(z.shape, dtype=complex) if derivative else None
@@ -834,6 +852,29 @@ class Panel:
             else:
                 total += weight[k] * cauchy_integral(self.coef, sig[k], ends=e)
         return (total, dtotal) if derivative else total
+
+    def _log_end_cauchy(self, z, derivative, extra):
+        x, w = self.quadrature(extra)
+        d = np.asarray(z, dtype=complex)[:, None] - x[None, :]
+        total = (w[None, :] / d).sum(axis=1)
+        return (total, -(w[None, :] / d ** 2).sum(axis=1)) if derivative else total
+
+    def cauchy_error(self, z):
+        """Bound of the error of :meth:`cauchy` and its derivative at ``z``.
+
+        A log-end panel's quadrature is compared with the rule of
+        ``LOG_END_CHECK_FACTOR`` times as many nodes (theory section 8.9): the
+        difference bounds the coarse rule's error where the finer one has
+        converged.  Other panels are integrated to rounding (eqs. (8.16),
+        (8.28)): zero.
+        """
+        z = np.asarray(z, dtype=complex)
+        if self.map.kind != "logend":
+            return np.zeros(z.shape), np.zeros(z.shape)
+        c, dc = self._log_end_cauchy(z, True, LOG_END_CAUCHY_EXTRA)
+        extra = LOG_END_CHECK_FACTOR * (self.coef.size + LOG_END_CAUCHY_EXTRA)
+        f, df = self._log_end_cauchy(z, True, extra)
+        return np.abs(c - f), np.abs(dc - df)
 
     def _dweight(self, z, sig, weight, c, dc):
         """``d/dz [weight(z) C(sigma_k(z))]`` for one partial-fraction term."""
@@ -1322,9 +1363,11 @@ class Representation:
                                  np.concatenate([w for _, w in pairs]))
         return self._quad[extra]
 
-    def cauchy(self, z, derivative=False):
+    def cauchy(self, z, derivative=False, error=False):
         """``int f(x)/(z - x) dx`` (and the derivative) for a 1-d complex array.
 
+        With ``error``, also bounds of the absolute errors of the value and of
+        the derivative (:meth:`Panel.cauchy_error`), appended to the result.
         A real ``z`` is read at ``z + i * JUNCTION_OFFSET * width`` (the boundary
         value from above): next to the junction of two panels each panel's
         logarithm nearly diverges and the two cancel, which needs the side of
@@ -1341,6 +1384,13 @@ class Representation:
             z = np.where((z.imag == 0) & on, z + 1j * JUNCTION_OFFSET * width, z)
         total = np.zeros(z.shape, dtype=complex)
         dtotal = np.zeros(z.shape, dtype=complex)
+        if error:
+            err = np.zeros(z.shape)
+            derr = np.zeros(z.shape)
+            for p in self.panels:
+                e, de = p.cauchy_error(z)
+                err += e
+                derr += de
         for p in self.panels:
             if derivative:
                 c, dc = p.cauchy(z, derivative=True)
@@ -1348,4 +1398,7 @@ class Representation:
                 dtotal += dc
             else:
                 total += p.cauchy(z)
-        return (total, dtotal) if derivative else total
+        out = (total, dtotal) if derivative else (total,)
+        if error:
+            out = out + (err, derr)
+        return out if len(out) > 1 else total

@@ -195,10 +195,17 @@ LOG_LAMBDA_MIN = -800.0
 LAMBERT_LOG_DIRECT = 600.0
 LAMBERT_NEWTON_STEPS = 8
 
-#: Stieltjes transform at complex z: continuation from z + i*STIELTJES_ETA0*scale
-#: down to z in STIELTJES_STAGES geometric stages.
+#: Stieltjes transform at complex z: continuation down the vertical line from
+#: z + i*STIELTJES_ETA0*scale (adaptive steps in log eta).
 STIELTJES_ETA0 = 4.0
-STIELTJES_STAGES = 40
+
+#: Warm starts of the Stieltjes transform: a point closer to a remembered
+#: solution than WARM_RADIUS_FRACTION of the distance of both to the hull of the
+#: support starts Newton there (the solution is analytic on the disc of that
+#: distance, so it moves by a fraction of its size); the WARM_MEMORY latest
+#: solutions of a law are remembered.
+WARM_RADIUS_FRACTION = 0.25
+WARM_MEMORY = 512
 
 #: Orders of the moment recursion supported (floating point; the recursion
 #: works with polynomials of degree ~2k in the position variable).
@@ -656,6 +663,8 @@ class _Solver:
         self.nodes = PANEL_NODES if self.gamma >= SMALL_GAMMA else PANEL_NODES_SMALL_GAMMA
         self._folds = None
         self._atlas = None
+        self._warm = []                    # (w, sigma, kappa, grid) of solved points
+        self._warm_w = np.empty(0, complex)
 
     # -- real branch ------------------------------------------------------------
 
@@ -721,17 +730,25 @@ class _Solver:
     # -- continuation inside the support ------------------------------------------
 
     def _newton_one(self, log_mz, sig, kap, grid, max_iter=CONT_MAX_NEWTON):
-        """Newton at one point.  On the real axis (``Im log(-z) = -pi``) the
-        equations are real, so the conjugate of a solution is a solution; the
-        boundary value from above has ``Im kappa < 0`` (``Im t > 0``, theory
-        section 10.5), and a solution found with ``Im kappa > 0`` is conjugated."""
-        st, conv, its, res = self.system.newton(np.array([log_mz]), sig[None], np.array([kap]),
-                                                grid, max_iter=max_iter)
-        sig, kap, psi = st.sig[0], complex(st.kap[0]), st.psi[0]
-        if kap.imag > 0 and abs(np.imag(log_mz) + np.pi) < 1e-12:
-            sig, kap, psi = sig.conj(), kap.conjugate(), psi.conj()
-        ok = bool(conv[0]) and _admissible(psi, kap, log_mz)
-        return sig, kap, ok, int(its[0])
+        """Newton at one point (:meth:`_newton_batch` of one)."""
+        sig, kap, ok, its = self._newton_batch(np.array([log_mz]), sig[None], np.array([kap]),
+                                               grid, max_iter)
+        return sig[0], complex(kap[0]), bool(ok[0]), int(its[0])
+
+    def _newton_batch(self, log_mz, sig, kap, grid, max_iter=CONT_MAX_NEWTON):
+        """Newton at a batch of points on one grid.  On the real axis
+        (``Im log(-z) = -pi``) the equations are real, so the conjugate of a
+        solution is a solution; the boundary value from above has
+        ``Im kappa < 0`` (``Im t > 0``, theory section 10.5), and a solution
+        found with ``Im kappa > 0`` is conjugated.  Returns
+        ``(sigma, kappa, ok, iterations)``, ``ok`` = converged and admissible."""
+        st, conv, its, res = self.system.newton(log_mz, sig, kap, grid, max_iter=max_iter)
+        sig, kap, psi = st.sig.copy(), st.kap.copy(), st.psi.copy()
+        flip = (kap.imag > 0) & (np.abs(np.imag(log_mz) + np.pi) < 1e-12)
+        sig[flip], kap[flip], psi[flip] = sig[flip].conj(), kap[flip].conj(), psi[flip].conj()
+        ok = np.array([bool(c) and _admissible(p, k, lm)
+                       for c, p, k, lm in zip(conv, psi, kap, log_mz)], dtype=bool)
+        return sig, kap, ok, its
 
     def _sweep(self, points, lam_of_p, p_end, step0, step_max, step_frac=0.0):
         """Continue the solution from ``points`` (list of _AtlasPoint, last = current,
@@ -1038,12 +1055,74 @@ def _solve_vertical(solver, x, y, x_is_log=False):
         if its <= 4:
             step = min(1.5 * step, 1.0)
     # final point
-    log_mz = np.log(-(x + 1j * y)) if y > 0 else (np.log(x) - 1j * np.pi if x > 0 else np.log(-x) + 0j)
+    log_mz = _log_minus(x, y)
     sig, kap, grid = hist[-1][1], hist[-1][2], hist[-1][3]
     sig, kap, ok, its = solver._newton_one(log_mz, sig, kap, grid, max_iter=NEWTON_MAX_ITER)
     if not ok:
         raise ConvergenceError(f"Newton failed at z={x + 1j * y!r} after continuation", point=x + 1j * y)
     return sig, kap, grid
+
+
+def _log_minus(x, y):
+    """``log(-z)`` at ``z = x + i y`` (``y >= 0``; on the axis the value from above)."""
+    if y > 0:
+        return np.log(-(x + 1j * y))
+    return np.log(x) - 1j * np.pi if x > 0 else np.log(-x) + 0j
+
+
+def _hull_distance(w, edge):
+    """Distance from ``w`` to ``[0, edge]`` (a lower bound of its distance to the support)."""
+    return abs(w - min(max(w.real, 0.0), edge))
+
+
+def _solve_warm(solver, ws):
+    """Solutions at the points ``ws`` by Newton from remembered solutions.
+
+    A point is started from its nearest remembered solution when it lies within
+    ``WARM_RADIUS_FRACTION`` of the distance of both to the hull of the
+    support; the points sharing a grid are solved in one batch, and a result
+    is accepted only as the continuation accepts a step (converged, on the
+    Stieltjes branch, ``kappa`` moved by at most ``CONT_MAX_KAPPA_CHANGE``).
+    Returns ``(solved, failed, states)``: indices into ``ws`` solved, indices
+    that were eligible but not accepted, and a dict index -> (sigma, kappa, grid).
+    """
+    states = {}
+    if not solver._warm or not ws.size:
+        return np.empty(0, int), np.empty(0, int), states
+    edge = solver.top_fold().edge
+    dist = np.abs(ws[:, None] - solver._warm_w[None, :])
+    near = np.argmin(dist, axis=1)
+    hull = np.abs(ws - np.clip(ws.real, 0.0, edge))
+    hull_c = np.abs(solver._warm_w - np.clip(solver._warm_w.real, 0.0, edge))[near]
+    eligible = dist[np.arange(ws.size), near] <= WARM_RADIUS_FRACTION * np.minimum(hull, hull_c)
+    groups = {}
+    for i in np.flatnonzero(eligible):
+        _, sig_c, kap_c, grid_c = solver._warm[near[i]]
+        grid = solver.grid_for(kap_c)
+        groups.setdefault((grid.breaks, grid.n), (grid, []))[1].append(
+            (i, grid_c.interpolate(sig_c, grid), kap_c))
+    failed = []
+    for grid, items in groups.values():
+        idx = np.array([it[0] for it in items])
+        kap0 = np.array([it[2] for it in items], dtype=complex)
+        log_mz = np.array([_log_minus(w.real, w.imag) for w in ws[idx]])
+        sig, kap, ok, _ = solver._newton_batch(log_mz, np.array([it[1] for it in items]), kap0,
+                                               grid, max_iter=NEWTON_MAX_ITER)
+        ok &= np.abs(kap - kap0) <= CONT_MAX_KAPPA_CHANGE * np.abs(kap0)
+        for j, i in enumerate(idx):
+            if ok[j]:
+                states[int(i)] = (sig[j], complex(kap[j]), grid)
+            else:
+                failed.append(int(i))
+    solved = np.array(sorted(states), dtype=int)
+    return solved, np.array(failed, dtype=int), states
+
+
+def _remember(solver, w, sig, kap, grid):
+    solver._warm.append((complex(w), sig, kap, grid))
+    if len(solver._warm) > WARM_MEMORY:
+        del solver._warm[0]
+    solver._warm_w = np.array([p[0] for p in solver._warm], dtype=complex)
 
 
 # --------------------------------------------------------------------------- #
@@ -1529,11 +1608,28 @@ def stieltjes_values(solver, scale, zs):
     """``G`` of the law of ``(solver, scale)`` (:func:`_law`) at the finite points
     ``zs`` (1-d complex, ``Im z >= 0``), unchecked: :func:`causal_stieltjes` and the
     law's own transform check them."""
+    ws = zs / scale
     out = np.empty(zs.shape, complex)
-    for i, w in enumerate(zs / scale):
-        sig, kap, grid = _solve_vertical(solver, w.real, w.imag)
-        st = solver.system.evaluate(sig[None], np.array([kap]), grid, jac=False)
-        out[i] = _stieltjes_from_state(st, np.array([np.log(w)]))[0]
+    todo = np.ones(ws.shape, dtype=bool)
+    while todo.any():
+        # rounds: every point next to a solved one is solved from it (batched);
+        # when none is, the first remaining point is solved by continuation down
+        # its vertical line, and the next round may start from it; a warm start
+        # that is not accepted is solved by continuation at once
+        idx = np.flatnonzero(todo)
+        solved, failed, states = _solve_warm(solver, ws[idx])
+        if not solved.size and not failed.size:
+            failed = np.array([0])
+        for k in failed:                     # a warm start not accepted: continuation
+            w = ws[idx[k]]
+            states[int(k)] = _solve_vertical(solver, w.real, w.imag)
+        for k in np.concatenate([solved, failed]):
+            i = idx[k]
+            sig, kap, grid = states[int(k)]
+            _remember(solver, ws[i], sig, kap, grid)
+            st = solver.system.evaluate(sig[None], np.array([kap]), grid, jac=False)
+            out[i] = _stieltjes_from_state(st, np.array([np.log(ws[i])]))[0]
+            todo[i] = False
     return out / scale
 
 

@@ -73,9 +73,10 @@ class GenericSolver:
         lo, hi = constituent.support()
         self.scale = max(abs(lo), abs(hi), 1e-300)
 
-    def _phi(self, tau):
+    def _phi(self, tau, with_constituent=False):
         gb, dgb = self.constituent._stieltjes_pair(tau)
-        return self.level.apply(tau, gb, np.ones_like(tau), dgb)
+        out = self.level.apply(tau, gb, np.ones_like(tau), dgb)
+        return (out, gb) if with_constituent else out
 
     def solve(self, z, guess=None):
         """``(tau, G)`` at each ``z`` (1-d complex, ``Im z >= 0``)."""
@@ -147,7 +148,10 @@ class GenericSolver:
         floor = DPHI_FLOOR * self._dphi_infinity()
         for glo, ghi, e_glo, e_ghi in _gaps(b):
             taus = _gap_grid(glo, ghi, opts.critical_grid, self.scale)
-            pos = (self._dphi_real(taus) > floor) & self._partner_valid(taus)
+            # one evaluation of the constituent for both tests (its transform can
+            # be the expensive part: a system solved per point)
+            (z, g, dz, _), gb = self._phi(taus.astype(complex), with_constituent=True)
+            pos = (dz.real > floor) & self._partner_valid(taus.astype(complex), z, g, gb)
             for i, j in _runs(pos):
                 if i == 0:
                     left, e_left = glo, e_glo
@@ -181,14 +185,15 @@ class GenericSolver:
                         SOFT if right[2] is None else right[2]])
         return _snap_hard_edge(out, self.level.hard_edge(b), opts)
 
-    def _partner_valid(self, taus):
-        """The partner's subordination point is on its true branch (eq. (8.11))."""
-        tau = taus.astype(complex)
-        z, g, _, _ = self._phi(tau)
-        gb = self.constituent._stieltjes(tau)
+    def _partner_valid(self, tau, z, g, gb):
+        """The partner's subordination point is on its true branch (eq. (8.11)).
+
+        ``z, g`` are ``Phi(tau)`` and the law's transform there, ``gb`` the
+        constituent's transform at ``tau``.
+        """
         pt = self.level.partner_point(z, tau, gb, g)
         if pt is None:
-            return np.ones(taus.shape, dtype=bool)
+            return np.ones(tau.shape, dtype=bool)
         ok = np.isfinite(pt) & np.isfinite(z)
         mism = np.where(np.isfinite(z), 0.0, np.inf)          # partner at infinity: fine
         if ok.any():
