@@ -741,6 +741,33 @@ def test_composition_transform_takes_the_solver_next_to_the_log_end():
     assert taken.sum() == 3 and np.all(np.abs(plain - exact)[taken] <= 1e-12 * np.abs(exact)[taken])
 
 
+def test_transform_next_to_the_log_end_from_the_left():
+    """G at real z < 0 within 5e-14 of the log end (where the vertical continuation
+    used to stop at eta = 1e-8 and fail): real, negative, -1/|z| < G(z) (as
+    G = int dmu/(z - x) with every x >= 0), and decreasing towards the end:
+    G(-5e-14) < G(-1e-13) < G(-1e-6) < 0."""
+    law = freeattn.causal_law(0.7, 1.0)
+    z = np.array([-1e-6, -1e-13, -5e-14]) + 0j
+    g = law.stieltjes(z)
+    assert np.all(np.abs(g.imag) <= 1e-12 * np.abs(g.real))
+    g = g.real
+    assert np.all(g < 0) and np.all(g > -1 / np.abs(z.real))
+    assert g[2] < g[1] < g[0]
+
+
+def test_compositions_keeping_a_log_end_raise_a_convergence_error():
+    """A sample covariance or a free product with the causal law keeps its logarithmic
+    end at 0 (eq. (8.13)), whose panel needs the density below the float range:
+    ConvergenceError naming the log end (it used to raise 'Newton failed at z=0j'
+    after 139 s, and then NotImplementedError)."""
+    causal_law = freeattn.causal_law(0.7, 1.0)
+    for build in (lambda: freeattn.sample_covariance(causal_law, 0.5),
+                  lambda: freeattn.free_multiplicative(freeattn.marchenko_pastur(1.0, 0.5),
+                                                       causal_law)):
+        with pytest.raises(ConvergenceError, match="logarithmic end"):
+            build().pdf(0.5)
+
+
 def test_semicircle_plus_causal_law_obeys_its_subordination_equation():
     """SC(1) ⊞ causal(0.55, 1.5) (generic solver, eq. (8.10); 349 s before the
     representation's transform, 1.5 s after): in the bulk G(x + i0) equals the

@@ -1029,8 +1029,13 @@ def _solve_vertical(solver, x, y, x_is_log=False):
     hist = [(np.log(eta0), sig, kap, grid)]
     t = np.log(eta0)
     step = 0.3
-    # below eta_floor the solution equals its boundary value to ~eps**(1/2)
-    t_floor = np.log(max(y, 1e-8 * max(1.0, abs(x))) if y > 0 else 1e-8 * max(1.0, abs(x)))
+    # below eta_floor the solution equals its boundary value to ~eps**(1/2); off the
+    # hull [0, edge] the boundary value is reached within a fraction of the
+    # distance to it (x = -5e-14, next to the log end, failed from eta = 1e-8)
+    reach = max(1.0, abs(x))
+    if x < 0 or x > edge:
+        reach = min(reach, -x if x < 0 else x - edge)
+    t_floor = np.log(max(y, 1e-8 * reach))
     while t > t_floor:
         tn = max(t - step, t_floor)
         eta = np.exp(tn)

@@ -245,8 +245,10 @@ class GenericSolver:
         """``lim Phi`` at an end of an increasing run (``side=+1``: its left end).
 
         At an end that is an atom or an edge of the constituent, ``Phi`` is
-        evaluated a few ulps inside the gap; a value beyond ``1/eps`` times the
-        scale is the pole's infinity.
+        evaluated a few ulps inside the gap (also where the constituent's
+        transform is not defined at the end: a logarithmic end, whose solver
+        raises there); a value beyond ``1/eps`` times the scale is the pole's
+        infinity.
         """
         if np.isinf(tau):
             return tau
@@ -254,7 +256,7 @@ class GenericSolver:
         with np.errstate(all="ignore"):
             try:
                 z = self._phi(np.array([complex(t)]))[0][0]
-            except ValueError:
+            except (ValueError, ConvergenceError):
                 z = np.nan
             if not np.isfinite(z):
                 t = tau + side * 64 * _EPS * max(abs(tau), self.scale)

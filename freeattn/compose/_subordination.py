@@ -273,6 +273,20 @@ class SubordinationLaw(SpectralLaw):
     def _atoms(self):
         return self.level.atoms(self.constituent)
 
+    def _log_end_density(self, t):
+        """A logarithmic end kept from the constituent (eq. (8.13)) is not resolved.
+
+        Its panel (theory eq. (8.18)) samples ``x f(x)`` at ``x - e`` far below
+        the float range, where the subordination point of eq. (8.10) is not a
+        float either; the composition raises instead of fitting the end wrongly.
+        """
+        raise ConvergenceError(
+            f"{self._describe()}: the edge kept from {self.constituent._describe()}'s "
+            f"logarithmic end (theory section 8.9) needs the density at distances below "
+            f"the float range, which the subordination solver (eq. (8.10)) cannot "
+            f"evaluate; the composed law is supported only where its edges are not "
+            f"logarithmic (e.g. a free additive convolution with this law)")
+
     def _density(self, x):
         z = x.astype(complex)
         if isinstance(self._solver, GenericSolver):
