@@ -639,6 +639,7 @@ class Panel:
         self.coef_list = [float(c) for c in coef]
         self.cum_list = [float(c) for c in self.cum]
         self._inverse = None
+        self._quad = {}                   # extra -> (nodes, weights) of quadrature()
 
     def edge_limit(self, end):
         """``lim |x - e|**(-eta) f(x)`` at the panel's end ``end = -1`` or ``1``.
@@ -825,9 +826,14 @@ class Panel:
         Exact for ``phi(x) f(x)`` when ``phi(x(sigma))`` is a polynomial of
         degree ``<= extra`` in ``sigma`` (plus rounding).
         """
-        n = (self.coef.size + extra) // 2 + 2
-        t, wt = gauss_legendre(n)
-        return self.map.x_of(t), wt * _cheb.chebval(t, self.coef)
+        if extra not in self._quad:
+            n = (self.coef.size + extra) // 2 + 2
+            t, wt = gauss_legendre(n)
+            x, w = self.map.x_of(t), wt * _cheb.chebval(t, self.coef)
+            x.setflags(write=False)
+            w.setflags(write=False)
+            self._quad[extra] = (x, w)
+        return self._quad[extra]
 
     def cauchy(self, z, derivative=False):
         """``int f(x)/(z - x) dx`` over the panel (and its ``z``-derivative).
