@@ -3,7 +3,8 @@
 ``newton_system`` is the Newton strategy of every system solver of the engine
 (the Dyson systems of theory eqs. (9.25)-(9.29), the product system of eq.
 (14.8), the rectangular system of eq. (16.7), the causal collocation of eq.
-(10.11)); the generic solver of eq. (8.10) uses the scalar ``newton``.  The
+(10.11)); the generic solver of eq. (8.10) uses the scalar ``newton``, and the
+rectangular iteration of eq. (16.6) the shared ``iterate`` on pairs.  The
 test system below has a closed form, so every tolerance is against an exact
 answer.
 """
@@ -193,3 +194,37 @@ def test_the_generic_solver_runs_on_the_shared_newton(monkeypatch):
     assert isinstance(law._solver, _generic_solver.GenericSolver)
     g = law.stieltjes(np.array([0.5 + 1.0j]))
     assert calls and np.isfinite(g).all() and g[0].imag < 0
+
+
+class _CoupledMap(_fixed_point.FixedPointProblem):
+    """The map ``(g1, g2) -> (1/(z - A g2), 1/(z - B g1))`` of :class:`_Coupled` on pairs."""
+
+    def phi(self, w, z):
+        return np.stack([1.0 / (z - A * w[1]), 1.0 / (z - B * w[0])]), None
+
+
+def test_iterate_on_a_pair_reaches_the_closed_form():
+    """``iterate`` with two unknowns per point (leading axis, as for eq. (16.6)): from
+    ``(1/z, 1/z)`` at ``Im z = 2``, where the map contracts (``|D phi| <= max(A, B)/Im(z)**2
+    = 1/2``), it converges to the closed form to ROOT_ATOL; its residual is the
+    largest component's last step, below FIXED_POINT_RTOL of the size."""
+    z = np.linspace(-3.0, 3.0, 7) + 2.0j
+    res = _fixed_point.iterate(_CoupledMap(), z, np.stack([1.0 / z, 1.0 / z]))
+    assert res.value.shape == (2, 7) and res.converged.all()
+    np.testing.assert_allclose(res.value, _exact(z), rtol=0, atol=ROOT_ATOL)
+    assert np.all(res.residual <= FIXED_POINT_RTOL * (1.0 + np.max(np.abs(res.value), axis=0)))
+
+
+def test_the_rectangular_iteration_runs_on_the_shared_iterate(monkeypatch):
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return _fixed_point.iterate(*args, **kwargs)
+
+    monkeypatch.setattr(_rectangular, "iterate", counting)
+    law = freeattn.rectangular_free_additive(
+        freeattn.marchenko_pastur(1.0, 1.0).singular_values(),
+        freeattn.marchenko_pastur(2.0, 1.0).singular_values(), 0.4)
+    value = law.pdf(1.0)
+    assert calls and np.isfinite(value) and value > 0

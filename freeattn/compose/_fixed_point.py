@@ -123,8 +123,8 @@ def _residual(problem, w, z):
     return w - p, dp
 
 
-def _tol(problem, w):
-    return FIXED_POINT_RTOL * (problem.scale + np.abs(w))
+def _tol(problem, w, system=False):
+    return FIXED_POINT_RTOL * (problem.scale + _largest(np.abs(w), system))
 
 
 def iterate(problem, z, w0=None, max_iterations=MAX_ITERATIONS):
@@ -136,7 +136,10 @@ def iterate(problem, z, w0=None, max_iterations=MAX_ITERATIONS):
     z : ndarray
         Complex points off the real axis.
     w0 : ndarray, optional
-        Start (default ``problem.start(z)``).
+        Start (default ``problem.start(z)``): shape ``z.shape``, or
+        ``(k,) + z.shape`` for a system of ``k`` unknowns per point (such as
+        the pair of eq. (16.6)), whose step and size are the largest over the
+        components.
     max_iterations : int
 
     Returns
@@ -144,6 +147,7 @@ def iterate(problem, z, w0=None, max_iterations=MAX_ITERATIONS):
     FixedPointResult
     """
     w = problem.start(z) if w0 is None else w0.astype(complex).copy()
+    system = w.ndim > z.ndim
     active = np.ones(z.shape, dtype=bool)
     res = np.full(z.shape, np.inf)
     it = 0
@@ -151,13 +155,18 @@ def iterate(problem, z, w0=None, max_iterations=MAX_ITERATIONS):
         if not active.any():
             break
         with np.errstate(all="ignore"):
-            p, _ = problem.phi(w[active], z[active])
-        step = np.abs(p - w[active])
-        w[active] = p
+            p, _ = problem.phi(w[..., active], z[active])
+            step = _largest(np.abs(p - w[..., active]), system)
+        w[..., active] = p
         res[active] = step
         idx = np.flatnonzero(active)
-        active[idx[step <= _tol(problem, p)]] = False
-    return FixedPointResult(w, res, it, res <= _tol(problem, w))
+        active[idx[step <= _tol(problem, p, system)]] = False
+    return FixedPointResult(w, res, it, res <= _tol(problem, w, system))
+
+
+def _largest(a, system):
+    """Per point: ``a`` itself, or for a system its largest component (leading axis)."""
+    return np.max(a, axis=0) if system else a
 
 
 def _newton_error(f, dp):

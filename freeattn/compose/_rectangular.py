@@ -26,7 +26,8 @@ import numpy as np
 from ..core._checks import as_real_array, real_scalar
 from ..core._errors import ConvergenceError
 from ..core._options import check_options
-from ._fixed_point import FIXED_POINT_RTOL, SystemProblem, newton_system
+from ._fixed_point import (FIXED_POINT_RTOL, FixedPointProblem, SystemProblem, iterate,
+                           newton_system)
 from ..laws._law_base import (FAR_RADIUS, FAR_TERMS, HARD, SOFT, AffineLaw, Interval,
                               SingularValueLaw, SpectralLaw)
 
@@ -348,25 +349,24 @@ class _Problem:
         with np.errstate(all="ignore"):
             return w2 / q
 
-    def tol(self, w1, w2):
-        return FIXED_POINT_RTOL * (self.scale + np.maximum(np.abs(w1), np.abs(w2)))
+
+class _RectangularIteration(FixedPointProblem):
+    """The map ``w -> f_b(w)`` of eq. (16.6) on pairs (leading axis), for :func:`iterate`."""
+
+    def __init__(self, pr):
+        self._pr = pr
+        self.scale = pr.scale
+
+    def phi(self, w, b):
+        f1, f2, _ = self._pr.phi(w[0], w[1], b, b)
+        return np.stack([f1, f2]), None
 
 
 def _iterate(pr, b, w1, w2, max_iterations=MAX_ITERATIONS):
-    """The iteration ``w <- f_b(w)`` of eq. (16.6), convergent for ``Im b > 0`` from any start."""
-    w1, w2 = w1.copy(), w2.copy()
-    active = np.ones(b.shape, dtype=bool)
-    for _ in range(max_iterations):
-        if not active.any():
-            break
-        ba = b[active]
-        f1, f2, _ = pr.phi(w1[active], w2[active], ba, ba)
-        step = np.maximum(np.abs(f1 - w1[active]), np.abs(f2 - w2[active]))
-        w1[active], w2[active] = f1, f2
-        idx = np.flatnonzero(active)
-        with np.errstate(invalid="ignore"):
-            active[idx[step <= pr.tol(f1, f2)]] = False
-    return w1, w2
+    """The iteration ``w <- f_b(w)`` of eq. (16.6), convergent for ``Im b > 0`` from
+    any start: the shared Belinschi-Bercovici :func:`iterate` on the pair."""
+    w = iterate(_RectangularIteration(pr), b, np.stack([w1, w2]), max_iterations).value
+    return w[0], w[1]
 
 
 class _RectangularNewton(SystemProblem):
