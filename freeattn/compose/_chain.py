@@ -279,7 +279,7 @@ class _ChainProblem(SystemProblem):
     def damp(self, step, om):
         with np.errstate(all="ignore"):
             big = np.max(np.abs(step) / (CHAIN_STEP_RATIO * np.abs(om)), axis=0)
-        return step / np.maximum(big, 1.0)
+            return step / np.maximum(big, 1.0)
 
 
 class ProductChainLaw(SpectralLaw):
