@@ -16,6 +16,7 @@ import freeattn
 from freeattn.attention import _causal
 from freeattn.compose import _chain, _dyson, _fixed_point, _generic_solver, _rectangular
 from freeattn.compose._fixed_point import FIXED_POINT_RTOL, SystemProblem, newton_system
+from user_laws import UserArcsine
 
 A, B = 1.0, 2.0
 #: The closed-form root is computed in floating point: the solutions must agree
@@ -228,3 +229,58 @@ def test_the_rectangular_iteration_runs_on_the_shared_iterate(monkeypatch):
         freeattn.marchenko_pastur(2.0, 1.0).singular_values(), 0.4)
     value = law.pdf(1.0)
     assert calls and np.isfinite(value) and value > 0
+
+
+class _CoupledEdge(_fixed_point.EdgeProblem):
+    """The fold of :class:`_Coupled` on the real axis: rows ``(g1, g2, x)``, residuals
+    ``g - phi(g, x)`` and ``det(I - D phi) = 1 - A B/((x - A g2)**2 (x - B g1)**2)``."""
+
+    def residual(self, v):
+        g1, g2, x = v.T
+        d1, d2 = x - A * g2, x - B * g1
+        out = np.stack([g1 - 1.0 / d1, g2 - 1.0 / d2, 1.0 - A * B / (d1 * d2) ** 2], axis=1)
+        return out, np.isfinite(out).all(axis=1), 1.0 + np.maximum(np.abs(g1), np.abs(g2))
+
+
+def test_bordered_newton_finds_the_closed_form_edges():
+    """eq. (14.5) for a system: the support of the two-block law is where the
+    discriminant (z**2 - A + B)**2 - 4 B z**2 of its quadratic vanishes, i.e. its
+    edges are sqrt(B) -+ sqrt(A) and sqrt(A) + sqrt(B) (closed form).  From the real
+    solution just outside each edge (the root nearest 1/x), the bordered Newton
+    with its difference Jacobian lands on the edge to 4e-15 relative (a few ulps:
+    the fold is a double root, so its residuals fix the edge to rounding), with
+    the fold condition below EDGE_FOLD_ATOL."""
+    edges = np.array([np.sqrt(B) - np.sqrt(A), np.sqrt(A) + np.sqrt(B)])
+    x0 = edges * np.array([0.9, 1.1])
+    a, b, c = -B * x0, x0 ** 2 - A + B, -x0
+    roots = np.stack([(-b + np.sqrt(b * b - 4 * a * c)) / (2 * a),
+                      (-b - np.sqrt(b * b - 4 * a * c)) / (2 * a)])
+    g1 = roots[np.argmin(np.abs(roots - 1.0 / x0), axis=0), np.arange(2)]
+    v0 = np.stack([g1, 1.0 / (x0 - B * g1), x0], axis=1)
+    res = _fixed_point.bordered_newton(_CoupledEdge(), v0)
+    assert res.converged.all()
+    np.testing.assert_allclose(res.value[:, 2], edges, rtol=4e-15)
+    out, _, _ = _CoupledEdge().residual(res.value)
+    assert np.all(np.abs(out[:, 2]) <= _fixed_point.EDGE_FOLD_ATOL)
+
+
+@pytest.mark.parametrize("module, build", [
+    (_dyson, lambda: freeattn.attention_law(0.5, 0.25,
+                                            tokens=freeattn.point_masses([0.5, 1.5])).squared()),
+    (_rectangular, lambda: freeattn.rectangular_free_additive(
+        freeattn.point_masses([1.0, 2.0]), freeattn.point_masses([0.5, 1.5]), 0.3)),
+    # a law known through its transform alone: the analytic edges of eq. (14.5)
+    (_fixed_point, lambda: freeattn.free_additive(UserArcsine(-1.0, 1.0),
+                                                  UserArcsine(-1.0, 1.0))),
+])
+def test_every_edge_solver_runs_on_the_bordered_newton(monkeypatch, module, build):
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return bordered(*args, **kwargs)
+
+    bordered = _fixed_point.bordered_newton
+    monkeypatch.setattr(module, "bordered_newton", counting)
+    law = build()
+    assert len(law.intervals()) >= 1 and calls

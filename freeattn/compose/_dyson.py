@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ..laws._law_base import HARD, QUADRATURE_EXTRA, Interval, SpectralLaw
-from ._fixed_point import SystemProblem, newton_system
+from ._fixed_point import EdgeProblem, SystemProblem, bordered_newton, newton_system
 
 __all__ = ["DysonSystem", "DysonLaw", "law_nodes"]
 
@@ -300,41 +300,59 @@ class DysonSystem:
         return float(np.linalg.det(jf[:, :, 0].real))
 
     def fold(self, w, x, scale):
-        """Bordered Newton on ``F(w, x) = 0``, ``det J(w, x) = 0`` from a real start."""
-        k = self.far.size
-        u = np.concatenate([w.real, [x]]).astype(float)
+        """Bordered Newton on ``F(w, x) = 0``, ``det J(w, x) = 0`` from a real start
+        (eq. (9.30)), by the shared :func:`~._fixed_point.bordered_newton` with
+        full steps; the solution row ``(w, x)``, or None if it does not converge."""
+        res = bordered_newton(_DysonFold(self), np.concatenate([w.real, [x]])[None, :],
+                              EDGE_STEPS, halvings=0)
+        return res.value[0] if res.converged[0] else None
 
-        def system(u):
-            wz = u[:k].astype(complex)[:, None]
-            f, jf, _ = self.residual(wz, np.array([complex(u[k])]))
-            return np.concatenate([f[:, 0].real, [np.linalg.det(jf[:, :, 0].real)]]), jf
 
-        for _ in range(EDGE_STEPS):
-            fu, jf = system(u)
-            jac = np.empty((k + 1, k + 1))
-            jac[:k, :k] = jf[:, :, 0].real
-            # d F/d x = -d Phi/d z = d Phi/d w[z_index] (eq. (9.30))
-            jac[:k, k] = np.eye(k)[:, self.z_index] - jf[:, self.z_index, 0].real
-            for j in range(k + 1):
-                # steps relative to each unknown (the key and value unknowns and x
-                # itself are small next to the atom at 0)
-                hstep = EDGE_FD_STEP * (abs(u[j]) + (0.0 if j == k else self.floor[j]))
-                up, dn = u.copy(), u.copy()
-                up[j] += hstep
-                dn[j] -= hstep
-                jac[k, j] = (system(up)[0][k] - system(dn)[0][k]) / (2 * hstep)
-            try:
-                du = np.linalg.solve(jac, fu)
-            except np.linalg.LinAlgError:
-                return None
-            u = u - du
-            if not np.all(np.isfinite(u)):
-                return None
-            if abs(du[k]) <= EDGE_RTOL * abs(u[k]) and \
-                    np.all(self._error(du[:k, None], u[:k, None]) <= DYSON_STALL_RTOL):
-                return u
-        return None
+class _DysonFold(EdgeProblem):
+    """The fold system of eq. (9.30) for :func:`~._fixed_point.bordered_newton`:
+    rows ``v = (w, x)``, residuals ``(F(w, x), det J(w, x))`` with ``J`` the
+    Jacobian of ``F`` in ``w`` (exact), its derivatives in ``w`` exact and in
+    ``x`` from eq. (9.30), those of ``det J`` by central differences."""
 
+    def __init__(self, system):
+        self.system = system
+        self.k = system.far.size
+
+    def _evaluate(self, v):
+        f, jf, _ = self.system.residual(v[:, :self.k].T.astype(complex), v[:, self.k] + 0j)
+        jr = np.moveaxis(jf.real, 2, 0)                        # (n, k, k)
+        with np.errstate(all="ignore"):
+            out = np.concatenate([f.real.T, np.linalg.det(jr)[:, None]], axis=1)
+        return out, jr
+
+    def residual(self, v):
+        out, _ = self._evaluate(v)
+        return out, np.isfinite(out).all(axis=1), np.ones(v.shape[0])
+
+    def jacobian(self, v, out):
+        k, sysm = self.k, self.system
+        _, jr = self._evaluate(v)
+        jac = np.empty((v.shape[0], k + 1, k + 1))
+        jac[:, :k, :k] = jr
+        # d F/d x = -d Phi/d z = d Phi/d w[z_index] (eq. (9.30))
+        jac[:, :k, k] = np.eye(k)[:, sysm.z_index] - jr[:, :, sysm.z_index]
+        for j in range(k + 1):
+            # steps relative to each unknown (the key and value unknowns and x
+            # itself are small next to the atom at 0)
+            h = EDGE_FD_STEP * (np.abs(v[:, j]) + (0.0 if j == k else sysm.floor[j]))
+            up, dn = v.copy(), v.copy()
+            up[:, j] += h
+            dn[:, j] -= h
+            jac[:, k, j] = (self._evaluate(up)[0][:, k] - self._evaluate(dn)[0][:, k]) / (2 * h)
+        return jac
+
+    def done(self, step, v):
+        k = self.k
+        return ((np.abs(step[:, k]) <= EDGE_RTOL * np.abs(v[:, k]))
+                & (self.system._error(step[:, :k].T, v[:, :k].T) <= DYSON_STALL_RTOL))
+
+    def accept(self, v, out, valid, size):
+        return np.isfinite(v).all(axis=1)
 
 
 class DysonLaw(SpectralLaw):

@@ -9,9 +9,11 @@ of one free convolution (theory eqs. (14.1)-(14.4)), vectorized over points
   (Belinschi & Bercovici 2007), used to reach the branch;
 * :func:`newton` -- Newton on ``w - phi(w, z) = 0`` to polish to rounding,
   damped so that ``w`` never leaves its half-plane;
-* :func:`edge_newton` -- bordered Newton on the real system
-  ``w = phi(w, x)``, ``1 = d phi/d w`` (theory eq. (14.5)): the edges of the
-  support are where the Jacobian of the fixed-point map is singular;
+* :func:`bordered_newton` -- Newton on an :class:`EdgeProblem`, the real
+  system ``F(w, x) = 0`` bordered by its fold condition (theory eq. (14.5)):
+  the edges of the support are where the Jacobian of the fixed-point map is
+  singular; :func:`edge_newton` is it for one ``w = phi(w, x)``, and the
+  rectangular (eq. (16.8)) and Dyson (eq. (9.30)) folds run on it too;
 * :func:`newton_system` -- damped Newton for a :class:`SystemProblem`, a system
   in several unknowns per point (the Dyson systems of theory eqs.
   (9.25)-(9.29), the many-law product system of eq. (14.8)), with a
@@ -28,8 +30,8 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 
-__all__ = ["FixedPointResult", "FixedPointProblem", "SystemProblem", "iterate", "newton",
-           "newton_system", "edge_newton", "bracketed_newton"]
+__all__ = ["FixedPointResult", "FixedPointProblem", "SystemProblem", "EdgeProblem", "iterate",
+           "newton", "newton_system", "bordered_newton", "edge_newton", "bracketed_newton"]
 
 #: Relative residual ``|w - phi(w, z)| / (1 + |w|)`` at which a solve is converged
 #: (a few ulps of the subordination point).
@@ -55,6 +57,13 @@ MAX_EDGE_STEPS = 60
 EDGE_FD_STEP = 1e-7
 #: Relative size of the last bordered-Newton step at which an edge is accepted.
 EDGE_RTOL = 4e-16
+#: Most halvings of a bordered-Newton step (:func:`bordered_newton`).
+MAX_EDGE_HALVINGS = 40
+#: The final check of an edge: residual of the fixed-point equations relative to
+#: the size of ``w``, and the fold condition (``1 - phi'`` or a determinant),
+#: which the last step leaves at the rounding of the difference Jacobian.
+EDGE_RESIDUAL_RTOL = 1e-10
+EDGE_FOLD_ATOL = 1e-6
 #: Most steps of :func:`bracketed_newton`, and the bracket width or Newton step
 #: (relative to ``max(|x|, scale)``) at which it stops.
 BRACKET_STEPS = 200
@@ -462,9 +471,152 @@ def _plain_round(problem, z, w, f, step, err, extra, conv, active, idx, trial_st
     active[todo] = ~conv[todo] & np.isfinite(et)
 
 
+class EdgeProblem:
+    """A bordered system for edges of a support (theory eq. (14.5)).
+
+    Real unknowns ``v = (w_1, ..., w_k, x)`` per point (rows of an ``(n, k + 1)``
+    array); the residual rows are the real fixed-point equations ``F(w, x) = 0``
+    followed by the fold condition (``1 - phi'`` or ``det(I - D phi)``), zero at
+    an edge.  Subclasses implement :meth:`residual`; the others are defaults.
+
+    Attributes
+    ----------
+    scale : float
+        Size of the problem's numbers (for relative tolerances).
+    x_step_rtol : float
+        Last step of ``x`` (relative to ``scale + |x|``) at which a point is done.
+    w_step_rtol : float or None
+        Also required of the steps of ``w`` (relative to ``scale + |w|``), if set.
+    residual_rtol, fold_atol : float
+        The final check: ``|F| <= residual_rtol * size`` and ``|fold| <= fold_atol``.
+    """
+
+    scale = 1.0
+    x_step_rtol = 64 * np.finfo(float).eps
+    w_step_rtol = None
+    residual_rtol = EDGE_RESIDUAL_RTOL
+    fold_atol = EDGE_FOLD_ATOL
+
+    def residual(self, v):
+        """``(out, valid, size)``: residual rows ``(n, k + 1)``, whether each point is
+        in the domain where the equations are real, and the size of its ``w``."""
+        raise NotImplementedError
+
+    def jacobian(self, v, out):
+        """``(n, k + 1, k + 1)`` Jacobian: forward differences in one call of
+        :meth:`residual` (the step ``EDGE_FD_STEP (scale + |v_j|)`` only changes the
+        rate of convergence, never the root)."""
+        n, dim = v.shape
+        h = EDGE_FD_STEP * (self.scale + np.abs(v))
+        shifted = [v] + [v + h[:, j:j + 1] * np.eye(dim)[j] for j in range(dim)]
+        o_all, _, _ = self.residual(np.concatenate(shifted))
+        o_all = o_all.reshape(dim + 1, n, dim)
+        return np.stack([(o_all[j + 1] - o_all[0]) / h[:, j:j + 1] for j in range(dim)],
+                        axis=2)
+
+    def done(self, step, v):
+        """Per point: the last step is below the step tolerances."""
+        ok = np.abs(step[:, -1]) <= self.x_step_rtol * (self.scale + np.abs(v[:, -1]))
+        if self.w_step_rtol is not None:
+            ok &= np.all(np.abs(step[:, :-1]) <= self.w_step_rtol
+                         * (self.scale + np.abs(v[:, :-1])), axis=1)
+        return ok
+
+    def accept(self, v, out, valid, size):
+        """Per point: the final check of the residuals."""
+        return (valid & np.all(np.abs(out[:, :-1]) <= self.residual_rtol * size[:, None], axis=1)
+                & (np.abs(out[:, -1]) <= self.fold_atol))
+
+
+def _edge_merit(out, size):
+    return (np.abs(out[:, :-1]) / size[:, None]).sum(axis=1) + np.abs(out[:, -1])
+
+
+def bordered_newton(problem, v0, max_steps=MAX_EDGE_STEPS, halvings=MAX_EDGE_HALVINGS):
+    """Bordered Newton for edges: an :class:`EdgeProblem` from real starts ``v0``.
+
+    Each round solves the Jacobian system of every unfinished point (a singular
+    or non-finite one stops that point) and halves its step, at most
+    ``halvings`` times, until the trial is valid and its merit
+    ``sum |F|/size + |fold|`` at most doubles (``halvings = 0``: full steps).  A
+    point is done when its step passes :meth:`EdgeProblem.done`; the result is
+    then checked by :meth:`EdgeProblem.accept`.
+
+    Returns
+    -------
+    FixedPointResult
+        ``value`` the ``(n, k + 1)`` rows ``(w, x)``, ``residual`` the merit of
+        the last round, ``converged`` done and accepted.
+    """
+    v = np.array(v0, dtype=float)
+    conv = np.zeros(v.shape[0], dtype=bool)
+    res = np.full(v.shape[0], np.inf)
+    it = 0
+    for it in range(1, max_steps + 1):
+        act = np.flatnonzero(~conv)
+        if not act.size:
+            break
+        va = v[act]
+        out, valid, size = problem.residual(va)
+        jac = problem.jacobian(va, out)
+        with np.errstate(all="ignore"):
+            regular = (np.isfinite(jac).all(axis=(1, 2)) & np.isfinite(out).all(axis=1)
+                       & (np.abs(np.linalg.det(jac)) > 0))
+            step = np.zeros(va.shape)
+            if regular.any():
+                step[regular] = np.linalg.solve(jac[regular], out[regular][:, :, None])[:, :, 0]
+        bad = ~regular | ~np.isfinite(step).all(axis=1)
+        step[bad] = 0.0
+        m0 = _edge_merit(out, size)
+        res[act] = m0
+        lam = np.ones(act.size)
+        acc = bad.copy() if halvings else np.ones(act.size, dtype=bool)
+        for _ in range(halvings):
+            todo = ~acc
+            if not todo.any():
+                break
+            oc, vc, sc = problem.residual(va[todo] - lam[todo, None] * step[todo])
+            good = vc & (_edge_merit(oc, sc) <= 2.0 * m0[todo])
+            t_idx = np.flatnonzero(todo)
+            acc[t_idx[good]] = True
+            lam[t_idx[~good]] *= 0.5
+        lam[~acc] = 0.0
+        taken = lam[:, None] * step
+        v[act] = va - taken
+        conv[act[problem.done(taken, va) & ~bad & (lam > 0)]] = True
+        if (bad | (lam == 0)).all():
+            break
+    out, valid, size = problem.residual(v)
+    ok = conv & problem.accept(v, out, valid, size)
+    return FixedPointResult(v, _edge_merit(out, size), it, ok)
+
+
+class _ScalarEdge(EdgeProblem):
+    """The bordered system ``w = phi(w, x)``, ``1 = phi'(w, x)`` of a
+    :class:`FixedPointProblem` (theory eq. (14.5))."""
+
+    x_step_rtol = 16 * EDGE_RTOL
+    w_step_rtol = 1e-9
+
+    def __init__(self, problem):
+        self._problem = problem
+        self.scale = problem.scale
+
+    def residual(self, v):
+        w, x = v[:, 0], v[:, 1]
+        with np.errstate(all="ignore"):
+            p, dp = self._problem.phi(w.astype(complex), x.astype(complex))
+            f, d = w - p, 1.0 - dp
+            size = self.scale + np.abs(w)
+            # a real fixed point needs real values: a complex phi means (w, x) left
+            # the domain where the constituents' transforms are real
+            valid = (np.abs(f.imag) <= 1e-8 * size) & np.isfinite(f) & np.isfinite(d)
+        return np.stack([f.real, d.real], axis=1), valid, size
+
+
 def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
     """Bordered Newton for an edge: real ``(w, x)`` with ``w = phi(w, x)`` and
-    ``d phi/d w (w, x) = 1`` (theory eq. (14.5)).
+    ``d phi/d w (w, x) = 1`` (theory eq. (14.5)), by :func:`bordered_newton`.
 
     Parameters
     ----------
@@ -479,72 +631,8 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
     FixedPointResult
         ``value`` is an ``(n, 2)`` array of ``(w, x)``.
     """
-    w = np.asarray(w0, dtype=float).copy()
-    x = np.asarray(x0, dtype=float).copy()
-    s = problem.scale
-
-    def system(w, x):
-        with np.errstate(all="ignore"):
-            p, dp = problem.phi(w.astype(complex), x.astype(complex))
-        f, d = w - p, 1.0 - dp
-        # a real fixed point needs real values: a complex phi means (w, x) left the
-        # domain where the constituents' transforms are real
-        valid = (np.abs(f.imag) <= 1e-8 * (s + np.abs(w))) & np.isfinite(f) & np.isfinite(d)
-        return f.real, d.real, valid
-
-    def merit(f, d, w):
-        return np.abs(f) / (s + np.abs(w)) + np.abs(d)
-
-    conv = np.zeros(w.shape, dtype=bool)
-    res = np.full(w.shape, np.inf)
-    it = 0
-    for it in range(1, max_steps + 1):
-        act = ~conv
-        if not act.any():
-            break
-        wa, xa = w[act], x[act]
-        hw = EDGE_FD_STEP * (s + np.abs(wa))
-        hx = EDGE_FD_STEP * (s + np.abs(xa))
-        # the point and its two difference-quotient neighbours in one call of phi
-        f3, d3, _ = system(np.concatenate([wa, wa + hw, wa]), np.concatenate([xa, xa, xa + hx]))
-        na = wa.size
-        f, fw, fx = f3[:na], f3[na:2 * na], f3[2 * na:]
-        d, dw, dx = d3[:na], d3[na:2 * na], d3[2 * na:]
-        j11, j12 = (fw - f) / hw, (fx - f) / hx
-        j21, j22 = (dw - d) / hw, (dx - d) / hx
-        det = j11 * j22 - j12 * j21
-        with np.errstate(all="ignore"):
-            sw = (f * j22 - j12 * d) / det
-            sx = (j11 * d - j21 * f) / det
-        bad = ~np.isfinite(sw) | ~np.isfinite(sx)
-        sw[bad] = 0.0
-        sx[bad] = 0.0
-        m0 = merit(f, d, wa)
-        lam = np.ones(wa.size)
-        acc = bad.copy()
-        for _ in range(40):
-            todo = ~acc
-            if not todo.any():
-                break
-            wc, xc = wa - lam * sw, xa - lam * sx
-            fc, dc, vc = system(wc, xc)
-            good = todo & vc & (merit(fc, dc, wc) <= 2.0 * m0)
-            acc |= good
-            lam[todo & ~good] *= 0.5
-        lam[~acc] = 0.0
-        sw, sx = lam * sw, lam * sx
-        w[act] = wa - sw
-        x[act] = xa - sx
-        res[act] = m0
-        idx = np.flatnonzero(act)
-        small = (np.abs(sx) <= EDGE_RTOL * (s + np.abs(xa)) * 16) & (
-            np.abs(sw) <= 1e-9 * (s + np.abs(wa)))
-        conv[idx[small & ~bad & (lam > 0)]] = True
-        if (bad | (lam == 0)).all():
-            break
-    f, d, valid = system(w, x)
-    ok = conv & valid & (np.abs(f) <= 1e-10 * (s + np.abs(w))) & (np.abs(d) <= 1e-6)
-    return FixedPointResult(np.stack([w, x], axis=1), np.abs(f) + np.abs(d), it, ok)
+    v0 = np.stack([np.asarray(w0, dtype=float), np.asarray(x0, dtype=float)], axis=1)
+    return bordered_newton(_ScalarEdge(problem), v0, max_steps)
 
 
 def bracketed_newton(f_pair, lo, hi, flo, x0=None, scale=0.0, what="a bracketed equation"):

@@ -26,8 +26,8 @@ import numpy as np
 from ..core._checks import as_real_array, real_scalar
 from ..core._errors import ConvergenceError
 from ..core._options import check_options
-from ._fixed_point import (FIXED_POINT_RTOL, FixedPointProblem, SystemProblem, iterate,
-                           newton_system)
+from ._fixed_point import (FIXED_POINT_RTOL, EdgeProblem, FixedPointProblem, SystemProblem,
+                           bordered_newton, iterate, newton_system)
 from ..laws._law_base import (FAR_RADIUS, FAR_TERMS, HARD, SOFT, AffineLaw, Interval,
                               SingularValueLaw, SpectralLaw)
 
@@ -51,20 +51,10 @@ MAX_ITERATIONS = 400
 #: then retries the level from closer, which is cheaper than more halvings).
 MAX_NEWTON_STEPS = 40
 MAX_HALVINGS = 8
-#: Most bordered-Newton steps of the edge system (16.8), and halvings per step.
-MAX_EDGE_STEPS = 60
-MAX_EDGE_HALVINGS = 40
-#: Relative step of the finite-difference Jacobian of the edge system (only the
-#: convergence rate depends on it, never the root: the three equations are
-#: evaluated exactly).
-EDGE_FD_STEP = 1e-7
-#: Relative size of the last bordered-Newton step in ``x`` at which an edge is
-#: accepted (a few ulps), and the residuals the root must then have: the
-#: fixed-point residual relative to the scale and ``|det(I - Df)|``, which near
-#: a fold is only known to ``sqrt(eps)`` through the rounding of ``w``.
-EDGE_STEP_RTOL = 64 * np.finfo(float).eps
-EDGE_RESIDUAL_RTOL = 1e-10
-EDGE_DET_ATOL = 1e-6
+#: The bordered Newton of the edge system (16.8) takes the shared defaults of
+#: :class:`~._fixed_point.EdgeProblem`: steps of ``x`` down to 64 ulps, residuals
+#: to 1e-10 of the scale and ``|det(I - Df)|`` to 1e-6 (near a fold it is only
+#: known to ``sqrt(eps)`` through the rounding of ``w``).
 #: A real fixed point has ``|Im f| <= REAL_RTOL (scale + |w|)``: beyond it the
 #: point left the domain where the constituents' transforms are real.
 REAL_RTOL = 1e-8
@@ -517,99 +507,56 @@ def _solve_complex(pr, z):
     return w1, w2
 
 
-def _edge_system(pr, v):
-    """Residuals of the edge system at real points ``v`` (rows), eq. (16.8) or (16.9).
+class _RectangularEdge(EdgeProblem):
+    """The edge system of eq. (16.8) (eq. (16.9) at ratio 1) at real points ``v`` (rows).
 
     ``ratio < 1``: ``v = (w1, w2, x)``, residuals ``w - f_x(w)`` and
     ``det(I - Df)``.  ``ratio = 1``: ``w1 = w2 = w`` (the map commutes with the
     swap of the two blocks), ``v = (w, x)``, residuals ``w - f_x(w, w)_1`` and
     ``1 - (Df_11 + Df_12)``, the eigenvalue of ``Df`` along ``(1, 1)``.
-    Returns ``(residuals, valid, size)``.
     """
-    s = pr.scale
-    sym = pr.lam == 1.0
-    w1 = v[:, 0].astype(complex)
-    w2 = w1 if sym else v[:, 1].astype(complex)
-    b = v[:, -1].astype(complex)
-    with np.errstate(all="ignore"):
-        f1, f2, j = pr.phi(w1, w2, b, b)
-        r1, r2 = w1 - f1, w2 - f2
-        size = s + np.maximum(np.abs(w1), np.abs(w2))
-        if sym:
-            fold = 1.0 - (j[0] + j[1])
-            out = np.stack([r1.real, fold.real], axis=1)
-        else:
-            fold = (1.0 - j[0]) * (1.0 - j[3]) - j[1] * j[2]
-            out = np.stack([r1.real, r2.real, fold.real], axis=1)
-        valid = (np.isfinite(r1) & np.isfinite(r2) & np.isfinite(fold)
-                 & (np.abs(r1.imag) <= REAL_RTOL * size) & (np.abs(r2.imag) <= REAL_RTOL * size))
-    return out, valid, size
+
+    def __init__(self, pr):
+        self._pr = pr
+        self.scale = pr.scale
+        self.sym = pr.lam == 1.0
+
+    def residual(self, v):
+        pr = self._pr
+        w1 = v[:, 0].astype(complex)
+        w2 = w1 if self.sym else v[:, 1].astype(complex)
+        b = v[:, -1].astype(complex)
+        with np.errstate(all="ignore"):
+            f1, f2, j = pr.phi(w1, w2, b, b)
+            r1, r2 = w1 - f1, w2 - f2
+            size = self.scale + np.maximum(np.abs(w1), np.abs(w2))
+            if self.sym:
+                fold = 1.0 - (j[0] + j[1])
+                out = np.stack([r1.real, fold.real], axis=1)
+            else:
+                fold = (1.0 - j[0]) * (1.0 - j[3]) - j[1] * j[2]
+                out = np.stack([r1.real, r2.real, fold.real], axis=1)
+            valid = (np.isfinite(r1) & np.isfinite(r2) & np.isfinite(fold)
+                     & (np.abs(r1.imag) <= REAL_RTOL * size)
+                     & (np.abs(r2.imag) <= REAL_RTOL * size))
+        return out, valid, size
 
 
 def _edge_newton(pr, w1, w2, x):
     """Bordered Newton for an edge: the real fold of eq. (16.8) (eq. (16.9) at ratio 1).
 
     Started from the real subordination point ``(w1, w2)`` at a point ``x``
-    just outside the support; the Jacobian is a difference quotient (only the
-    rate depends on it, the residuals are exact).  Returns
-    ``(w1, w2, x, converged)``.
+    just outside the support, by the shared :func:`bordered_newton` (its
+    Jacobian a difference quotient: only the rate depends on it, the residuals
+    are exact).  Returns ``(w1, w2, x, converged)``.
     """
-    s = pr.scale
-    sym = pr.lam == 1.0
-    cols = [np.asarray(w1, float)] + ([] if sym else [np.asarray(w2, float)])
-    v = np.stack(cols + [np.asarray(x, float)], axis=1)
-    dim = v.shape[1]
-
-    def merit(out, size):
-        return (np.abs(out[:, :-1]) / size[:, None]).sum(axis=1) + np.abs(out[:, -1])
-
-    conv = np.zeros(v.shape[0], dtype=bool)
-    for _ in range(MAX_EDGE_STEPS):
-        act = np.flatnonzero(~conv)
-        if act.size == 0:
-            break
-        va = v[act]
-        out, _, size = _edge_system(pr, va)
-        jac = np.empty((act.size, dim, dim))
-        for k in range(dim):
-            h = EDGE_FD_STEP * (s + np.abs(va[:, k]))
-            vk = va.copy()
-            vk[:, k] += h
-            ok_, _, _ = _edge_system(pr, vk)
-            jac[:, :, k] = (ok_ - out) / h[:, None]
-        with np.errstate(all="ignore"):
-            det = np.linalg.det(jac)
-            regular = np.isfinite(det) & (det != 0) & np.isfinite(out).all(axis=1)
-            step = np.zeros(va.shape)
-            if regular.any():
-                step[regular] = np.linalg.solve(jac[regular], out[regular][:, :, None])[:, :, 0]
-        bad = ~regular | ~np.isfinite(step).all(axis=1)
-        step[bad] = 0.0
-        m0 = merit(out, size)
-        lam = np.ones(act.size)
-        acc = bad.copy()
-        for _ in range(MAX_EDGE_HALVINGS):
-            todo = ~acc
-            if not todo.any():
-                break
-            cand = va - lam[:, None] * step
-            oc, vc, sc = _edge_system(pr, cand)
-            good = todo & vc & (merit(oc, sc) <= 2.0 * m0)
-            acc |= good
-            lam[todo & ~good] *= 0.5
-        lam[~acc] = 0.0
-        new = va - lam[:, None] * step
-        small = np.abs(va[:, -1] - new[:, -1]) <= EDGE_STEP_RTOL * (s + np.abs(va[:, -1]))
-        v[act] = new
-        conv[act[small & ~bad & (lam > 0)]] = True
-        if (bad | (lam == 0)).all():
-            break
-    out, valid, size = _edge_system(pr, v)
-    ok = (conv & valid & (np.abs(out[:, :-1]) <= EDGE_RESIDUAL_RTOL * size[:, None]).all(axis=1)
-          & (np.abs(out[:, -1]) <= EDGE_DET_ATOL))
+    problem = _RectangularEdge(pr)
+    cols = [np.asarray(w1, float)] + ([] if problem.sym else [np.asarray(w2, float)])
+    res = bordered_newton(problem, np.stack(cols + [np.asarray(x, float)], axis=1))
+    v = res.value
     e1 = v[:, 0]
-    e2 = e1 if sym else v[:, 1]
-    return e1, e2, v[:, -1], ok
+    e2 = e1 if problem.sym else v[:, 1]
+    return e1, e2, v[:, -1], res.converged
 
 
 # --------------------------------------------------------------------------- #
