@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import freeattn
+from freeattn.compose import _analytic
 from freeattn.compose._analytic import AnalyticLaw, analytic_additive, analytic_multiplicative
 from freeattn.compose._fixed_point import FixedPointProblem, edge_newton, iterate, newton
 
@@ -315,6 +316,30 @@ def test_three_band_against_mpmath_reference():
 
 
 @pytest.mark.slow
+def test_continuation_levels_accept_the_rounding_floor_next_to_a_fold_eq_14_27():
+    """A continuation level (eq. (14.3)) whose residual is at the rounding floor of
+    eq. (14.27) is solved: next to a fold Newton's error estimate is that floor over
+    |1 - phi'| and cannot meet the level tolerance.  sample_covariance of 5000
+    chi-square(3) atoms (seed 3) at ratio 0.5 raised ConvergenceError while
+    building its density, at x = 0.0072950103908 (1.8e-12 inside the band edge
+    0.0072950103926: 'stalled at y = 7e-16'; 30 000 and 50 000 atoms failed the
+    same way for two seeds in three).  Now the density integrates to 1 (1e-12);
+    there and at 4 times the distance to the edge it follows the square-root edge
+    (ratio 2 to 1%), with the residual of eq. (14.4) at the floor."""
+    t = np.random.default_rng(3).chisquare(3, 5000)
+    law = freeattn.sample_covariance(freeattn.point_masses(t, np.full(t.size, 1 / t.size)), 0.5)
+    assert isinstance(law, AnalyticLaw)
+    assert abs(law.total_mass() - 1.0) <= 1e-12
+    x = np.array([0.007295010390809776])
+    band = [iv for iv in law.intervals() if iv[0] < x[0] < iv[1]]
+    assert len(band) == 1 and band[0][1] - x[0] < 1e-11
+    d = band[0][1] - x[0]
+    f1, f4 = law.pdf(np.array([x[0], band[0][1] - 4 * d]))
+    assert f4 / f1 == pytest.approx(2.0, rel=1e-2)          # sqrt(4 d)/sqrt(d)
+    w = law._boundary(x)
+    assert _analytic._at_rounding_floor(law._problem, w, law._pz(x.astype(complex)))
+
+
 def test_500_atom_population_against_mpmath_reference():
     # eq. (14.4)-(14.5): sample_covariance of a 500-atom population (> 400 atoms: the
     # analytic path), against the 40-digit reference.
