@@ -14,9 +14,23 @@ import pytest
 
 import freeattn
 from freeattn.attention import _causal
-from freeattn.compose import _chain, _dyson, _fixed_point, _generic_solver, _rectangular
+from freeattn.compose import (_chain, _dyson, _fixed_point, _generic_solver, _rational_solver,
+                              _rectangular, _subordination)
 from freeattn.compose._fixed_point import FIXED_POINT_RTOL, SystemProblem, newton_system
 from user_laws import UserArcsine
+
+def _count_calls(monkeypatch, module, name):
+    """Replace ``module.name`` (a shared strategy) by a wrapper that records its calls."""
+    calls = []
+    strategy = getattr(_fixed_point, name)
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return strategy(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    return calls
+
 
 A, B = 1.0, 2.0
 #: The closed-form root is computed in floating point: the solutions must agree
@@ -169,26 +183,14 @@ def test_system_problem_hooks_are_abstract():
     (_causal, lambda: freeattn.CausalLaw(0.55, 1.5).pdf(0.3)),
 ])
 def test_every_system_solver_runs_on_the_shared_strategy(monkeypatch, module, build):
-    calls = []
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return newton_system(*args, **kwargs)
-
-    monkeypatch.setattr(module, "newton_system", counting)
+    calls = _count_calls(monkeypatch, module, "newton_system")
     value = build()
     assert np.isfinite(value) and value > 0
     assert calls
 
 
 def test_the_generic_solver_runs_on_the_shared_newton(monkeypatch):
-    calls = []
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return _fixed_point.newton(*args, **kwargs)
-
-    monkeypatch.setattr(_generic_solver, "newton", counting)
+    calls = _count_calls(monkeypatch, _generic_solver, "newton")
     # a population known only through its transform: the generic path of eq. (8.10)
     pop = freeattn.marchenko_pastur(1.0, 0.5).singular_values()
     law = freeattn.sample_covariance(pop, 0.3)
@@ -217,13 +219,7 @@ def test_iterate_on_a_pair_reaches_the_closed_form():
 
 
 def test_the_rectangular_iteration_runs_on_the_shared_iterate(monkeypatch):
-    calls = []
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return _fixed_point.iterate(*args, **kwargs)
-
-    monkeypatch.setattr(_rectangular, "iterate", counting)
+    calls = _count_calls(monkeypatch, _rectangular, "iterate")
     law = freeattn.rectangular_free_additive(
         freeattn.marchenko_pastur(1.0, 1.0).singular_values(),
         freeattn.marchenko_pastur(2.0, 1.0).singular_values(), 0.4)
@@ -274,13 +270,38 @@ def test_bordered_newton_finds_the_closed_form_edges():
                                                   UserArcsine(-1.0, 1.0))),
 ])
 def test_every_edge_solver_runs_on_the_bordered_newton(monkeypatch, module, build):
-    calls = []
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return bordered(*args, **kwargs)
-
-    bordered = _fixed_point.bordered_newton
-    monkeypatch.setattr(module, "bordered_newton", counting)
+    calls = _count_calls(monkeypatch, module, "bordered_newton")
     law = build()
     assert len(law.intervals()) >= 1 and calls
+
+
+def test_polish_newton_roots_stalls_and_guards():
+    """polish_newton: the roots +-sqrt(2) of t**2 - 2 from +-1.4 to 2 ulps (closed
+    form); at the double root of (t - 1)**2 Newton's steps halve, so with a stall
+    ratio of 1/4 the second step is refused and the point keeps one step's value
+    (1.5 from 2); a guard refusing steps that leave [0, 10] keeps the start of the
+    point heading out (the root -sqrt(2) from 0.1: first step to 10.05)."""
+    def square(ta, idx):
+        return (ta * ta - 2.0) / (2.0 * ta)
+    t = _fixed_point.polish_newton(square, np.array([1.4, -1.4]), 20, rtol=4e-16)
+    np.testing.assert_allclose(t, [np.sqrt(2.0), -np.sqrt(2.0)], rtol=4.5e-16)
+
+    def double(ta, idx):
+        return (ta - 1.0) ** 2 / (2.0 * (ta - 1.0))
+    t, n = _fixed_point.polish_newton(double, np.array([2.0]), 20, stall_ratio=0.25,
+                                      counts=True)
+    assert t[0] == 1.5 and n[0] == 1
+
+    t, n = _fixed_point.polish_newton(square, np.array([0.1, 1.0]), 20, rtol=4e-16,
+                                      accept=lambda tn, ta, idx: (tn >= 0) & (tn <= 10),
+                                      counts=True)
+    assert t[0] == 0.1 and n[0] == 0
+    assert t[1] == pytest.approx(np.sqrt(2.0), rel=4.5e-16) and n[1] >= 4
+
+
+@pytest.mark.parametrize("module", [_rational_solver, _subordination])
+def test_the_algebraic_path_polishes_on_the_shared_newton(monkeypatch, module):
+    calls = _count_calls(monkeypatch, module, "polish_newton")
+    # a new tower each time (a variance no other test uses)
+    law = freeattn.free_additive(freeattn.marchenko_pastur(1.0, 0.5), freeattn.semicircle(1.2345))
+    assert law.pdf(1.0) > 0 and calls

@@ -20,8 +20,10 @@ of one free convolution (theory eqs. (14.1)-(14.4)), vectorized over points
   backtracking line search or a problem-specific damping.
 
 Each returns a :class:`FixedPointResult` (value, residual, iterations,
-converged).  :func:`bracketed_newton` solves the real scalar equations of the
-support searches (theory eqs. (14.17), (14.20)) inside sign-change brackets.
+converged).  :func:`polish_newton` is undamped Newton with guards for roots
+already on their branch (the algebraic path's roots, theory eqs. (8.10),
+(8.12), (8.27)); :func:`bracketed_newton` solves the real scalar equations of
+the support searches (theory eqs. (14.17), (14.20)) inside sign-change brackets.
 """
 
 from dataclasses import dataclass
@@ -31,7 +33,8 @@ import numpy as np
 from ..core._errors import ConvergenceError
 
 __all__ = ["FixedPointResult", "FixedPointProblem", "SystemProblem", "EdgeProblem", "iterate",
-           "newton", "newton_system", "bordered_newton", "edge_newton", "bracketed_newton"]
+           "newton", "newton_system", "bordered_newton", "edge_newton", "polish_newton",
+           "bracketed_newton"]
 
 #: Relative residual ``|w - phi(w, z)| / (1 + |w|)`` at which a solve is converged
 #: (a few ulps of the subordination point).
@@ -633,6 +636,66 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
     """
     v0 = np.stack([np.asarray(w0, dtype=float), np.asarray(x0, dtype=float)], axis=1)
     return bordered_newton(_ScalarEdge(problem), v0, max_steps)
+
+
+def polish_newton(step_of, t, max_steps, rtol=0.0, stall_ratio=np.inf, accept=None,
+                  active=None, counts=False):
+    """Undamped Newton that polishes roots already on their branch (any shape of ``t``).
+
+    Every round computes the steps of the unfinished points; a point takes its
+    step when it is finite, no longer than ``stall_ratio`` times its previous
+    step (a step that stops shrinking follows a multiple root or rounding
+    noise) and ``accept`` allows it; otherwise it keeps its value and stops.
+    A point also stops after a step of at most ``rtol |t|``.
+
+    Parameters
+    ----------
+    step_of : callable
+        ``step_of(t, idx)``: the Newton steps at the values ``t`` of the points
+        ``idx`` (flat indices), the next iterate being ``t - step``.
+    t : ndarray
+        Starting values (copied).
+    max_steps : int
+    rtol : float
+        Relative step at which a point is converged (0: only a rejected step
+        stops it, so every accepted point takes ``max_steps`` steps).
+    stall_ratio : float
+    accept : callable, optional
+        ``accept(t_new, t_old, idx)``: boolean per point (a branch or distance
+        guard; it may record per-point state).
+    active : ndarray of bool, optional
+        The points to polish (default: the finite ones).
+    counts : bool
+        Also return the number of steps each point took.
+
+    Returns
+    -------
+    ndarray
+        The polished values, shape of ``t`` (and the counts, same shape).
+    """
+    shape = np.shape(t)
+    t = np.array(t).ravel().copy()
+    act = np.isfinite(t) if active is None else np.asarray(active).ravel() & np.isfinite(t)
+    last = np.full(t.shape, np.inf)
+    taken = np.zeros(t.shape, dtype=int)
+    for _ in range(max_steps):
+        idx = np.flatnonzero(act)
+        if not idx.size:
+            break
+        ta = t[idx]
+        with np.errstate(all="ignore"):
+            step = step_of(ta, idx)
+            size = np.abs(step)
+            tn = ta - step
+        ok = np.isfinite(tn) & (size <= stall_ratio * last[idx])
+        if accept is not None and ok.any():
+            sel = np.flatnonzero(ok)
+            ok[sel] = accept(tn[sel], ta[sel], idx[sel])
+        t[idx[ok]] = tn[ok]
+        taken[idx[ok]] += 1
+        last[idx] = size
+        act[idx[~ok | (size <= rtol * np.abs(ta))]] = False
+    return (t.reshape(shape), taken.reshape(shape)) if counts else t.reshape(shape)
 
 
 def bracketed_newton(f_pair, lo, hi, flo, x0=None, scale=0.0, what="a bracketed equation"):

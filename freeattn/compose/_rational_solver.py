@@ -17,6 +17,7 @@ import numpy as np
 from ..algebra._rational import batched_roots, hval, padd, pmul, trim
 from ..core._errors import ConvergenceError
 from ..laws._law_base import SOFT, Interval
+from ._fixed_point import polish_newton
 
 __all__ = ["RationalSolver"]
 
@@ -250,34 +251,23 @@ class RationalSolver:
         return t, g
 
     def _newton(self, coeffs, t):
-        """Polish roots by Newton's method, point by point until each step is a few ulps.
+        """Polish roots by Newton's method on the coefficients, point by point until
+        each step is a few ulps (the shared :func:`~._fixed_point.polish_newton`).
 
         A root whose step stops shrinking (a multiple root, converging linearly)
         keeps its current value; the branch test decides about it.
         """
-        opts = self.options
         der = coeffs[1:] * np.arange(1, coeffs.shape[0])[:, None]
-        t = t.copy()
-        active = np.ones(t.shape, dtype=bool)
-        last = np.full(t.shape, np.inf)
-        for _ in range(POLISH_MAX_ITER):
-            rows, cols = np.nonzero(active)
-            if rows.size == 0:
-                break
-            ta = t[rows, cols]
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                p = _horner(coeffs[:, cols], ta)
-                dp = _horner(der[:, cols], ta)
-                step = np.where(dp != 0, p / dp, 0)
-            step = np.where(np.isfinite(step), step, 0)
-            size = np.abs(step)
-            stalled = size > NEWTON_STALL_RATIO * last[rows, cols]
-            take = ~stalled
-            t[rows[take], cols[take]] = ta[take] - step[take]
-            last[rows, cols] = size
-            done = stalled | (size <= opts.newton_rtol * np.abs(ta))
-            active[rows[done], cols[done]] = False
-        return t
+        cols = np.broadcast_to(np.arange(t.shape[1]), t.shape).ravel()
+
+        def step_of(ta, idx):
+            c = cols[idx]
+            p = _horner(coeffs[:, c], ta)
+            dp = _horner(der[:, c], ta)
+            step = np.where(dp != 0, p / dp, 0)
+            return np.where(np.isfinite(step), step, 0)
+        return polish_newton(step_of, t, POLISH_MAX_ITER, self.options.newton_rtol,
+                             NEWTON_STALL_RATIO)
 
     def _select(self, roots, z):
         """The admissible root: all subordination points in the closed upper half-plane."""
@@ -374,20 +364,13 @@ class RationalSolver:
         t0 = t.copy()
         move = np.broadcast_to(max_move, shape).ravel()
         gout = None if g is None else np.array(g, dtype=complex).ravel()
-        active = np.isfinite(t) & (t != 0)
-        last = np.full(t.shape, np.inf)
-        for _ in range(FACTORED_MAX_ITER):
-            idx = np.nonzero(active)[0]
-            if idx.size == 0:
-                break
-            ta = t[idx]
-            zs, gs, dzs, _ = self.curve.stages(ta)
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                step = (zs[-1] - z[idx]) / dzs[-1]
-            size = np.abs(step)
-            tn = ta - step
-            ok = (np.isfinite(step) & (size < NEWTON_STALL_RATIO * last[idx])
-                  & (np.abs(tn - t0[idx]) <= move[idx] * np.abs(t0[idx])))
+
+        def step_of(ta, idx):
+            zs, _, dzs, _ = self.curve.stages(ta)
+            return (zs[-1] - z[idx]) / dzs[-1]
+
+        def accept(tn, ta, idx):
+            ok = np.abs(tn - t0[idx]) <= move[idx] * np.abs(t0[idx])
             if gout is not None and ok.any():
                 zn, gn, _, _ = self.curve.stages(tn[ok], derivatives=False)
                 gn = gn[-1]
@@ -399,10 +382,9 @@ class RationalSolver:
                     keep &= zk.imag >= -rtol * np.abs(zk)
                 gout[idx[ok][keep]] = gn[keep]
                 ok[np.nonzero(ok)[0][~keep]] = False
-            t[idx[ok]] = tn[ok]
-            last[idx] = size
-            done = ~ok | (size <= self.options.newton_rtol * np.abs(ta))
-            active[idx[done]] = False
+            return ok
+        t = polish_newton(step_of, t, FACTORED_MAX_ITER, self.options.newton_rtol,
+                          NEWTON_STALL_RATIO, accept, active=np.isfinite(t) & (t != 0))
         if gout is None:
             return t.reshape(shape)
         return t.reshape(shape), gout.reshape(shape)
@@ -522,21 +504,21 @@ class RationalSolver:
         def dz(t):
             return self.curve.stages(t.astype(complex))[2][-1].real
 
-        t = crit.copy()
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            d0 = np.abs(dz(t))
-            for _ in range(FACTORED_MAX_ITER):
-                h = CRITICAL_DIFF_STEP * np.maximum(np.abs(t), _TINY)
-                d2 = (dz(t + h) - dz(t - h)) / (2.0 * h)
-                tn = t - dz(t) / d2
+            d0 = np.abs(dz(crit))
+
+        def step_of(ta, idx):
+            h = CRITICAL_DIFF_STEP * np.maximum(np.abs(ta), _TINY)
+            return dz(ta) / ((dz(ta + h) - dz(ta - h)) / (2.0 * h))
+
+        def accept(tn, ta, idx):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 dn = np.abs(dz(tn))
-                ok = (np.isfinite(tn) & np.isfinite(dn) & (dn < d0)
-                      & (np.abs(tn - crit) <= limit))
-                if not ok.any():
-                    break
-                t = np.where(ok, tn, t)
-                d0 = np.where(ok, dn, d0)
-        return t
+            ok = np.isfinite(dn) & (dn < d0[idx]) & (np.abs(tn - crit[idx]) <= limit[idx])
+            d0[idx[ok]] = dn[ok]
+            return ok
+        return polish_newton(step_of, crit, FACTORED_MAX_ITER, accept=accept,
+                             active=np.ones(crit.shape, dtype=bool))
 
     def _valid(self, t):
         """Whether every level increases at each real leaf point (eq. (8.11))."""

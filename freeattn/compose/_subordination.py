@@ -49,6 +49,7 @@ __all__ = [
     "compose_affine",
 ]
 
+from ._fixed_point import polish_newton
 from ._generic_solver import GenericSolver
 
 #: Secant steps of ``mpmath.findroot`` in the arbitrary-precision path (it
@@ -67,8 +68,13 @@ NEAR_EDGE_RTOL = 1e-9
 #: rounding; farther out the steps may not converge and the point is left to
 #: the tower (the residual test decides).
 HARD_EDGE_NEWTON_STEPS = 6
-#: ... and they stop once every step is within this many ulps of ``|tau|``.
+#: ... and a point stops once its step is within this many ulps of ``|tau|``.
 HARD_EDGE_STEP_ULPS = 4
+#: The polish of the outermost level (:meth:`SubordinationLaw._polish`): this many
+#: Newton steps, each at most this long relative to ``|tau|`` (a longer one heads
+#: for another root, and the point keeps the tower's value).
+POLISH_STEPS = 2
+POLISH_STEP_RTOL = 1e-6
 #: A hard-edge root is accepted when ``|Phi(tau) - z|`` is within this many
 #: ulps of ``|z|`` (measured: 1.4e-16 relative at ``z = 3.8e-35``).
 HARD_EDGE_RESIDUAL_ULPS = 64
@@ -151,20 +157,23 @@ class SubordinationLaw(SpectralLaw):
         level = self.level
         ok = np.isfinite(tau) & (tau != 0)
         tau = np.where(ok, tau, 1.0)
-        g_new = g.copy()
-        for _ in range(2):
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                gb, dgb = b._stieltjes_pair(tau)          # one solve for G and G'
-                zz, gg, dz, _ = level.apply(tau, gb, np.ones_like(tau), dgb)
-                step = (zz - z) / dz
-            good = ok & np.isfinite(step) & (np.abs(step) <= 1e-6 * np.abs(tau)) & (
-                (tau - step).imag >= -self.options.branch_rtol * np.abs(tau))
-            tau = np.where(good, tau - step, tau)
-            ok = good
+        rtol = self.options.branch_rtol
+
+        def step_of(ta, idx):
+            gb, dgb = b._stieltjes_pair(ta)          # one solve for G and G'
+            zz, _, dz, _ = level.apply(ta, gb, np.ones_like(ta), dgb)
+            return (zz - z[idx]) / dz
+
+        def accept(tn, ta, idx):
+            return ((np.abs(ta - tn) <= POLISH_STEP_RTOL * np.abs(ta))
+                    & (tn.imag >= -rtol * np.abs(ta)))
+        tau, steps = polish_newton(step_of, tau, POLISH_STEPS, accept=accept, active=ok,
+                                   counts=True)
+        ok &= steps == POLISH_STEPS
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             gb = b._stieltjes(tau)
             _, gg, _, _ = level.apply(tau, gb, np.ones_like(tau), np.zeros_like(tau))
-        return np.where(ok & np.isfinite(gg), gg, g_new)
+        return np.where(ok & np.isfinite(gg), gg, g)
 
     def _hard_edge_branch(self, z):
         """``G`` of :meth:`_hard_edge_solve` (the solver's hook, theory eq. (8.27))."""
@@ -216,12 +225,12 @@ class SubordinationLaw(SpectralLaw):
             c = phi(probe)[0] / probe ** m
             roots = (z / c) ** (1.0 / m) * np.exp(2j * np.pi * np.arange(m)[:, None] / m)
             tau = np.take_along_axis(roots, np.argmax(roots.imag, axis=0)[None, :], 0)[0]
-            for _ in range(HARD_EDGE_NEWTON_STEPS):
-                zz, gg, dz, _ = phi(tau)
-                step = (zz - z) / dz
-                tau = tau - step
-                if not np.any(np.abs(step) > HARD_EDGE_STEP_ULPS * _EPS * np.abs(tau)):
-                    break
+
+            def step_of(ta, idx):
+                zz, _, dz, _ = phi(ta)
+                return (zz - z[idx]) / dz
+            tau = polish_newton(step_of, tau, HARD_EDGE_NEWTON_STEPS,
+                                HARD_EDGE_STEP_ULPS * _EPS)
             zz, gg, dz, dg = phi(tau)
             dgdz = dg / dz
             rtol = self.options.branch_rtol
