@@ -33,6 +33,10 @@ CLUSTER_RTOL = 1e-6
 #: A critical point or pole of the curve is real when ``|Im t|`` is below this
 #: times ``|t|``; it is then polished on the real line.
 REAL_CRITICAL_RTOL = 1e-7
+#: Newton polish of those real roots: at most this many steps, each at most this
+#: long relative to the root (a longer one means a multiple root).
+REAL_ROOT_STEPS = 20
+REAL_ROOT_MAX_STEP = 1e-3
 
 #: Newton steps polishing companion-matrix eigenvalues: they are backward
 #: stable, so a simple root needs 2-3 steps from the nudged start (quadratic
@@ -104,21 +108,14 @@ def _real_roots(poly, tol=REAL_CRITICAL_RTOL):
     real = np.sort(roots[np.abs(roots.imag) <= tol * np.abs(roots)].real)
     pc = tuple(float(c) for c in poly)
     dc = tuple(k * c for k, c in enumerate(pc))[1:]
-    out = []
-    for r in real:
-        x = float(r)
-        for _ in range(20):
-            f, df = hval(pc, x), hval(dc, x)
-            if df == 0 or not np.isfinite(f / df):
-                break
-            step = f / df
-            if abs(step) > 1e-3 * abs(x):
-                break                         # a multiple root: keep the eigenvalue estimate
-            x -= step
-            if abs(step) <= 4 * _EPS * max(abs(x), _TINY):
-                break
-        out.append(x)
-    return np.array(out)
+
+    def step_of(x, idx):
+        return hval(pc, x) / hval(dc, x)
+
+    def accept(xn, x, idx):
+        # a longer step: a multiple root, whose eigenvalue estimate is kept
+        return np.abs(x - xn) <= REAL_ROOT_MAX_STEP * np.maximum(np.abs(x), _TINY)
+    return polish_newton(step_of, real, REAL_ROOT_STEPS, 4 * _EPS, accept=accept)
 
 def _cluster(points, rtol=CLUSTER_RTOL):
     """Group sorted reals closer than ``rtol * max(1, |x|)``: (centres, multiplicities)."""
