@@ -904,9 +904,12 @@ class Panel:
 class _Task:
     """A panel being fitted: its map, the node count so far and the samples."""
 
-    def __init__(self, pmap, lead, exponents, depth, floor, options):
+    def __init__(self, pmap, lead, exponents, depth, floor, options, zero_scale=None):
         self.map, self.lead, self.exponents = pmap, lead, exponents
         self.depth, self.floor = depth, floor
+        #: For a density known to an absolute accuracy: the scale whose rounding an
+        #: edge at 0 is sampled with (None: relative accuracy there, theory eq. (8.14)).
+        self.zero_scale = zero_scale
         self.n = options.cheb_start_nodes
         self.values = None
         #: ``sigma(x_k) - sigma_k`` of every node's rounded abscissa (edge maps at e != 0).
@@ -936,11 +939,15 @@ class _Task:
         m = self.map
         sig = first_kind_nodes(self.n)[new]
         edge = m.lo if m.kind == "left" else m.hi
-        if m.kind not in ("left", "right") or edge == 0.0:
+        if m.kind not in ("left", "right") or (edge == 0.0 and self.zero_scale is None):
             return m.x_of(sig), m.dx_dsigma(sig), None
         theta = np.pi * (np.arange(self.n)[new] + 0.5) / self.n
         s = np.cos(theta / 2) ** 2 if m.kind == "left" else np.sin(theta / 2) ** 2
         x = m.lo + m.width * s ** m.power if m.kind == "left" else m.hi - m.width * s ** m.power
+        if edge == 0.0:
+            # an edge at 0 of a density known to an absolute accuracy is sampled as
+            # an edge at e != 0 is: on the float grid of the law's scale
+            x = (self.zero_scale + x) - self.zero_scale
         x = np.clip(x, m.lo, m.hi)
         s_r = m.s_of(x)
         return x, m.dx_ds_half(s_r), (2.0 if m.kind == "left" else -2.0) * (s_r - s)
@@ -959,7 +966,7 @@ class _Task:
                 f"{options.cheb_max_nodes} nodes)", point=(self.map.lo, self.map.hi),
                 iterations=self.depth)
         m, d = self.map, self.depth + 1
-        args = (self.exponents, d, self.floor, options)
+        args = (self.exponents, d, self.floor, options, self.zero_scale)
         lo, hi = m.lo, m.hi
         if m.kind == "logend":
             # halve the u range: both halves stay in the variable of eq. (8.18)
@@ -971,7 +978,8 @@ class _Task:
             # narrow panel's abscissae keep their relative accuracy; elsewhere one
             # (the samples of a panel of width w next to e carry eps |e| / w, and
             # the arcsine's edge panels at +-2 missed 6e-9 of mass when narrower).
-            levels = EDGE_SPLIT_LEVELS if (lo if m.kind == "left" else hi) == 0.0 else 1
+            at_zero = (lo if m.kind == "left" else hi) == 0.0 and self.zero_scale is None
+            levels = EDGE_SPLIT_LEVELS if at_zero else 1
             offsets = [0.0] + [(hi - lo) / 4 ** k for k in range(levels, 0, -1)]
             offsets.append(hi - lo)
             if m.kind == "left":
@@ -1164,7 +1172,8 @@ def _check_finite(values, points, name):
                                point=float(points[k]))
 
 
-def build_representation(density, intervals, options, expected_mass=None, log_density=None):
+def build_representation(density, intervals, options, expected_mass=None, log_density=None,
+                         zero_scale=None):
     """Panels for every support interval of a density.
 
     Parameters
@@ -1183,6 +1192,13 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
         the lower end ``e`` of an interval whose ``lo_exponent`` is a
         :class:`LogEnd` (required for such intervals): the nodes of a log-end
         panel lie far below the float range next to ``e`` (eq. (8.18)).
+    zero_scale : float, optional
+        For a density computed to an absolute accuracy (a free additive
+        convolution, whose solver resolves ``x`` to the rounding of its scale):
+        an edge at 0 is then sampled on the float grid of ``zero_scale`` and
+        given the mass allowance of such an edge, as an edge at ``e != 0`` is.
+        By default an edge at 0 is sampled at relative accuracy (the
+        scale-free laws with a hard edge there).
 
     Returns
     -------
@@ -1201,12 +1217,12 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
                 raise ValueError("an interval with a logarithmic end needs log_density")
             mid = lo + LOG_END_FRACTION * (hi - lo)
             tasks.append(_Task(LogEndMap.between(lo, LOG_END_SCALE_FACTOR * exps[0].scale, lo, mid),
-                               0, exps, 0, floor, options))
+                               0, exps, 0, floor, options, zero_scale))
             p_hi, k_hi = edge_power(exps[1])
             right = p_hi > 1 or k_hi != 0
             tasks.append(_Task(PanelMap(mid, hi, "right" if right else "smooth",
                                         p_hi if right else 1),
-                               k_hi if right else 0, exps, 0, floor, options))
+                               k_hi if right else 0, exps, 0, floor, options, zero_scale))
             continue
         p_lo, k_lo = edge_power(exps[0])
         p_hi, k_hi = edge_power(exps[1])
@@ -1224,9 +1240,9 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
                 power, lead = (p_lo, k_lo) if side < 0 else (p_hi, k_hi)
                 kind = ("left" if side < 0 else "right") if edge else "smooth"
                 tasks.append(_Task(PanelMap(u, v, kind, power if edge else 1),
-                                   lead if edge else 0, exps, 0, floor, options))
+                                   lead if edge else 0, exps, 0, floor, options, zero_scale))
     rep = Representation(_fit_all(density, tasks, options, log_density))
-    rep.edge_allowance = _edge_allowance(rep.panels)
+    rep.edge_allowance = _edge_allowance(rep.panels, zero_scale)
     rep.error += rep.edge_allowance
     tol = options.mass_atol + rep.edge_allowance
     if expected_mass is not None and abs(rep.total - expected_mass) > tol:
@@ -1239,7 +1255,7 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
     return rep
 
 
-def _edge_allowance(panels):
+def _edge_allowance(panels, zero_scale=None):
     """Mass a float edge cannot place: ``c d**(1 + eta)/(1 + eta)`` at each singular edge.
 
     At an edge ``e`` with ``f ~ c |x - e|**eta``, ``eta = -1/p < 0`` (theory eq.
@@ -1247,8 +1263,8 @@ def _edge_allowance(panels):
     of ``e`` even when it is correctly rounded, and the mass between them,
     ``c d**(1 + eta)/(1 + eta)``, is ``4.7e-9`` for the arcsine at an edge
     ``+-2 + 1e-9`` (``c = 1/(2 pi)``): more than ``mass_atol``.  The allowance
-    takes ``EDGE_ALLOWANCE_SPACINGS`` spacings; 0 at an edge at 0 and at
-    every edge with ``eta >= 0``.
+    takes ``EDGE_ALLOWANCE_SPACINGS`` spacings; 0 at an edge at 0 (the
+    spacings of ``zero_scale`` if given) and at every edge with ``eta >= 0``.
     """
     total = 0.0
     for panel in panels:
@@ -1260,7 +1276,8 @@ def _edge_allowance(panels):
             if eta * m.power != -1:
                 continue
             c = abs(panel.edge_limit(end))
-            d = EDGE_ALLOWANCE_SPACINGS * float(np.spacing(abs(e)))
+            d = EDGE_ALLOWANCE_SPACINGS * float(np.spacing(
+                abs(e) if e != 0.0 or zero_scale is None else zero_scale))
             total += c * d ** (1.0 + float(eta)) / (1.0 + float(eta))
     return total
 

@@ -1017,6 +1017,10 @@ class AnalyticLaw(SpectralLaw):
             self._warm_x, self._warm_w = xs[order], ws[order]
         return w
 
+    def _absolute_scale(self):
+        # ⊞ resolves x to the rounding of its scale (eq. (14.3)); ⊠ is scale-free
+        return None if self.multiplicative else self._xscale
+
     def _density(self, x):
         x = np.asarray(x, dtype=float)
         w = self._boundary(x)

@@ -361,8 +361,15 @@ class SpectralLaw:
             ivs = self.interval_details()
             self._rep = build_representation(self._density, ivs, self.options,
                                              expected_mass=self._continuous_mass() if ivs else None,
-                                             log_density=self._log_end_density)
+                                             log_density=self._log_end_density,
+                                             zero_scale=self._absolute_scale())
         return self._rep
+
+    def _absolute_scale(self):
+        """The scale to whose rounding the density solver resolves ``x``, for a law
+        whose density is known to an absolute accuracy only (hook; None: relative
+        accuracy next to 0, as the closed forms and the scale-free products)."""
+        return None
 
     def total_mass(self):
         """Atoms plus the integral of the density: 1 up to the representation error."""
