@@ -600,6 +600,9 @@ class _ScalarEdge(EdgeProblem):
 
     x_step_rtol = 16 * EDGE_RTOL
     w_step_rtol = 1e-9
+    #: ``|Im (w - phi)|`` (relative to the size) above which the point left the
+    #: domain where the constituents' transforms are real
+    real_rtol = 1e-8
 
     def __init__(self, problem):
         self._problem = problem
@@ -613,7 +616,7 @@ class _ScalarEdge(EdgeProblem):
             size = self.scale + np.abs(w)
             # a real fixed point needs real values: a complex phi means (w, x) left
             # the domain where the constituents' transforms are real
-            valid = (np.abs(f.imag) <= 1e-8 * size) & np.isfinite(f) & np.isfinite(d)
+            valid = (np.abs(f.imag) <= self.real_rtol * size) & np.isfinite(f) & np.isfinite(d)
         return np.stack([f.real, d.real], axis=1), valid, size
 
 
