@@ -1034,7 +1034,7 @@ def _solve_vertical(solver, x, y, x_is_log=False):
     # distance to it (x = -5e-14, next to the log end, failed from eta = 1e-8)
     reach = max(1.0, abs(x))
     if x < 0 or x > edge:
-        reach = min(reach, -x if x < 0 else x - edge)
+        reach = min(reach, float(_hull_distance(x, edge)))
     t_floor = np.log(max(y, 1e-8 * reach))
     while t > t_floor:
         tn = max(t - step, t_floor)
@@ -1076,8 +1076,9 @@ def _log_minus(x, y):
 
 
 def _hull_distance(w, edge):
-    """Distance from ``w`` to ``[0, edge]`` (a lower bound of its distance to the support)."""
-    return abs(w - min(max(w.real, 0.0), edge))
+    """Distance from ``w`` to ``[0, edge]`` (a lower bound of its distance to the
+    support), elementwise."""
+    return np.abs(w - np.clip(np.real(w), 0.0, edge))
 
 
 def _solve_warm(solver, ws):
@@ -1097,8 +1098,8 @@ def _solve_warm(solver, ws):
     edge = solver.top_fold().edge
     dist = np.abs(ws[:, None] - solver._warm_w[None, :])
     near = np.argmin(dist, axis=1)
-    hull = np.abs(ws - np.clip(ws.real, 0.0, edge))
-    hull_c = np.abs(solver._warm_w - np.clip(solver._warm_w.real, 0.0, edge))[near]
+    hull = _hull_distance(ws, edge)
+    hull_c = _hull_distance(solver._warm_w, edge)[near]
     eligible = dist[np.arange(ws.size), near] <= WARM_RADIUS_FRACTION * np.minimum(hull, hull_c)
     groups = {}
     for i in np.flatnonzero(eligible):

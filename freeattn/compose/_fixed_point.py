@@ -60,6 +60,8 @@ MAX_EDGE_STEPS = 60
 EDGE_FD_STEP = 1e-7
 #: Relative size of the last bordered-Newton step at which an edge is accepted.
 EDGE_RTOL = 4e-16
+#: The same for an :class:`EdgeProblem` by default: the last step of ``x``, 64 ulps.
+EDGE_STEP_RTOL = 64 * np.finfo(float).eps
 #: Most halvings of a bordered-Newton step (:func:`bordered_newton`).
 MAX_EDGE_HALVINGS = 40
 #: The final check of an edge: residual of the fixed-point equations relative to
@@ -340,8 +342,8 @@ def newton_system(problem, z, w0, max_steps, rtol, step_rtol=0.0, halvings=0,
     every unfinished point.  With ``halvings > 0`` a trial is accepted when its
     error (:meth:`SystemProblem.error`) is finite, below ``max(error, rtol)``
     and admissible, else halved up to ``halvings`` times; a point none of whose
-    trials is accepted (or whose step is not finite) stops there, and counts as converged when its step was
-    below ``stall_rtol`` (the residual is then the rounding noise of ``F``).
+    trials is accepted (or whose step is not finite) stops there, and counts as
+    converged when its step was below ``stall_rtol`` (the residual is then the rounding noise of ``F``).
     With ``halvings = 0`` every finite trial is accepted (the damping alone
     keeps the iterates on the branch).  A point is converged when its error is
     at most ``rtol``, or its last accepted step at most ``step_rtol``; a point
@@ -495,7 +497,7 @@ class EdgeProblem:
     """
 
     scale = 1.0
-    x_step_rtol = 64 * np.finfo(float).eps
+    x_step_rtol = EDGE_STEP_RTOL
     w_step_rtol = None
     residual_rtol = EDGE_RESIDUAL_RTOL
     fold_atol = EDGE_FOLD_ATOL
@@ -548,12 +550,11 @@ def bordered_newton(problem, v0, max_steps=MAX_EDGE_STEPS, halvings=MAX_EDGE_HAL
     Returns
     -------
     FixedPointResult
-        ``value`` the ``(n, k + 1)`` rows ``(w, x)``, ``residual`` the merit of
-        the last round, ``converged`` done and accepted.
+        ``value`` the ``(n, k + 1)`` rows ``(w, x)``, ``residual`` the merit at
+        ``value``, ``converged`` done and accepted.
     """
     v = np.array(v0, dtype=float)
     conv = np.zeros(v.shape[0], dtype=bool)
-    res = np.full(v.shape[0], np.inf)
     it = 0
     for it in range(1, max_steps + 1):
         act = np.flatnonzero(~conv)
@@ -571,7 +572,6 @@ def bordered_newton(problem, v0, max_steps=MAX_EDGE_STEPS, halvings=MAX_EDGE_HAL
         bad = ~regular | ~np.isfinite(step).all(axis=1)
         step[bad] = 0.0
         m0 = _edge_merit(out, size)
-        res[act] = m0
         lam = np.ones(act.size)
         acc = bad.copy() if halvings else np.ones(act.size, dtype=bool)
         for _ in range(halvings):
@@ -598,6 +598,8 @@ class _ScalarEdge(EdgeProblem):
     """The bordered system ``w = phi(w, x)``, ``1 = phi'(w, x)`` of a
     :class:`FixedPointProblem` (theory eq. (14.5))."""
 
+    # the steps of x to a few ulps, and those of w to 1e-9 (w is only quadratic in
+    # the error of x at a fold)
     x_step_rtol = 16 * EDGE_RTOL
     w_step_rtol = 1e-9
     #: ``|Im (w - phi)|`` (relative to the size) above which the point left the

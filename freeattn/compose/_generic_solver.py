@@ -150,8 +150,9 @@ class GenericSolver:
             taus = _gap_grid(glo, ghi, opts.critical_grid, self.scale)
             # one evaluation of the constituent for both tests (its transform can
             # be the expensive part: a system solved per point)
-            (z, g, dz, _), gb = self._phi(taus.astype(complex), with_constituent=True)
-            pos = (dz.real > floor) & self._partner_valid(taus.astype(complex), z, g, gb)
+            tc = taus.astype(complex)
+            (z, g, dz, _), gb = self._phi(tc, with_constituent=True)
+            pos = (dz.real > floor) & self._partner_valid(tc, z, g, gb)
             for i, j in _runs(pos):
                 if i == 0:
                     left, e_left = glo, e_glo
