@@ -124,6 +124,10 @@ SUM_CONDITION_MAX = BOUNDARY_RTOL / FOLD_RESIDUAL_RTOL
 #: below this (relative) is tested against that rounding floor too: next to a
 #: fold the estimate is the floor over ``|1 - phi'|`` (3e-5: 1e-8 measured).
 LEVEL_FLOOR_RTOL = 1e-6
+#: Discrete laws with at most this many atoms take ``h = F - u`` of eq. (14.28),
+#: free of the cancellation of ``1/G - u``; larger ones the direct difference
+#: (their sums run over cache-sized blocks or the tree code of eq. (14.25)).
+EXACT_H_MAX_ATOMS = 256
 
 
 def _atom_sums(values, weights, v):
@@ -275,6 +279,44 @@ def _reciprocal_pair(law, u):
 
 
 
+def _atom_h_pair(law, u):
+    """``(h, h')`` of a discrete law, ``h = F - u``, by eq. (14.28).
+
+    With ``x_j = 1/(u - a_j)``, ``G = sum m_j x_j`` and ``H = sum m_j a_j x_j``:
+    ``h = -H/G`` and ``h' = sum m_j x_j**2 (a_j G - H)**2 / G**2``, whose terms do not
+    cancel where ``|u|`` is large (``1/G - u`` loses the digits of ``|u|/|h|``
+    there); ``a_j G - H`` takes the term of the atom nearest to ``u`` apart, which
+    it would cancel next to that atom.  Points where a sum is not finite (at an atom) take
+    the direct difference of :func:`_reciprocal_pair`.
+    """
+    u = np.asarray(u, dtype=complex)
+    a, m = law.values, law.weights
+    h = np.empty(u.shape, dtype=complex)
+    dh = np.empty(u.shape, dtype=complex)
+    rows = max(1, ATOM_BLOCK // max(a.size, 1))
+    with np.errstate(all="ignore"):
+        for i in range(0, u.size, rows):
+            ui = u[i:i + rows]
+            x = 1.0 / (ui[:, None] - a)
+            # the nearest atom's term apart: a_j G - H = sum_k m_k (a_j - a_k) x_k would
+            # cancel it for j = n next to a_n
+            n = np.argmax(np.abs(x), axis=1)
+            r = np.arange(ui.size)
+            xn, an, mn = x[r, n].copy(), a[n], m[n]
+            x[r, n] = 0.0
+            g_rest, h_rest = x @ m, (x * a) @ m
+            g, hh = g_rest + mn * xn, h_rest + mn * an * xn
+            x[r, n] = xn
+            x *= (a * g_rest[:, None] - h_rest[:, None]) + (mn * xn)[:, None] * (a - an[:, None])
+            h[i:i + rows] = -hh / g
+            dh[i:i + rows] = (x * x) @ m / (g * g)
+    bad = ~(np.isfinite(h) & np.isfinite(dh))
+    if bad.any():
+        f, df = _reciprocal_pair(law, u[bad])
+        h[bad], dh[bad] = f - u[bad], df - 1.0
+    return h, dh
+
+
 def locator_schedule(n):
     """Index schedule of the locator of eq. (14.12) on a grid of ``n`` points.
 
@@ -372,6 +414,8 @@ class _Additive(FixedPointProblem):
         self.a, self.b, self.scale = a, b, scale
 
     def _h(self, law, u):
+        if isinstance(law, PointMasses) and law.values.size <= EXACT_H_MAX_ATOMS:
+            return _atom_h_pair(law, u)
         f, df = _reciprocal_pair(law, u)
         return f - u, df - 1.0
 
@@ -633,14 +677,16 @@ class AnalyticLaw(SpectralLaw):
         z = x + 1j * CONT_STOP * xscale
         start = np.where(pr.sign * w0.imag > 0, w0, w0.real + 1j * pr.sign * CONT_STOP * (
             pr.scale + np.abs(w0)))
-        r = newton(pr, self._pz(z), start)
+        pz, px = self._pz(z), self._pz(x.astype(complex))
+        r = newton(pr, pz, start)
         size = pr.scale + np.abs(r.value)
-        ok = (r.residual <= BOUNDARY_RTOL * size) & (pr.sign * r.value.imag > r.residual)
-        rf = newton(pr, self._pz(x.astype(complex)), r.value)
+        # either step is solved at its tolerance or, next to a fold where the
+        # estimate is the rounding over |1 - phi'|, at the floor of eq. (14.27)
+        ok = ((r.residual <= BOUNDARY_RTOL * size) | _at_rounding_floor(pr, r.value, pz)) & (
+            pr.sign * r.value.imag > np.minimum(r.residual, BOUNDARY_RTOL * size))
+        rf = newton(pr, px, r.value)
         sz = pr.scale + np.abs(rf.value)
-        with np.errstate(all="ignore"):
-            fl = np.abs(rf.value - pr.phi(rf.value, self._pz(x.astype(complex)))[0])
-        ok &= (rf.residual <= BOUNDARY_RTOL * sz) | (fl <= FOLD_RESIDUAL_RTOL * sz)
+        ok &= (rf.residual <= BOUNDARY_RTOL * sz) | _at_rounding_floor(pr, rf.value, px)
         return rf.value, ok
 
     def _axis(self, x, guess, check=False):
@@ -1021,11 +1067,48 @@ class AnalyticLaw(SpectralLaw):
         # ⊞ resolves x to the rounding of its scale (eq. (14.3)); ⊠ is scale-free
         return None if self.multiplicative else self._xscale
 
-    def _density(self, x):
-        x = np.asarray(x, dtype=float)
+    def _mirror(self):
+        """The same law as ``b ⊞ a`` (``b ⊠ a``): the other constituent's
+        subordination point is the unknown (eq. (14.29)); None for one law twice."""
+        if self.a is self.b:
+            return None
+        mirror = self.__dict__.get("_mirror_law")
+        if mirror is None:
+            mirror = self._mirror_law = AnalyticLaw(self.b, self.a, self.multiplicative,
+                                                    self.options)
+        return mirror
+
+    def _boundary_density(self, x):
         w = self._boundary(x)
         g = self._g(w, x.astype(complex))
         return np.maximum(-g.imag, 0.0) / math.pi
+
+    def _density(self, x):
+        """The density on the axis (eq. (14.7)); points whose subordination point
+        cannot be resolved (next to an edge where it tends to infinity, eq. (14.29))
+        are solved in the mirrored formulation, halving the batch until each part
+        is solved by one of the two or a single point fails in both."""
+        x = np.asarray(x, dtype=float)
+        mirror = self._mirror()
+        if mirror is None:
+            return self._boundary_density(x)
+
+        def solve(xs):
+            try:
+                return self._boundary_density(xs)
+            except ConvergenceError as err:
+                first = err
+            try:
+                return mirror._boundary_density(xs)
+            except ConvergenceError as err:
+                if xs.size == 1:
+                    raise ConvergenceError(
+                        f"{first} and, in the mirrored formulation of eq. (14.29), "
+                        f"{err}", point=float(xs[0])) from first
+            half = xs.size // 2
+            return np.concatenate([solve(xs[:half]), solve(xs[half:])])
+
+        return solve(x.ravel()).reshape(x.shape)
 
     def _stieltjes_exact(self, z):
         return self._solve(z)[1]
