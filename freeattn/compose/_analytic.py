@@ -1093,18 +1093,25 @@ class AnalyticLaw(SpectralLaw):
         if mirror is None:
             return self._boundary_density(x)
 
+        # the formulation that solved the last batch is tried first (a representation
+        # asks for batches next to one edge after another)
+        order = self.__dict__.setdefault("_formulations", [self, mirror])
+
         def solve(xs):
-            try:
-                return self._boundary_density(xs)
-            except ConvergenceError as err:
-                first = err
-            try:
-                return mirror._boundary_density(xs)
-            except ConvergenceError as err:
-                if xs.size == 1:
-                    raise ConvergenceError(
-                        f"{first} and, in the mirrored formulation of eq. (14.29), "
-                        f"{err}", point=float(xs[0])) from first
+            errors = []
+            for law in tuple(order):
+                try:
+                    values = law._boundary_density(xs)
+                except ConvergenceError as err:
+                    errors.append(err)
+                    continue
+                if law is not order[0]:
+                    order.reverse()
+                return values
+            if xs.size == 1:
+                raise ConvergenceError(
+                    f"{errors[0]} and, in the mirrored formulation of eq. (14.29), "
+                    f"{errors[1]}", point=float(xs[0])) from errors[0]
             half = xs.size // 2
             return np.concatenate([solve(xs[:half]), solve(xs[half:])])
 
