@@ -381,6 +381,39 @@ def test_discrete_h_without_cancellation_eq_14_28():
     assert abs((f[0] - u[0]) / ref[0] - 1) > 1e-12
 
 
+def test_terms_of_eq_14_20_without_cancellation_eq_14_28():
+    """``1/F'``, ``1/F' - 1`` and ``u - F(u)`` of a weighted Bernoulli law on its
+    outer branch at ``|u| = 1e4`` and next to its pole (``G = 0``), against 40-digit
+    mpmath: 1e-13 relative, where ``1/F' - 1`` is ~ 1e-8 (the direct difference of
+    ``G**2/(-G')`` and 1 keeps ~ 8 digits of it)."""
+    from freeattn.compose._discrete_sum_support import _Branches
+
+    t, w = np.array([-1.0, 1.0]), np.array([0.499, 0.501])
+    br = _Branches(t, w)
+    u = np.array([1e4, -3e4, br.poles[0] + 1e-6, 0.5])
+    with mpmath.workdps(40):
+        def g(v):
+            return mpmath.fsum(mpmath.mpf(float(m)) / (v - mpmath.mpf(float(a)))
+                               for a, m in zip(t, w))
+
+        def dg(v):
+            return -mpmath.fsum(mpmath.mpf(float(m)) / (v - mpmath.mpf(float(a))) ** 2
+                                for a, m in zip(t, w))
+        vs = [mpmath.mpf(float(v)) for v in u]
+        f = np.array([float(1 / g(v)) for v in vs])
+        d_ref = np.array([float(g(v) ** 2 / -dg(v)) for v in vs])
+        e_ref = np.array([float(g(v) ** 2 / -dg(v) - 1) for v in vs])
+        r_ref = np.array([float(v - 1 / g(v)) for v in vs])
+    d, e, r = br.parts(u, f)
+    assert np.max(np.abs(d / d_ref - 1)) <= 1e-13
+    assert np.max(np.abs(e / e_ref - 1)) <= 1e-13
+    # u - F(u) is used on the larger of the two points only: next to the pole it
+    # carries the rounding of G there (7e-11 relative: 1e-16 max|t_j|/|u - p|)
+    assert np.max(np.abs(r / r_ref - 1)[[0, 1, 3]]) <= 1e-13
+    assert abs(r[2] / r_ref[2] - 1) <= 10 * 1e-16 * np.max(np.abs(t)) / 1e-6
+    assert abs(e_ref[0]) < 1e-7 and abs((br.dinv_f(u[:1])[0] - 1) / e_ref[0] - 1) > 1e-12
+
+
 #: Density at 1e-6 of a band's width inside its edges (see _check_weighted_bernoulli).
 NEAR_EDGE_DENSITY_RTOL = 1e-9
 
@@ -428,26 +461,20 @@ def test_weighted_bernoulli_sums_against_mpmath_reference_eqs_14_28_14_29():
     ``|u|/|h|`` too large) and without the mirrored formulation every case raised
     ``ConvergenceError`` (e = 1e-2 at 9e-9 of an edge); now the densities at the
     quarter points agree to 1e-10 (1e-14 measured), at 1e-6 of each band inside
-    its edges to 1e-9 (2.3e-10 measured), and the edges to 1e-12 of the spread (8e-15 measured)."""
+    its edges to 1e-9 (2.3e-10 measured), and the edges to 1e-12 of the spread
+    (1.1e-16 measured)."""
     _check_weighted_bernoulli("0.01")
     _check_weighted_bernoulli("0.00001")
 
 
 @pytest.mark.slow
-def test_weighted_bernoulli_sum_e_1e_3_density_eqs_14_28_14_29():
-    # e = 1e-3: the densities pass (3.5e-11 measured); the build takes 50 panels
-    _check_weighted_bernoulli("0.001", edges=False)
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "eq. (14.20) in the tails: the inner edges of e = 1e-3 come out at the tail "
-    "limit 2e instead of 2e + e**2 + ... (off by 1e-9): there dx/df ~ 4e**2/f**2 "
-    "is at the absolute margin S_MARGIN of theory section 14.19"))
-def test_weighted_bernoulli_sum_e_1e_3_inner_edges_eq_14_20():
-    ref, sym, wt = _weighted_bernoulli("0.001")
-    got = np.array([v for iv in freeattn.free_additive(sym, wt).intervals() for v in iv])
-    ref_edges = np.array([float(v) for v in ref["edges"]])
-    assert np.max(np.abs(got - ref_edges)) / 2.0 <= EDGE_RTOL
+def test_weighted_bernoulli_sum_e_1e_3_eqs_14_20_14_28_14_29():
+    """e = 1e-3: densities (3.4e-11 measured) and edges (1.1e-16 of the spread).  The
+    inner edges used to come out at the tail limit 2e of a curve of eq. (14.20),
+    1e-9 off: there eq. (14.20) is ~ 4e**2/f**2 and crosses zero where it is
+    ~ 1e-13, the old absolute margin; it is now taken relative to its terms, each
+    summed without cancellation (theory section 14.26)."""
+    _check_weighted_bernoulli("0.001")
 
 
 def test_500_atom_population_against_mpmath_reference():

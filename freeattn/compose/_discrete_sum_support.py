@@ -29,7 +29,9 @@ from ._fixed_point import BRACKET_RTOL, bracketed_newton
 __all__ = ["discrete_sum_edges"]
 
 #: Geometric samples on each side of a curve beyond the ``tan`` samples, reaching
-#: where the tail ``C/f**2`` of eq. (14.20) is ``TAIL_FACTOR * S_MARGIN``.
+#: ``sqrt(TAIL_FACTOR)`` times beyond ``spread**2/sqrt(|C|)``, where the tail
+#: ``C/f**2 + D/f**4`` of eq. (14.20) has its last zero (``D ~ spread**4``), and at
+#: least to where ``C/f**2`` is ``TAIL_FACTOR * S_MARGIN``.
 TAIL_SAMPLES = 24
 TAIL_FACTOR = 1e3
 #: Every curve's tail reaches at least this many times the last ``tan`` sample.
@@ -53,8 +55,9 @@ TOUCH_RTOL = 1e-9
 #: eq. (14.20) equal to ``p_i + q_j - 1 = 0``) is the pole edge ``s_i + t_j`` when
 #: eq. (14.20) changes sign there (``p_i + q_j > 1``: an atom of the sum, in a gap).
 ATOM_MARGIN = 1e-12
-#: Eq. (14.20) counts as positive above this (its terms are at most 1, their rounding
-#: about 1e-16): on a degenerate curve it vanishes identically (Bernoulli ⊞ Bernoulli:
+#: Eq. (14.20) counts as positive above this, relative to its terms ``|1/F' - 1| +
+#: 1/F'`` (each summed without cancellation, theory section 14.26; their rounding
+#: about 1e-16 of their size): on a degenerate curve it vanishes identically (Bernoulli ⊞ Bernoulli:
 #: omega_2 = -1/omega_1 and x = 0 all along), and rounding must not open a gap there.
 #: At an edge x is stationary in f, so the shift of the zero moves the edge by
 #: O(S_MARGIN**2).
@@ -108,6 +111,37 @@ class _Branches:
             out = np.where(hit, self.w[np.searchsorted(self.t, np.where(hit, u, self.t[0]))],
                            out)
         return out
+
+    def parts(self, u, f):
+        """``(d, e, r)`` at real points ``u`` with ``F(u) = f``, free of cancellation:
+        ``d = 1/F'(u) = G**2/(-G')`` with ``G = 1/f``, ``e = d - 1 =
+        -sum_j w_j x_j**2 (t_j G - H)**2 / (-G')`` and ``r = u - F(u) = H/G``
+        (``x_j = 1/(u - t_j)``, ``H = sum_j w_j t_j x_j``; theory eq. (14.28)), the
+        nearest atom's term apart in ``t_j G - H``.  At an atom ``t_j``:
+        ``(w_j, w_j - 1, t_j)``.
+        """
+        u, f = np.broadcast_arrays(np.asarray(u, dtype=float), np.asarray(f, dtype=float))
+        with np.errstate(all="ignore"):
+            x = 1.0 / (u[..., None] - self.t)
+            n = np.argmax(np.abs(x), axis=-1)[..., None]
+            xn = np.take_along_axis(x, n, -1)
+            tn, wn = self.t[n], self.w[n]
+            rest = x.copy()
+            np.put_along_axis(rest, n, 0.0, -1)
+            g_rest, h_rest = rest @ self.w, (rest * self.t) @ self.w
+            g = g_rest + (wn * xn)[..., 0]
+            h = h_rest + (wn * tn * xn)[..., 0]
+            c = (self.t * g_rest[..., None] - h_rest[..., None]) + wn * xn * (self.t - tn)
+            s2 = (x * x) @ self.w
+            gf = np.where(f != 0, 1.0 / f, g)
+            d = gf * gf / s2
+            e = -(((x * c) ** 2) @ self.w) / s2
+            r = h / g
+        hit = np.isin(u, self.t)
+        if hit.any():
+            wt = self.w[np.searchsorted(self.t, np.where(hit, u, self.t[0]))]
+            d, e, r = np.where(hit, wt, d), np.where(hit, wt - 1.0, e), np.where(hit, u, r)
+        return d, e, r
 
     def inverse(self, f, k, guess=None):
         """``omega`` on branch ``k`` with ``F(omega) = f`` (``f``, ``k`` arrays of one shape).
@@ -220,8 +254,12 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         for r, (k, l) in enumerate(zip(kk, ll)):
             c = _tail_coefficient(a, b, int(k), int(l), side)
             if c is not None and c != 0.0:
-                reach[r, col] = max(TAIL_MIN_REACH, np.sqrt(abs(c) / (TAIL_FACTOR * S_MARGIN))
-                                    / abs(fs[-1]))
+                # the last zero of C/f**2 + D/f**4 (D ~ spread**4) lies near
+                # spread**2/sqrt(|C|): the samples reach sqrt(TAIL_FACTOR) beyond it,
+                # and at least to where C/f**2 is TAIL_FACTOR times the margin
+                far = max(np.sqrt(TAIL_FACTOR) * spread ** 2 / np.sqrt(abs(c)),
+                          np.sqrt(abs(c) / (TAIL_FACTOR * S_MARGIN)))
+                reach[r, col] = max(TAIL_MIN_REACH, far / abs(fs[-1]))
     grow = np.linspace(0.0, 1.0, TAIL_SAMPLES + 1)[1:][None, :]
     left = fs[0] * reach[:, :1] ** grow
     right = fs[-1] * reach[:, 1:] ** grow
@@ -237,7 +275,19 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         w2 = b.inverse(f, l, None if prev is None else prev[1])
         last.clear()
         last[np.shape(f)] = (w1, w2)
-        return a.dinv_f(w1) + b.dinv_f(w2) - 1.0, w1 + w2 - f
+        # eq. (14.20) relative to its terms, so that the margin is relative: in a
+        # curve's tail the terms are ~ 1/f**2 and their difference C/f**2 (the outer
+        # law's 1/F' - 1 and the inner one's 1/F', each without cancellation); x as
+        # the smaller point plus u - F(u) = H/G of the larger one
+        da, ea, ra = a.parts(w1, f)
+        db, eb, rb = b.parts(w2, f)
+        first = np.abs(ea) <= np.abs(eb)
+        s = np.where(first, ea + db, da + eb)
+        size = np.where(first, np.abs(ea) + db, da + np.abs(eb))
+        with np.errstate(all="ignore"):
+            rel = np.where(size > 0, s / size, 0.0)
+        x = np.where(np.abs(w1) >= np.abs(w2), w2 + ra, w1 + rb)
+        return rel, x
 
     s, _ = s_and_x(f, K, L)
     # every sampled local maximum of s at or below the margin is refined:
