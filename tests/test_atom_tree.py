@@ -145,9 +145,13 @@ def test_density_next_to_the_edge_of_a_narrow_band_over_many_atoms(monkeypatch):
     f = law._density(hi - d)
     # f ~ A sqrt(hi - x) (1 + O((hi - x)/width)): the ratio to 1e-4 relative
     assert f[1] / f[0] == pytest.approx(np.sqrt(d[1] / d[0]), rel=1e-3)
-    # without the conditioning of the sums in the floor, this point raises (in
-    # the formulation of eq. (14.4); the mirrored one of eq. (14.29) is switched off)
+    # without the conditioning of the sums in the floor, this point raises in the
+    # formulation of eq. (14.4); the mirrored one of eq. (14.29), population ⊠ MP,
+    # solves it to the same value
     monkeypatch.setattr(_analytic, "_sum_condition", lambda args: 1.0)
+    mirrored = freeattn.sample_covariance(freeattn.point_masses(t, np.full(n, 1.0 / n)), 0.5)
+    mirrored.intervals()
+    assert mirrored._density(hi - d[1:])[0] == pytest.approx(f[1], rel=1e-6)
     monkeypatch.setattr(_analytic.AnalyticLaw, "_mirror", lambda self: None)
     fresh = freeattn.sample_covariance(freeattn.point_masses(t, np.full(n, 1.0 / n)), 0.5)
     fresh.intervals()

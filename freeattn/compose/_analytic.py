@@ -286,8 +286,8 @@ def _atom_h_pair(law, u):
     ``h = -H/G`` and ``h' = sum m_j x_j**2 (a_j G - H)**2 / G**2``, whose terms do not
     cancel where ``|u|`` is large (``1/G - u`` loses the digits of ``|u|/|h|``
     there); ``a_j G - H`` takes the term of the atom nearest to ``u`` apart, which
-    it would cancel next to that atom.  Points where a sum is not finite (at an atom) take
-    the direct difference of :func:`_reciprocal_pair`.
+    it would cancel next to that atom.  Points where a sum is not finite (at an
+    atom) take the direct difference of :func:`_reciprocal_pair`.
     """
     u = np.asarray(u, dtype=complex)
     a, m = law.values, law.weights

@@ -57,8 +57,9 @@ TOUCH_RTOL = 1e-9
 ATOM_MARGIN = 1e-12
 #: Eq. (14.20) counts as positive above this, relative to its terms ``|1/F' - 1| +
 #: 1/F'`` (each summed without cancellation, theory section 14.26; their rounding
-#: about 1e-16 of their size): on a degenerate curve it vanishes identically (Bernoulli ⊞ Bernoulli:
-#: omega_2 = -1/omega_1 and x = 0 all along), and rounding must not open a gap there.
+#: about 1e-16 of their size): on a degenerate curve it vanishes identically
+#: (Bernoulli ⊞ Bernoulli: omega_2 = -1/omega_1 and x = 0 all along), and rounding
+#: must not open a gap there.
 #: At an edge x is stationary in f, so the shift of the zero moves the edge by
 #: O(S_MARGIN**2).
 S_MARGIN = 1e-13
@@ -100,17 +101,6 @@ class _Branches:
         with np.errstate(all="ignore"):
             d = u[..., None] - self.t
             return (self.w / d).sum(axis=-1), -(self.w / d ** 2).sum(axis=-1)
-
-    def dinv_f(self, u):
-        """``1/F'(u) = G**2/(-G')`` at real ``u`` (``w_j`` at the atom ``t_j``)."""
-        g, dg = self._g_dg(u)
-        with np.errstate(all="ignore"):
-            out = g * g / -dg
-        hit = np.isin(u, self.t)
-        if hit.any():
-            out = np.where(hit, self.w[np.searchsorted(self.t, np.where(hit, u, self.t[0]))],
-                           out)
-        return out
 
     def parts(self, u, f):
         """``(d, e, r)`` at real points ``u`` with ``F(u) = f``, free of cancellation:
