@@ -429,7 +429,7 @@ def _weighted_bernoulli(offset):
     return ref, sym, wt
 
 
-def _check_weighted_bernoulli(offset, edges=True):
+def _check_weighted_bernoulli(offset):
     ref, sym, wt = _weighted_bernoulli(offset)
     x = np.array([float(p[0]) for p in ref["density"]])
     f = np.array([float(p[1]) for p in ref["density"]])
@@ -450,9 +450,8 @@ def _check_weighted_bernoulli(offset, edges=True):
             err = np.abs(values / f - 1.0)
             assert np.max(err[:6]) <= DENSITY_RTOL
             assert np.max(err[6:]) <= NEAR_EDGE_DENSITY_RTOL
-        if edges:
-            got = np.array([v for iv in law.intervals() for v in iv])
-            assert np.max(np.abs(got - ref_edges)) / 2.0 <= EDGE_RTOL
+        got = np.array([v for iv in law.intervals() for v in iv])
+        assert np.max(np.abs(got - ref_edges)) / 2.0 <= EDGE_RTOL
 
 
 def test_weighted_bernoulli_sums_against_mpmath_reference_eqs_14_28_14_29():

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..algebra._levels import HARD_EDGE_MASS_RTOL
 from ..core._errors import ConvergenceError
-from ._atom_tree import TREE_MIN_ATOMS, AtomTree
+from ._atom_tree import TREE_MIN_ATOMS, AtomTree, sums_nearest_apart
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
                            newton)
 from ..laws._elementary import PointMasses
@@ -296,20 +296,10 @@ def _atom_h_pair(law, u):
     rows = max(1, ATOM_BLOCK // max(a.size, 1))
     with np.errstate(all="ignore"):
         for i in range(0, u.size, rows):
-            ui = u[i:i + rows]
-            x = 1.0 / (ui[:, None] - a)
-            # the nearest atom's term apart: a_j G - H = sum_k m_k (a_j - a_k) x_k would
-            # cancel it for j = n next to a_n
-            n = np.argmax(np.abs(x), axis=1)
-            r = np.arange(ui.size)
-            xn, an, mn = x[r, n].copy(), a[n], m[n]
-            x[r, n] = 0.0
-            g_rest, h_rest = x @ m, (x * a) @ m
-            g, hh = g_rest + mn * xn, h_rest + mn * an * xn
-            x[r, n] = xn
-            x *= (a * g_rest[:, None] - h_rest[:, None]) + (mn * xn)[:, None] * (a - an[:, None])
+            x = 1.0 / (u[i:i + rows, None] - a)
+            g, hh, c = sums_nearest_apart(x, a, m)
             h[i:i + rows] = -hh / g
-            dh[i:i + rows] = (x * x) @ m / (g * g)
+            dh[i:i + rows] = ((x * c) ** 2) @ m / (g * g)
     bad = ~(np.isfinite(h) & np.isfinite(dh))
     if bad.any():
         f, df = _reciprocal_pair(law, u[bad])

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-__all__ = ["AtomTree", "TREE_MIN_ATOMS"]
+__all__ = ["AtomTree", "TREE_MIN_ATOMS", "sums_nearest_apart"]
 
 #: Populations with at least this many atoms are summed by the tree (below it
 #: the direct sum over cache-sized blocks is faster; measured crossover about
@@ -41,6 +41,28 @@ TREE_ORDER = 44
 #: ``binom(p + q, q)``, the coefficients of the expansion of ``S_q`` (eq. (14.25)).
 _BINOMIAL = [np.array([math.comb(p + q, q) for p in range(TREE_ORDER)], dtype=float)
              for q in range(4)]
+
+
+def sums_nearest_apart(x, t, w):
+    """``G``, ``H`` and ``c_j = t_j G - H`` of atoms ``t`` with weights ``w`` (theory
+    eq. (14.28)).
+
+    ``x`` holds ``x_j = 1/(u - t_j)`` on its last axis (real or complex);
+    ``G = sum_j w_j x_j``, ``H = sum_j w_j t_j x_j`` and
+    ``c_j = sum_k w_k (t_j - t_k) x_k``, with the term of the atom nearest to ``u``
+    (the largest ``|x_j|``) summed apart: next to that atom ``t_n G - H`` would
+    cancel it.  Returns ``(G, H, c)``.
+    """
+    n = np.argmax(np.abs(x), axis=-1)[..., None]
+    xn = np.take_along_axis(x, n, -1)
+    tn, wn = t[n], w[n]
+    rest = x.copy()
+    np.put_along_axis(rest, n, 0.0, -1)
+    g_rest, h_rest = rest @ w, (rest * t) @ w
+    g = g_rest + (wn * xn)[..., 0]
+    h = h_rest + (wn * tn * xn)[..., 0]
+    c = (t * g_rest[..., None] - h_rest[..., None]) + wn * xn * (t - tn)
+    return g, h, c
 
 
 class AtomTree:

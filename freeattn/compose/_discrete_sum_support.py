@@ -24,6 +24,7 @@ Nothing in this module prints or does I/O.
 import numpy as np
 
 from ..core._errors import ConvergenceError
+from ._atom_tree import sums_nearest_apart
 from ._fixed_point import BRACKET_RTOL, bracketed_newton
 
 __all__ = ["discrete_sum_edges"]
@@ -113,15 +114,7 @@ class _Branches:
         u, f = np.broadcast_arrays(np.asarray(u, dtype=float), np.asarray(f, dtype=float))
         with np.errstate(all="ignore"):
             x = 1.0 / (u[..., None] - self.t)
-            n = np.argmax(np.abs(x), axis=-1)[..., None]
-            xn = np.take_along_axis(x, n, -1)
-            tn, wn = self.t[n], self.w[n]
-            rest = x.copy()
-            np.put_along_axis(rest, n, 0.0, -1)
-            g_rest, h_rest = rest @ self.w, (rest * self.t) @ self.w
-            g = g_rest + (wn * xn)[..., 0]
-            h = h_rest + (wn * tn * xn)[..., 0]
-            c = (self.t * g_rest[..., None] - h_rest[..., None]) + wn * xn * (self.t - tn)
+            g, h, c = sums_nearest_apart(x, self.t, self.w)
             s2 = (x * x) @ self.w
             gf = np.where(f != 0, 1.0 / f, g)
             d = gf * gf / s2
@@ -245,7 +238,7 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
             c = _tail_coefficient(a, b, int(k), int(l), side)
             if c is not None and c != 0.0:
                 # the last zero of C/f**2 + D/f**4 (D ~ spread**4) lies near
-                # spread**2/sqrt(|C|): the samples reach sqrt(TAIL_FACTOR) beyond it,
+                # spread**2/sqrt(|C|) (theory section 14.26): the samples reach sqrt(TAIL_FACTOR) beyond it,
                 # and at least to where C/f**2 is TAIL_FACTOR times the margin
                 far = max(np.sqrt(TAIL_FACTOR) * spread ** 2 / np.sqrt(abs(c)),
                           np.sqrt(abs(c) / (TAIL_FACTOR * S_MARGIN)))
@@ -275,7 +268,8 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         s = np.where(first, ea + db, da + eb)
         size = np.where(first, np.abs(ea) + db, da + np.abs(eb))
         with np.errstate(all="ignore"):
-            rel = np.where(size > 0, s / size, 0.0)
+            # (0 where both terms vanish; a NaN stays NaN and raises below)
+            rel = np.where(size == 0, 0.0, s / size)
         x = np.where(np.abs(w1) >= np.abs(w2), w2 + ra, w1 + rb)
         return rel, x
 
