@@ -7,7 +7,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from freeattn import DEFAULT_OPTIONS, ConvergenceError, marchenko_pastur, semicircle
+from freeattn import (DEFAULT_OPTIONS, ConvergenceError, free_additive, marchenko_pastur,
+                      point_masses, semicircle)
 from freeattn.algebra._chebyshev import (build_representation, cauchy_integral, clenshaw, edge_power,
                                  first_kind_nodes, nodes_coefficients)
 from freeattn.laws._law_base import Interval
@@ -59,10 +60,49 @@ def test_nested_nodes_and_dct_eq_8_14():
     n = 9
     small, big = first_kind_nodes(n), first_kind_nodes(3 * n)
     np.testing.assert_allclose(big[1::3], small, atol=1e-15)
+    # and of 9 n (the jump of eq. (8.14)): nodes 9 j + 4
+    np.testing.assert_allclose(first_kind_nodes(9 * n)[4::9], small, atol=1e-15)
     vals = np.exp(small)
     coef = nodes_coefficients(vals)
     np.testing.assert_allclose(_cheb.chebval(small, coef), vals, rtol=1e-14)
     assert clenshaw(list(coef), 0.3) == pytest.approx(_cheb.chebval(0.3, coef), rel=1e-14)
+
+
+def test_a_slow_tail_jumps_to_nine_times_the_nodes_eq_8_14():
+    """eq. (8.14): the MP(1, 1/2) density's two edge panels have tails ~1e-4 at 9
+    nodes, whose cube misses cheb_tail_rtol, so both go to 81 nodes in the second
+    round (2 density calls of 2 x 9 and 2 x 72 points; tripling took 3 calls of
+    18, 36 and 108), and the result keeps the closed form's accuracy (1e-13
+    relative inside, measured 3.2e-14) and its mass (1e-14, measured 0)."""
+    f, lo, hi = _mp_density(0.5)
+    calls = []
+
+    def density(x):
+        calls.append(x.size)
+        return f(x)
+    rep = build_representation(density, [Interval(lo, hi, Fraction(1, 2), Fraction(1, 2))],
+                               DEFAULT_OPTIONS, expected_mass=1.0)
+    assert calls == [18, 144]
+    x = np.linspace(lo, hi, 1001)[1:-1]
+    np.testing.assert_allclose(rep.pdf(x), f(x), rtol=1e-13)
+    assert abs(rep.total - 1.0) <= 1e-14
+
+
+def test_the_floor_test_after_a_jump_compares_one_tripling_eq_8_14():
+    """eq. (8.14) next to the ``x**(-1/2)`` edges of Bernoulli ⊞ Bernoulli (the
+    arcsine law on [-2, 2], solved by subordination, whose samples carry the
+    solver's rounding): the rounding floor (~2e-11 at 81 nodes) is accepted when
+    the tail at 81 nodes no longer shrinks from the one at 27 (read from the 27
+    nodes among the 81, ~7e-11).  Compared with the jump's starting tail at 9
+    nodes (~3e-4) the floor looked like progress, and the panels went on to 243
+    nodes, whose samples next to the edge carry ~3e-9 of rounding, and split into
+    33 panels missing 3.7e-9 of the mass.  Now: 2 panels, mass 1 to 1e-11
+    (measured 6.8e-13)."""
+    ber = point_masses([-1.0, 1.0], [0.5, 0.5])
+    law = free_additive(ber, point_masses([-1.0, 1.0], [0.5, 0.5]))
+    rep = build_representation(law._density, law.interval_details(), DEFAULT_OPTIONS)
+    assert len(rep.panels) == 2
+    assert abs(rep.total - 1.0) <= 1e-11
 
 
 def test_cdf_is_the_exact_integral_eq_8_15():
