@@ -105,6 +105,48 @@ def test_the_floor_test_after_a_jump_compares_one_tripling_eq_8_14():
     assert abs(rep.total - 1.0) <= 1e-11
 
 
+def _crossover_density(x):
+    # x**(-1/2) down to a crossover at A_CROSSOVER, constant below it: analytic in
+    # the edge variable s of eq. (8.14), with a pole at s ~ -sqrt(A_CROSSOVER)
+    return np.sqrt(1.0 - x) / (np.sqrt(x) + math.sqrt(A_CROSSOVER)) / 2.0
+
+
+A_CROSSOVER = 1e-20
+
+
+@pytest.mark.parametrize("deeper", [True, False])
+def test_an_edge_panel_at_0_splits_deeper_each_time_eq_8_14(monkeypatch, deeper):
+    """eq. (8.14) next to an edge at 0 whose density crosses over at 1e-20 (as the
+    attention law's at small beta, a^{3/2}): each split of the edge panel doubles
+    its quarterings (6, 12, 24) and a tail that misses the tolerance even at 243
+    nodes splits at 81, so the build takes 12 rounds of density calls (measured);
+    with 6 quarterings per split and the last tripling always tried, 18.  Either
+    way the mass is the 30-digit mpmath quadrature (0.78539816112554850, 1e-14) and
+    the density is exact to 1e-13 relative (measured 4.8e-14, 9.4e-14) from 1e-25
+    to 0.999."""
+    import freeattn.algebra._chebyshev as chebyshev
+
+    if not deeper:
+        monkeypatch.setattr(chebyshev, "EDGE_SPLIT_MAX_LEVELS", chebyshev.EDGE_SPLIT_LEVELS)
+        monkeypatch.setattr(chebyshev, "EARLY_SPLIT_MIN_NODES", 10 ** 9)
+    calls = []
+
+    def density(x):
+        calls.append(x.size)
+        return _crossover_density(x)
+    rep = build_representation(density, [Interval(0.0, 1.0, Fraction(-1, 2), Fraction(1, 2))],
+                               DEFAULT_OPTIONS)
+    assert (len(calls) <= 12) == deeper
+    import mpmath
+    with mpmath.workdps(30):
+        a = mpmath.mpf(A_CROSSOVER)
+        mass = mpmath.quad(lambda t: mpmath.sqrt(1 - t) / (mpmath.sqrt(t) + mpmath.sqrt(a)) / 2,
+                           [0, a, 1e-15, 1e-10, 1e-5, 1])
+    assert abs(rep.total - float(mass)) <= 1e-14
+    x = np.concatenate([np.logspace(-25, -1, 200), np.linspace(0.1, 0.999, 200)])
+    np.testing.assert_allclose(rep.pdf(x), _crossover_density(x), rtol=1e-13)
+
+
 def test_cdf_is_the_exact_integral_eq_8_15():
     """eq. (8.15): the semicircle CDF from its representation equals the closed form
     1/2 + (t sqrt(1-t^2) + asin t)/pi, t = x/2 (atol 1e-15), and the quantile

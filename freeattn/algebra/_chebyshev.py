@@ -914,6 +914,8 @@ class _Task:
         #: Factor of the last growth of ``n`` (3 or 9): the old nodes are every
         #: ``growth``-th new one.
         self.growth = 3
+        #: Quarterings of the next split, for an edge panel at 0.
+        self.zero_levels = EDGE_SPLIT_LEVELS
         self.values = None
         #: ``sigma(x_k) - sigma_k`` of every node's rounded abscissa (edge maps at e != 0).
         self.shift = None
@@ -963,6 +965,14 @@ class _Task:
         hi_exp = self.exponents[1] if m.kind == "right" else None
         return Panel(m, coef, tail, self.lead, lo_exp, hi_exp)
 
+    def sliver(self):
+        """A panel at most ``floor`` wide and not at a singular edge: kept, not split."""
+        m = self.map
+        at_singular_edge = (m.kind == "left" and self.exponents[0] is not None
+                            and self.exponents[0] < 0) or (
+            m.kind == "right" and self.exponents[1] is not None and self.exponents[1] < 0)
+        return not at_singular_edge and m.hi - m.lo <= self.floor
+
     def children(self, options):
         if self.depth + 1 > options.panel_max_depth:
             raise ConvergenceError(
@@ -983,8 +993,11 @@ class _Task:
             # narrow panel's abscissae keep their relative accuracy; elsewhere one
             # (the samples of a panel of width w next to e carry eps |e| / w, and
             # the arcsine's edge panels at +-2 missed 6e-9 of mass when narrower).
+            # A split edge panel at 0 that fails again splits twice as deep (up to
+            # EDGE_SPLIT_MAX_LEVELS): the attention law at beta = 1e-8 grades 25
+            # decades down in 3 such splits instead of 7 (3 rounds of solves each).
             at_zero = (lo if m.kind == "left" else hi) == 0.0 and self.zero_scale is None
-            levels = EDGE_SPLIT_LEVELS if at_zero else 1
+            levels = self.zero_levels if at_zero else 1
             offsets = [0.0] + [(hi - lo) / 4 ** k for k in range(levels, 0, -1)]
             offsets.append(hi - lo)
             if m.kind == "left":
@@ -994,6 +1007,8 @@ class _Task:
                 cuts = [lo] + [hi - o for o in offsets[-2:0:-1]] + [hi]
                 edge, rest = len(cuts) - 2, range(0, len(cuts) - 2)
             out = [_Task(PanelMap(cuts[edge], cuts[edge + 1], m.kind, m.power), self.lead, *args)]
+            if at_zero:
+                out[0].zero_levels = min(2 * levels, EDGE_SPLIT_MAX_LEVELS)
             out += [_Task(PanelMap(cuts[j], cuts[j + 1], "smooth", 1), 0, *args) for j in rest]
         else:
             mid = 0.5 * (lo + hi)
@@ -1043,6 +1058,11 @@ EDGE_ALLOWANCE_SPACINGS = 4.0
 #: grades down to 1.7e-25 of its support, a crossover of its ``x**(-1/2)``
 #: edge); 6 against 1 cut its new law + pdf on 10**4 points from 14 C to 4.5 C.
 EDGE_SPLIT_LEVELS = 6
+#: Most quarterings of one split there (each later split doubles them).
+EDGE_SPLIT_MAX_LEVELS = 24
+#: Fewest nodes whose tail predicts a failure at ``cheb_max_nodes`` (a split
+#: before the last tripling, :func:`_fit_all`).
+EARLY_SPLIT_MIN_NODES = 27
 #: Width of the edge panel beside a narrow gap, in gaps.
 NEAR_SPLIT_EDGE_GAPS = 16.0
 #: Ratio of successive panel widths away from such an edge.
@@ -1111,7 +1131,12 @@ def _fit_all(density, tasks, options, log_density=None):
             elif tail <= _noise_floor(task.map, options) and tail > prev_tail / 8:
                 # Rounding floor of the samples: no longer shrinking on tripling.
                 done.append(task.panel(_chop(coef, tail / 4), tail))
-            elif 3 * task.n <= options.cheb_max_nodes:
+            elif 3 * task.n <= options.cheb_max_nodes and not (
+                    task.n >= EARLY_SPLIT_MIN_NODES and not task.sliver()
+                    and tail ** (options.cheb_max_nodes / task.n) > task.tail_rtol):
+                # (A tail whose geometric decay misses the tolerance even at
+                # cheb_max_nodes is split now: a decay slower than geometric, as
+                # next to an edge, only misses by more.)
                 task.prev_tail = tail
                 # Geometric decay of the coefficients predicts a tail of tail**3 at
                 # 3 n: where that still misses, 9 n nodes at once (one round of
@@ -1121,12 +1146,7 @@ def _fit_all(density, tasks, options, log_density=None):
                 task.n *= task.growth
                 following.append(task)
             else:
-                m = task.map
-                at_singular_edge = (m.kind == "left" and task.exponents[0] is not None
-                                    and task.exponents[0] < 0) or (
-                    m.kind == "right" and task.exponents[1] is not None
-                    and task.exponents[1] < 0)
-                if not at_singular_edge and m.hi - m.lo <= task.floor:
+                if task.sliver():
                     # A sliver next to a cusp: kept with its error estimate (eq. (8.14)).
                     done.append(task.panel(coef, tail))
                 else:
