@@ -289,6 +289,45 @@ def nodes_coefficients(values):
     return c
 
 
+def integral_coefficients(coef):
+    """Chebyshev coefficients of ``int_{-1}^{sigma} sum_k coef[k] T_k`` (one more term).
+
+    ``int T_0 = T_1``, ``int T_1 = T_2/4`` and ``int T_k = T_{k+1}/(2(k+1)) -
+    T_{k-1}/(2(k-1))``: term ``k >= 1`` of the result is ``(c_{k-1} -
+    c_{k+1})/(2k)`` (``c_0`` doubled for ``k = 1``), and term 0 makes the value
+    at ``-1`` vanish -- ``numpy.polynomial.chebyshev.chebint(coef, lbnd=-1)``
+    without its per-call overhead.
+    """
+    n = coef.size
+    c = np.concatenate([coef, [0.0, 0.0]])
+    k2 = 2.0 * np.arange(1, n + 1)
+    out = np.empty(n + 1)
+    out[1:] = c[:n] / k2 - c[2:] / k2
+    out[1] = c[0] - c[2] / 2
+    # the constant as chebint sets it, so that the series evaluates to 0 at -1 as
+    # chebval rounds it (the CDF below a support that starts at 0 is exactly 0)
+    out[0] = 0.0
+    out[0] = -_cheb.chebval(-1.0, out)
+    return out
+
+
+def nodes_derivative(coef):
+    """Derivative of ``sum_k coef[k] T_k`` at the first-kind nodes of ``n = coef.size``.
+
+    At ``x_j = cos theta_j``, ``T_k'(x_j) = k sin(k theta_j)/sin theta_j``, and
+    ``sum_k k c_k sin(k theta_j)`` is a DST-III of ``k c_k``; the division by
+    ``sin theta_j`` costs digits next to the ends (``~ n**2`` ulps relative), as
+    a derivative's condition does.
+    """
+    from scipy.fft import dst
+
+    n = coef.size
+    x = np.zeros(n)
+    x[:n - 1] = np.arange(1, n) * coef[1:]
+    theta = np.pi * (np.arange(n) + 0.5) / n
+    return dst(x, type=3) / (2.0 * np.sin(theta))
+
+
 def clenshaw(coef, x):
     """``sum_k coef[k] T_k(x)`` for a Python scalar ``x`` (no numpy overhead)."""
     b1 = b2 = 0.0
@@ -397,7 +436,16 @@ def _bernstein_rho(zeta):
     return np.maximum(np.abs(r), 1.0 / np.maximum(np.abs(r), _TINY))
 
 
-def cauchy_integral(coef, zeta, derivative=False, ends=None):
+def far_rule(coef):
+    """Gauss-Legendre nodes ``t`` and ``g(t)`` times the weights, the rule that
+    :func:`cauchy_integral` uses away from the segment (``(n + 1)//2 +
+    FAR_EXTRA_NODES`` nodes for ``n`` coefficients): it does not depend on
+    ``zeta``, so a panel computes it once."""
+    t, wt = gauss_legendre((coef.size + 1) // 2 + FAR_EXTRA_NODES)
+    return t, _cheb.chebval(t, coef) * wt
+
+
+def cauchy_integral(coef, zeta, derivative=False, ends=None, rule=None):
     """``int_{-1}^{1} g(s)/(s - zeta) ds`` (and its ``zeta``-derivative).
 
     Parameters
@@ -413,6 +461,8 @@ def cauchy_integral(coef, zeta, derivative=False, ends=None):
         ``(1 - zeta, -1 - zeta)`` computed without cancellation (for ``zeta``
         next to an end of the segment, where the subtraction loses
         ``eps/|1 -+ zeta|`` relative accuracy).
+    rule : tuple of ndarray, optional
+        :func:`far_rule` of ``coef``, when the caller keeps it.
 
     Returns
     -------
@@ -463,8 +513,7 @@ def cauchy_integral(coef, zeta, derivative=False, ends=None):
     far = ~near
     if far.any():
         zf = zeta[far]
-        t, wt = gauss_legendre(n_far)
-        gv = _cheb.chebval(t, coef) * wt
+        t, gv = far_rule(coef) if rule is None else rule
         den = t[:, None] - zf[None, :]
         out[far] = (gv[:, None] / den).sum(axis=0)
         if derivative:
@@ -630,8 +679,8 @@ class Panel:
     def __init__(self, pmap, coef, tail, lead, lo_exponent=None, hi_exponent=None):
         self.map = pmap
         self.coef = coef
-        self.cum = _cheb.chebint(coef, lbnd=-1.0)
-        self.mass = float(_cheb.chebval(1.0, self.cum))
+        self.cum = integral_coefficients(coef)
+        self.mass = float(np.sum(self.cum))                  # the value at sigma = 1
         self.error = 2.0 * tail * float(np.abs(coef).max(initial=0.0))
         self.lead = lead
         self.lo_exponent = lo_exponent
@@ -640,6 +689,7 @@ class Panel:
         self.cum_list = [float(c) for c in self.cum]
         self._inverse = None
         self._quad = {}                   # extra -> (nodes, weights) of quadrature()
+        self._far = None                  # far_rule(coef), for cauchy()
 
     def edge_limit(self, end):
         """``lim |x - e|**(-eta) f(x)`` at the panel's end ``end = -1`` or ``1``.
@@ -851,12 +901,15 @@ class Panel:
         dtotal = np.zeros(z.shape, dtype=complex) if derivative else None
         for k in range(sig.shape[0]):
             e = (ends[0][k], ends[1][k])
+            if self._far is None:
+                self._far = far_rule(self.coef)
             if derivative:
-                c, dc = cauchy_integral(self.coef, sig[k], derivative=True, ends=e)
+                c, dc = cauchy_integral(self.coef, sig[k], derivative=True, ends=e,
+                                        rule=self._far)
                 total += weight[k] * c
                 dtotal += self._dweight(z, sig[k], weight[k], c, dc)
             else:
-                total += weight[k] * cauchy_integral(self.coef, sig[k], ends=e)
+                total += weight[k] * cauchy_integral(self.coef, sig[k], ends=e, rule=self._far)
         return (total, dtotal) if derivative else total
 
     def _log_end_cauchy(self, z, derivative, extra):
@@ -1117,7 +1170,7 @@ def _fit_all(density, tasks, options, log_density=None):
                     full[new] = shift
                     task.shift = full
             task.values = vals
-            coef = _shifted_coefficients(sig, vals, task.shift)
+            coef = _shifted_coefficients(vals, task.shift)
             tail = _tail(coef)
             prev_tail = task.prev_tail
             if task.growth == 9 and tail > task.tail_rtol:
@@ -1125,7 +1178,7 @@ def _fit_all(density, tasks, options, log_density=None):
                 # of n (no solve), so that the floor test compares one tripling.
                 sub = slice(1, None, 3)
                 prev_tail = _tail(_shifted_coefficients(
-                    sig[sub], vals[sub], None if task.shift is None else task.shift[sub]))
+                    vals[sub], None if task.shift is None else task.shift[sub]))
             if tail <= task.tail_rtol:
                 done.append(task.panel(_chop(coef, options.cheb_tail_rtol / 4), tail))
             elif tail <= _noise_floor(task.map, options) and tail > prev_tail / 8:
@@ -1164,13 +1217,13 @@ def _fit_all(density, tasks, options, log_density=None):
     return done
 
 
-def _shifted_coefficients(sig, vals, shift):
-    """Chebyshev coefficients of samples at the nodes ``sig`` (or, where ``shift`` is
-    nonzero, at ``sig + shift``, moved to the nodes to first order)."""
+def _shifted_coefficients(vals, shift):
+    """Chebyshev coefficients of samples at the first-kind nodes (or, where ``shift``
+    is nonzero, at ``sigma_k + shift_k``, moved to the nodes to first order: the
+    shifts are a few ulps, so the slope needs few digits)."""
     coef = nodes_coefficients(vals)
     if shift is not None and np.any(shift):
-        slope = _cheb.chebval(sig, _cheb.chebder(coef))
-        coef = nodes_coefficients(vals - slope * shift)
+        coef = nodes_coefficients(vals - nodes_derivative(coef) * shift)
     return coef
 
 

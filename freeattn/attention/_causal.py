@@ -206,6 +206,14 @@ STIELTJES_ETA0 = 4.0
 #: solutions of a law are remembered.
 WARM_RADIUS_FRACTION = 0.25
 WARM_MEMORY = 512
+#: A point farther from every remembered solution than that, but within
+#: PATH_REACH hull distances of the nearest, is reached by continuation along
+#: the segment from it in steps of at most WARM_RADIUS_FRACTION of the hull
+#: distance (at most PATH_MAX_STEPS accepted steps; otherwise, or when a step
+#: halves below PATH_MIN_STEP of the segment, down its vertical line).
+PATH_REACH = 4.0
+PATH_MAX_STEPS = 24
+PATH_MIN_STEP = 1e-3
 
 #: Orders of the moment recursion supported (floating point; the recursion
 #: works with polynomials of degree ~2k in the position variable).
@@ -1124,6 +1132,49 @@ def _solve_warm(solver, ws):
     return solved, np.array(failed, dtype=int), states
 
 
+def _solve_path(solver, w):
+    """Solution at ``w`` (scaled units) by continuation along the segment from the
+    nearest remembered solution, or None where that is out of reach.
+
+    Each step moves by at most ``WARM_RADIUS_FRACTION`` of the hull distance at
+    both of its ends (the warm-start condition of :func:`_solve_warm`, within
+    which the solution is analytic and moves by a fraction of its size) and is
+    accepted as the continuation accepts one: Newton converged on the Stieltjes
+    branch (10.20), ``kappa`` moved by at most ``CONT_MAX_KAPPA_CHANGE``; a
+    rejected step is halved.  Returns ``(sigma, kappa, grid)``.
+    """
+    if not solver._warm:
+        return None
+    edge = solver.top_fold().edge
+    k = int(np.argmin(np.abs(solver._warm_w - w)))
+    w0, sig, kap, grid = solver._warm[k]
+    hull = float(_hull_distance(np.array([w]), edge)[0])
+    if not (hull > 0 and abs(w - w0) <= PATH_REACH * hull):
+        return None
+    t, accepted = 0.0, 0
+    cur = w0
+    while t < 1.0:
+        h_cur = float(_hull_distance(np.array([cur]), edge)[0])
+        step = min(1.0 - t, WARM_RADIUS_FRACTION * min(h_cur, hull) / abs(w - w0))
+        while True:
+            tn = min(1.0, t + step)
+            wn = w0 + tn * (w - w0) if tn < 1.0 else w
+            grid_n = solver.grid_for(kap)
+            sn, kn, ok, _ = solver._newton_one(_log_minus(wn.real, wn.imag),
+                                               grid.interpolate(sig, grid_n), kap, grid_n,
+                                               max_iter=NEWTON_MAX_ITER)
+            if ok and abs(kn - kap) <= CONT_MAX_KAPPA_CHANGE * abs(kap):
+                break
+            step /= 2.0
+            if step < PATH_MIN_STEP:
+                return None
+        t, cur, sig, kap, grid = tn, wn, sn, kn, grid_n
+        accepted += 1
+        if accepted > PATH_MAX_STEPS and t < 1.0:
+            return None
+    return sig, kap, grid
+
+
 def _remember(solver, w, sig, kap, grid):
     solver._warm.append((complex(w), sig, kap, grid))
     if len(solver._warm) > WARM_MEMORY:
@@ -1619,13 +1670,18 @@ def stieltjes_values(solver, scale, zs):
     todo = np.ones(ws.shape, dtype=bool)
     while todo.any():
         # rounds: every point next to a solved one is solved from it (batched);
-        # when none is, the first remaining point is solved by continuation down
+        # when none is, the first remaining point is solved by continuation from
+        # its nearest remembered solution (_solve_path) or, out of its reach, down
         # its vertical line, and the next round may start from it; a warm start
-        # that is not accepted is solved by continuation at once
+        # that is not accepted is solved down its vertical line at once
         idx = np.flatnonzero(todo)
         solved, failed, states = _solve_warm(solver, ws[idx])
         if not solved.size and not failed.size:
             failed = np.array([0])
+            path = _solve_path(solver, ws[idx[0]])
+            if path is not None:
+                failed = np.empty(0, dtype=int)
+                solved, states = np.array([0]), {0: path}
         for k in failed:                     # a warm start not accepted: continuation
             w = ws[idx[k]]
             states[int(k)] = _solve_vertical(solver, w.real, w.imag)
