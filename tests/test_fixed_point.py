@@ -305,3 +305,113 @@ def test_the_algebraic_path_polishes_on_the_shared_newton(monkeypatch, module):
     # a new tower each time (a variance no other test uses)
     law = freeattn.free_additive(freeattn.marchenko_pastur(1.0, 0.5), freeattn.semicircle(1.2345))
     assert law.pdf(1.0) > 0 and calls
+
+
+# --------------------------------------------------------------------------- #
+# Derivative-free strategies: closed-form zeros and maxima
+# --------------------------------------------------------------------------- #
+
+def test_bracketed_zeros_finds_closed_form_roots():
+    """Illinois on x**3 - 2 (root 2**(1/3)), cos x (pi/2) and a zero at an end
+    (x - 1 on [1, 3]): each to the bracket tolerance 1e-14 relative; a bracket that
+    cannot close within max_steps raises with its numbers."""
+    funs = [lambda x: x ** 3 - 2.0, np.cos, lambda x: x - 1.0]
+    a, b = np.array([0.0, 1.0, 1.0]), np.array([2.0, 2.0, 3.0])
+
+    def fun(x, idx):
+        return np.array([funs[i](v) for i, v in zip(idx, x)])
+    fa, fb = fun(a, np.arange(3)), fun(b, np.arange(3))
+    r = _fixed_point.bracketed_zeros(fun, a, b, fa, fb, 1e-14)
+    np.testing.assert_allclose(r.value, [2.0 ** (1 / 3), np.pi / 2, 1.0], rtol=2e-14)
+    assert r.converged.all() and np.all(r.residual <= 1e-14 * 3.0) and r.iterations < 60
+    with pytest.raises(freeattn.ConvergenceError, match="did not converge in 3 steps"):
+        _fixed_point.bracketed_zeros(fun, a, b, fa, fb, 1e-14, max_steps=3)
+
+
+def test_bracketed_maxima_finds_closed_form_peaks():
+    """Parabolic interpolation on -(x - 0.3)**2 (an exact parabola: the vertex at
+    once), sin x (pi/2) and -cosh(x - 1) (1): each within 1e-9 relative of the
+    peak, the tolerance at which the function's value is exact to ~1e-18; too few
+    steps raise."""
+    funs = [lambda x: -(x - 0.3) ** 2, np.sin, lambda x: -np.cosh(x - 1.0)]
+    a, b, c = np.array([0.0, 1.0, 0.0]), np.array([0.5, 1.4, 0.7]), np.array([1.0, 2.0, 3.0])
+
+    def fun(x, idx):
+        return np.array([funs[i](v) for i, v in zip(idx, x)])
+    ids = np.arange(3)
+    r = _fixed_point.bracketed_maxima(fun, a, b, c, fun(a, ids), fun(b, ids), fun(c, ids), 1e-9)
+    np.testing.assert_allclose(r.value, [0.3, np.pi / 2, 1.0], rtol=1e-8)
+    assert r.converged.all() and np.all(r.residual <= 2e-9 * 3.0)
+    with pytest.raises(freeattn.ConvergenceError, match="parabolic search"):
+        _fixed_point.bracketed_maxima(fun, a, b, c, fun(a, ids), fun(b, ids), fun(c, ids),
+                                      1e-9, max_steps=2)
+
+
+def test_secant_carries_state_and_reports_convergence():
+    """The secant on x**2 - q for q = 2, 9 (roots sqrt q, 1e-15 relative) from starts
+    1 and 1.1, with a per-call counter carried through ``fun`` (every call sees all
+    points); an inactive point is left at its start and not converged, and a point
+    given too few steps is not converged."""
+    q = np.array([2.0, 9.0, 4.0])
+    calls = []
+
+    def fun(x):
+        calls.append(x.size)
+        return x * x - q
+    x0, x1 = np.ones(3), np.full(3, 1.1)
+    r = _fixed_point.secant(fun, x0, x1, fun(x0), fun(x1), 1e-15, 40,
+                            active=np.array([True, True, False]))
+    np.testing.assert_allclose(r.value[:2], np.sqrt(q[:2]), rtol=1e-15)
+    assert r.value[2] == 1.1 and r.converged.tolist() == [True, True, False]
+    assert set(calls) == {3}
+    short = _fixed_point.secant(fun, x0, x1, fun(x0), fun(x1), 1e-15, 2)
+    assert not short.converged.any()
+
+
+@pytest.mark.parametrize("name, build", [
+    # the gaps of eq. (14.20): a three-band sum of discrete laws (zeros) and the
+    # weighted Bernoulli sum, whose curves have local maxima near the margin
+    ("bracketed_zeros", lambda: freeattn.free_additive(
+        freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4]),
+        freeattn.point_masses([0.0, 1.0], [0.5, 0.5])).intervals()),
+    ("bracketed_maxima", lambda: freeattn.free_additive(
+        freeattn.point_masses([-1.0, 1.0], [0.49, 0.51]),
+        freeattn.point_masses([-1.0, 1.0], [0.5, 0.5])).intervals()),
+])
+def test_the_discrete_sum_search_runs_on_the_shared_strategies(monkeypatch, name, build):
+    from freeattn.compose import _discrete_sum_support
+    calls = _count_calls(monkeypatch, _discrete_sum_support, name)
+    assert len(build()) >= 2 and calls
+
+
+def test_the_chain_folds_run_on_the_shared_secant(monkeypatch):
+    calls = _count_calls(monkeypatch, _chain, "secant")
+    law = freeattn.free_multiplicative(freeattn.attention_law(0.7, 1.0).squared(),
+                                       freeattn.attention_law(0.5, 1.0).squared())
+    assert len(law.intervals()) == 1 and calls
+
+
+def _random_seven_atom_sum():
+    # the 4-atom ⊞ 3-atom sum of tests/test_analytic.py (numpy.random.default_rng(123),
+    # the 130th pair of a sweep of 150), with 4 bands
+    a = freeattn.point_masses(
+        [-2.373505328789821, -1.6562870450835865, -0.5275605692929677, 0.7834963426188257],
+        [0.1686359163824936, 0.2454302744876984, 0.4931268072730448, 0.09280700185676323])
+    b = freeattn.point_masses([0.28746848774987566, 1.066445578841451, 1.8629576784654418],
+                              [0.40458296686842016, 0.2964335578366635, 0.2989834752949164])
+    return freeattn.free_additive(a, b)
+
+
+@pytest.mark.parametrize("guarded", [True, False])
+def test_parabolic_steps_that_do_not_shrink_give_way_to_golden_section(monkeypatch, guarded):
+    """On one curve of eq. (14.20) of this sum the parabola's vertex keeps landing next
+    to the best point, and the bracket [-0.256, -0.209] shrank from one side only:
+    after 120 steps it was still 0.047 wide (then returned unconverged, now raised).
+    With a golden-section step wherever a bracket has not halved in two steps, every
+    search converges (the sum keeps its 4 bands)."""
+    if not guarded:
+        monkeypatch.setattr(_fixed_point, "PARABOLIC_SHRINK", np.inf)
+        with pytest.raises(freeattn.ConvergenceError, match="parabolic search"):
+            _random_seven_atom_sum().intervals()
+    else:
+        assert len(_random_seven_atom_sum().intervals()) == 4

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ..laws._law_base import AffineLaw, Interval, SpectralLaw
-from ._fixed_point import SystemProblem, newton_system
+from ._fixed_point import SystemProblem, newton_system, secant
 from ._analytic import (WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair, hard_edge_exponent,
                         locator_schedule, product_grid)
 
@@ -745,21 +745,17 @@ class ProductChainLaw(SpectralLaw):
         if not real.any():
             return edges, ok
         u0 = om_out[-1].real.copy()
-        rest = om_out[:-1].real.copy()
-        _, g0, rest = self._branch(u0, rest)
+        state = {"rest": om_out[:-1].real.copy()}
+
+        def slope(u):
+            # d log t/d u_L on the real branch, carrying the other rows along
+            state["t"], g, state["rest"] = self._branch(u, state["rest"])
+            return g
+        g0 = slope(u0)
         u1 = u0 * (1.0 + CHAIN_FOLD_START)
-        t1, g1, rest = self._branch(u1, rest)
-        done = ~real
-        for _ in range(CHAIN_FOLD_STEPS):
-            with np.errstate(all="ignore"):
-                step = g1 * (u1 - u0) / (g1 - g0)
-            step = np.where(np.isfinite(step) & ~done, step, 0.0)
-            u0, g0 = u1, g1
-            u1 = u1 - step
-            t1, g1, rest = self._branch(u1, rest)
-            done |= np.abs(step) <= CHAIN_FOLD_RTOL * np.abs(u1)
-            if done.all():
-                break
+        g1 = slope(u1)
+        res = secant(slope, u0, u1, g0, g1, CHAIN_FOLD_RTOL, CHAIN_FOLD_STEPS, active=real)
+        u1, t1, rest, done = res.value, state["t"], state["rest"], res.converged
         with np.errstate(all="ignore"):
             xe = 1.0 / t1
         width = np.abs(x_in - x_out)

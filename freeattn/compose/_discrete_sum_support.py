@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ._atom_tree import sums_nearest_apart
-from ._fixed_point import BRACKET_RTOL, bracketed_newton
+from ._fixed_point import BRACKET_RTOL, bracketed_maxima, bracketed_newton, bracketed_zeros
 
 __all__ = ["discrete_sum_edges"]
 
@@ -295,7 +295,9 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         if ends.any():
             s_lo = np.where(np.isnan(s_lo), fun(lo), s_lo)
             s_hi = np.where(np.isnan(s_hi), fun(hi), s_hi)
-        top = _parabolic_max(fun, lo, f[rows, cols], hi, s_lo, s[rows, cols], s_hi, spread)
+        top = bracketed_maxima(fun, lo, f[rows, cols], hi, s_lo, s[rows, cols], s_hi,
+                               SEARCH_RTOL, spread, PEAK_STEPS,
+                               "a local maximum of eq. (14.20)").value
         extra = [[] for _ in range(kk.size)]
         for r, v in zip(rows, top):
             extra[r].append(v)
@@ -317,10 +319,11 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
     # zeros of s between consecutive samples of a curve, all curves in one bisection
     valid = np.isfinite(s[:, 1:]) & np.isfinite(s[:, :-1])
     rows, cols = np.nonzero(valid & (pos[:, 1:] != pos[:, :-1]))
-    z = _illinois(lambda v, sub=slice(None): s_and_x(v, kk[rows][sub], ll[rows][sub])[0]
-                  - S_MARGIN,
-                  f[rows, cols], f[rows, cols + 1], s[rows, cols] - S_MARGIN,
-                  s[rows, cols + 1] - S_MARGIN, spread)
+    z = bracketed_zeros(lambda v, sub=slice(None): s_and_x(v, kk[rows][sub], ll[rows][sub])[0]
+                        - S_MARGIN,
+                        f[rows, cols], f[rows, cols + 1], s[rows, cols] - S_MARGIN,
+                        s[rows, cols + 1] - S_MARGIN, SEARCH_RTOL, spread, ZERO_STEPS,
+                        "a zero of eq. (14.20)").value
     zx = s_and_x(z, kk[rows], ll[rows])[1] if z.size else np.empty(0)
     # a zero at f = 0 on curve (i, j) with p_i + q_j = 1 is the pole edge s_i + t_j
     # (there both points are atoms and eq. (14.20) is p_i + q_j - 1 = 0): its value
@@ -402,65 +405,3 @@ def _limit(a, b, k, l, side):
     raise ConvergenceError(
         f"eq. (14.20) is positive at the end of the inner curve ({k}, {l}): the samples "
         f"do not reach its limit")
-
-
-def _illinois(fun, a, b, fa, fb, scale):
-    """Vectorized Illinois (modified regula falsi) for the zeros of ``fun`` in ``[a, b]``
-    (``fa``, ``fb`` of opposite signs), to ``SEARCH_RTOL`` of ``max(|f|, scale)``."""
-    a, b, fa, fb = a.copy(), b.copy(), fa.copy(), fb.copy()
-    act = np.arange(a.size)
-    for _ in range(ZERO_STEPS):
-        tol = SEARCH_RTOL * np.maximum(np.maximum(np.abs(a[act]), np.abs(b[act])), scale)
-        act = act[np.abs(b[act] - a[act]) > tol]
-        if not act.size:
-            break
-        with np.errstate(all="ignore"):
-            c = (a[act] * fb[act] - b[act] * fa[act]) / (fb[act] - fa[act])
-        mid = 0.5 * (a[act] + b[act])
-        lo, hi = np.minimum(a[act], b[act]), np.maximum(a[act], b[act])
-        c = np.where(np.isfinite(c) & (c > lo) & (c < hi), c, mid)
-        fc = fun(c, act)
-        flip = np.sign(fc) != np.sign(fb[act])
-        # the retained end: b's old side when the sign flips, else halve its value
-        a[act] = np.where(flip, b[act], a[act])
-        fa[act] = np.where(flip, fb[act], 0.5 * fa[act])
-        b[act], fb[act] = c, fc
-        hit = fc == 0
-        a[act[hit]] = c[hit]
-    return 0.5 * (a + b)
-
-
-def _parabolic_max(fun, a, b, c, fa, fb, fc, scale):
-    """Vectorized successive parabolic interpolation for the maxima of ``fun``, from
-    brackets ``a < b < c`` with ``fun(b) >= fun(a), fun(c)`` (a golden-section step where
-    the parabola's vertex is not usable), to ``SEARCH_RTOL`` of ``max(|f|, scale)``."""
-    g = 0.381966011250105
-    a, b, c = a.astype(float), b.astype(float), c.astype(float)
-    fa, fb, fc = fa.copy(), fb.copy(), fc.copy()
-    act = np.arange(a.size)
-    for _ in range(PEAK_STEPS):
-        tol = SEARCH_RTOL * np.maximum(np.maximum(np.abs(a[act]), np.abs(c[act])), scale)
-        act = act[(c[act] - a[act]) > 2 * tol]
-        if not act.size:
-            break
-        tol = SEARCH_RTOL * np.maximum(np.maximum(np.abs(a[act]), np.abs(c[act])), scale)
-        A, B, C, FA, FB, FC = a[act], b[act], c[act], fa[act], fb[act], fc[act]
-        with np.errstate(all="ignore"):
-            num = (B - A) ** 2 * (FB - FC) - (B - C) ** 2 * (FB - FA)
-            den = (B - A) * (FB - FC) - (B - C) * (FB - FA)
-            u = B - 0.5 * num / den
-        gold = np.where(C - B > B - A, B + g * (C - B), B - g * (B - A))
-        usable = np.isfinite(u) & (u > A + tol) & (u < C - tol) & (np.abs(u - B) > tol)
-        u = np.where(usable, u, gold)
-        fu = fun(u, act)
-        up = fu >= FB
-        right = u > B
-        # new bracket: the better of (u, B) in the middle
-        na = np.where(up, np.where(right, B, A), np.where(right, A, u))
-        nfa = np.where(up, np.where(right, FB, FA), np.where(right, FA, fu))
-        nc = np.where(up, np.where(right, C, B), np.where(right, u, C))
-        nfc = np.where(up, np.where(right, FC, FB), np.where(right, fu, FC))
-        nb = np.where(up, u, B)
-        nfb = np.where(up, fu, FB)
-        a[act], b[act], c[act], fa[act], fb[act], fc[act] = na, nb, nc, nfa, nfb, nfc
-    return b

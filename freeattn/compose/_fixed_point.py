@@ -24,6 +24,11 @@ converged).  :func:`polish_newton` is undamped Newton with guards for roots
 already on their branch (the algebraic path's roots, theory eqs. (8.10),
 (8.12), (8.27)); :func:`bracketed_newton` solves the real scalar equations of
 the support searches (theory eqs. (14.17), (14.20)) inside sign-change brackets.
+Where no derivative is at hand, :func:`bracketed_zeros` (Illinois) and
+:func:`bracketed_maxima` (parabolic interpolation) search sign-change and peak
+brackets (the gaps of eq. (14.20)), and :func:`secant` follows unbracketed
+zeros (the folds of eq. (14.22)); the bracketed ones raise when a bracket does
+not close.
 """
 
 from dataclasses import dataclass
@@ -34,7 +39,7 @@ from ..core._errors import ConvergenceError
 
 __all__ = ["FixedPointResult", "FixedPointProblem", "SystemProblem", "EdgeProblem", "iterate",
            "newton", "newton_system", "bordered_newton", "edge_newton", "polish_newton",
-           "bracketed_newton"]
+           "bracketed_newton", "bracketed_zeros", "bracketed_maxima", "secant"]
 
 #: Relative residual ``|w - phi(w, z)| / (1 + |w|)`` at which a solve is converged
 #: (a few ulps of the subordination point).
@@ -763,3 +768,197 @@ def bracketed_newton(f_pair, lo, hi, flo, x0=None, scale=0.0, what="a bracketed 
         f"safeguarded Newton on {what} did not converge in {BRACKET_STEPS} steps at "
         f"{act.size} of {x.size} points (e.g. x = {float(x[act[0]])!r}, bracket width "
         f"{float(abs(hi[act[0]] - lo[act[0]])):.3e})")
+
+
+def bracketed_zeros(fun, a, b, fa, fb, rtol, scale=0.0, max_steps=BRACKET_STEPS,
+                    what="a bracketed equation"):
+    """Zeros of real ``fun`` in sign-change brackets by the Illinois method, where no
+    derivative is at hand.
+
+    Modified regula falsi: the next point is the secant point of the bracket (its
+    midpoint where the secant point is not strictly inside); when the sign does
+    not change the retained end's value is halved, so that an end cannot stay
+    fixed and convergence is superlinear.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, idx)``: the values at the points ``x`` of the brackets ``idx``
+        (the unfinished ones, indices into ``a``).
+    a, b : ndarray
+        Brackets (either order); ``fa``, ``fb`` the values there, of opposite signs.
+    rtol : float
+        A bracket narrower than ``rtol * max(|a|, |b|, scale)`` is converged.
+    scale : float
+    max_steps : int
+    what : str
+        The equation, named in the error.
+
+    Returns
+    -------
+    FixedPointResult
+        ``value`` the brackets' midpoints, ``residual`` their widths.
+
+    Raises
+    ------
+    ConvergenceError
+        If a bracket is still wider than the tolerance after ``max_steps``.
+    """
+    a, b = np.array(a, dtype=float), np.array(b, dtype=float)
+    fa, fb = np.array(fa, dtype=float), np.array(fb, dtype=float)
+    act = np.arange(a.size)
+    steps = 0
+    while True:
+        tol = rtol * np.maximum(np.maximum(np.abs(a[act]), np.abs(b[act])), scale)
+        act = act[np.abs(b[act] - a[act]) > tol]
+        if not act.size:
+            break
+        if steps == max_steps:
+            k = act[0]
+            raise ConvergenceError(
+                f"the Illinois search for {what} did not converge in {max_steps} steps at "
+                f"{act.size} of {a.size} brackets (e.g. [{float(a[k])!r}, {float(b[k])!r}], "
+                f"tolerance {rtol:.1e} relative)", point=(float(a[k]), float(b[k])),
+                iterations=max_steps)
+        steps += 1
+        with np.errstate(all="ignore"):
+            c = (a[act] * fb[act] - b[act] * fa[act]) / (fb[act] - fa[act])
+        mid = 0.5 * (a[act] + b[act])
+        lo, hi = np.minimum(a[act], b[act]), np.maximum(a[act], b[act])
+        c = np.where(np.isfinite(c) & (c > lo) & (c < hi), c, mid)
+        fc = fun(c, act)
+        flip = np.sign(fc) != np.sign(fb[act])
+        # the retained end: b's old side when the sign flips, else halve its value
+        a[act] = np.where(flip, b[act], a[act])
+        fa[act] = np.where(flip, fb[act], 0.5 * fa[act])
+        b[act], fb[act] = c, fc
+        hit = fc == 0
+        a[act[hit]] = c[hit]
+    return FixedPointResult(0.5 * (a + b), np.abs(b - a), steps, np.ones(a.shape, dtype=bool))
+
+
+#: The golden-section fraction of :func:`bracketed_maxima`.
+GOLDEN_FRACTION = 0.381966011250105
+#: A bracket of :func:`bracketed_maxima` wider than this fraction of its width two
+#: steps before takes a golden-section step (parabolic steps that land next to
+#: the best point shrink the bracket from one side only, as Brent's safeguard
+#: notes): at least a factor 0.62 every three steps.
+PARABOLIC_SHRINK = 0.5
+
+
+def bracketed_maxima(fun, a, b, c, fa, fb, fc, rtol, scale=0.0, max_steps=BRACKET_STEPS,
+                     what="a bracketed maximum"):
+    """Local maxima of real ``fun`` by successive parabolic interpolation, from brackets
+    ``a < b < c`` with ``fun(b) >= fun(a), fun(c)`` (a golden-section step where the
+    parabola's vertex is not usable: not finite, within the tolerance of an end or
+    of ``b``, or the bracket has not halved in two steps).
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x, idx)`` as for :func:`bracketed_zeros`.
+    a, b, c, fa, fb, fc : ndarray
+        The brackets and the values there.
+    rtol, scale, max_steps, what
+        As for :func:`bracketed_zeros`: converged when ``c - a <= 2 rtol
+        max(|a|, |c|, scale)``.
+
+    Returns
+    -------
+    FixedPointResult
+        ``value`` the best points ``b``, ``residual`` the brackets' widths.
+
+    Raises
+    ------
+    ConvergenceError
+        If a bracket is still wider than the tolerance after ``max_steps``.
+    """
+    a, b, c = (np.array(v, dtype=float) for v in (a, b, c))
+    fa, fb, fc = (np.array(v, dtype=float) for v in (fa, fb, fc))
+    act = np.arange(a.size)
+    widths = [np.full(a.shape, np.inf)] * 2          # c - a one and two steps before
+    steps = 0
+    while True:
+        tol = rtol * np.maximum(np.maximum(np.abs(a[act]), np.abs(c[act])), scale)
+        keep = (c[act] - a[act]) > 2 * tol
+        act, tol = act[keep], tol[keep]
+        if not act.size:
+            break
+        if steps == max_steps:
+            k = act[0]
+            raise ConvergenceError(
+                f"the parabolic search for {what} did not converge in {max_steps} steps at "
+                f"{act.size} of {a.size} brackets (e.g. [{float(a[k])!r}, {float(c[k])!r}], "
+                f"tolerance {rtol:.1e} relative)", point=(float(a[k]), float(c[k])),
+                iterations=max_steps)
+        steps += 1
+        A, B, C, FA, FB, FC = a[act], b[act], c[act], fa[act], fb[act], fc[act]
+        with np.errstate(all="ignore"):
+            num = (B - A) ** 2 * (FB - FC) - (B - C) ** 2 * (FB - FA)
+            den = (B - A) * (FB - FC) - (B - C) * (FB - FA)
+            u = B - 0.5 * num / den
+        gold = np.where(C - B > B - A, B + GOLDEN_FRACTION * (C - B),
+                        B - GOLDEN_FRACTION * (B - A))
+        usable = (np.isfinite(u) & (u > A + tol) & (u < C - tol) & (np.abs(u - B) > tol)
+                  & (C - A <= PARABOLIC_SHRINK * widths[0][act]))
+        widths = [widths[1], c - a]
+        u = np.where(usable, u, gold)
+        fu = fun(u, act)
+        up = fu >= FB
+        right = u > B
+        # new bracket: the better of (u, B) in the middle
+        na = np.where(up, np.where(right, B, A), np.where(right, A, u))
+        nfa = np.where(up, np.where(right, FB, FA), np.where(right, FA, fu))
+        nc = np.where(up, np.where(right, C, B), np.where(right, u, C))
+        nfc = np.where(up, np.where(right, FC, FB), np.where(right, fu, FC))
+        nb = np.where(up, u, B)
+        nfb = np.where(up, fu, FB)
+        a[act], b[act], c[act], fa[act], fb[act], fc[act] = na, nb, nc, nfa, nfb, nfc
+    return FixedPointResult(b, c - a, steps, np.ones(a.shape, dtype=bool))
+
+
+def secant(fun, x0, x1, f0, f1, rtol, max_steps, active=None):
+    """Secant iterations for zeros of real ``fun`` at all points at once (no bracket).
+
+    Every step evaluates ``fun`` at every point (a point that has converged or is
+    inactive takes a step of 0), so that a caller may carry per-point state
+    through ``fun``; a point converges at a step of at most ``rtol |x|``.  A
+    step that is not finite (equal values at the two last iterates: a zero hit
+    or a stall) stops the point where it is, and it counts as converged: the
+    caller verifies the zero (the chain checks its edge on the branch).
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x)``: the values at all points.
+    x0, x1, f0, f1 : ndarray
+        Two starts and the values there.
+    rtol : float
+    max_steps : int
+    active : ndarray of bool, optional
+        The points to solve (default: all).
+
+    Returns
+    -------
+    FixedPointResult
+        ``value`` the last iterates, ``residual`` the last steps, ``converged``
+        where a step fell below the tolerance (never raised on: a secant has no
+        bracket, so a caller that needs a zero checks ``converged``).
+    """
+    x0, x1 = np.array(x0, dtype=float), np.array(x1, dtype=float)
+    done = np.zeros(x1.shape, dtype=bool) if active is None else ~np.asarray(active, dtype=bool)
+    skipped = done.copy()
+    last = np.full(x1.shape, np.inf)
+    steps = 0
+    for steps in range(1, max_steps + 1):
+        with np.errstate(all="ignore"):
+            step = f1 * (x1 - x0) / (f1 - f0)
+        step = np.where(np.isfinite(step) & ~done, step, 0.0)
+        x0, f0 = x1, f1
+        x1 = x1 - step
+        f1 = fun(x1)
+        last = np.where(done, last, np.abs(step))
+        done |= np.abs(step) <= rtol * np.abs(x1)
+        if done.all():
+            break
+    return FixedPointResult(x1, last, steps, done & ~skipped)

@@ -252,9 +252,13 @@ class Semicircle(SpectralLaw):
         return 2 / big if abs(big) >= abs(small) else small / (2 * v)
 
     def _stieltjes_derivative(self, z):
-        g = self._stieltjes_exact(z)
-        # z = v G + 1/G  =>  G' = 1/(v - 1/G**2) = G**2/(v G**2 - 1)
-        return g * g / (self.variance * g * g - 1.0)
+        return self._stieltjes_pair(z)[1]
+
+    def _stieltjes_pair(self, z):
+        # z = v G + 1/G  =>  G' = 1/(v - 1/G**2) = G**2/(v G**2 - 1): G' from G, one root
+        g = self._stieltjes(z)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return g, g * g / (self.variance * g * g - 1.0)
 
     def _moment_series(self, kmax, prec):
         # m_{2j} = Catalan(j) v**j (theory eq. (8.6)), exact rationals.
