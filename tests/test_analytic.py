@@ -210,6 +210,17 @@ def test_a_zero_of_eq_14_20_in_a_curve_tail_eq_14_20():
     assert np.max(np.abs(edges - ref)) <= 1e-12
 
 
+def random_seven_atom_pair():
+    """A 4-atom and a 3-atom law drawn at random (numpy.random.default_rng(123), the
+    130th pair of a sweep of 150), whose sum has 4 bands."""
+    a = freeattn.point_masses(
+        [-2.373505328789821, -1.6562870450835865, -0.5275605692929677, 0.7834963426188257],
+        [0.1686359163824936, 0.2454302744876984, 0.4931268072730448, 0.09280700185676323])
+    b = freeattn.point_masses([0.28746848774987566, 1.066445578841451, 1.8629576784654418],
+                              [0.40458296686842016, 0.2964335578366635, 0.2989834752949164])
+    return a, b
+
+
 def test_random_discrete_sum_with_a_gap_the_grid_missed_eq_14_20():
     # 4-atom ⊞ 3-atom laws drawn at random (numpy.random.default_rng(123), the 130th
     # pair of a sweep of 150: sums without atoms had a gap the grid locator missed in
@@ -217,11 +228,7 @@ def test_random_discrete_sum_with_a_gap_the_grid_missed_eq_14_20():
     # the gap [-1.2418078, -1.2416637] of width 1.4e-4 (a grid cell is 3.9e-3 here).
     # The continued density (eq. (14.3), independent of the support) is 0 in its
     # middle and positive in every band, and the representation has mass 1
-    a = freeattn.point_masses(
-        [-2.373505328789821, -1.6562870450835865, -0.5275605692929677, 0.7834963426188257],
-        [0.1686359163824936, 0.2454302744876984, 0.4931268072730448, 0.09280700185676323])
-    b = freeattn.point_masses([0.28746848774987566, 1.066445578841451, 1.8629576784654418],
-                              [0.40458296686842016, 0.2964335578366635, 0.2989834752949164])
+    a, b = random_seven_atom_pair()
     law = freeattn.free_additive(a, b)
     ivs = law.intervals()
     grid = freeattn.free_additive(a, b)

@@ -392,14 +392,9 @@ def test_the_chain_folds_run_on_the_shared_secant(monkeypatch):
 
 
 def _random_seven_atom_sum():
-    # the 4-atom ⊞ 3-atom sum of tests/test_analytic.py (numpy.random.default_rng(123),
-    # the 130th pair of a sweep of 150), with 4 bands
-    a = freeattn.point_masses(
-        [-2.373505328789821, -1.6562870450835865, -0.5275605692929677, 0.7834963426188257],
-        [0.1686359163824936, 0.2454302744876984, 0.4931268072730448, 0.09280700185676323])
-    b = freeattn.point_masses([0.28746848774987566, 1.066445578841451, 1.8629576784654418],
-                              [0.40458296686842016, 0.2964335578366635, 0.2989834752949164])
-    return freeattn.free_additive(a, b)
+    # the 4-band sum of tests/test_analytic.py's random 4-atom and 3-atom laws
+    from test_analytic import random_seven_atom_pair
+    return freeattn.free_additive(*random_seven_atom_pair())
 
 
 @pytest.mark.parametrize("guarded", [True, False])

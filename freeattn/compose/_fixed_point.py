@@ -770,6 +770,16 @@ def bracketed_newton(f_pair, lo, hi, flo, x0=None, scale=0.0, what="a bracketed 
         f"{float(abs(hi[act[0]] - lo[act[0]])):.3e})")
 
 
+def _unclosed(method, what, max_steps, act, lo, hi, rtol):
+    """Raise the ConvergenceError of a bracketed search whose brackets ``act`` are open."""
+    k = act[0]
+    raise ConvergenceError(
+        f"the {method} search for {what} did not converge in {max_steps} steps at "
+        f"{act.size} of {lo.size} brackets (e.g. [{float(lo[k])!r}, {float(hi[k])!r}], "
+        f"tolerance {rtol:.1e} relative)", point=(float(lo[k]), float(hi[k])),
+        iterations=max_steps)
+
+
 def bracketed_zeros(fun, a, b, fa, fb, rtol, scale=0.0, max_steps=BRACKET_STEPS,
                     what="a bracketed equation"):
     """Zeros of real ``fun`` in sign-change brackets by the Illinois method, where no
@@ -814,12 +824,7 @@ def bracketed_zeros(fun, a, b, fa, fb, rtol, scale=0.0, max_steps=BRACKET_STEPS,
         if not act.size:
             break
         if steps == max_steps:
-            k = act[0]
-            raise ConvergenceError(
-                f"the Illinois search for {what} did not converge in {max_steps} steps at "
-                f"{act.size} of {a.size} brackets (e.g. [{float(a[k])!r}, {float(b[k])!r}], "
-                f"tolerance {rtol:.1e} relative)", point=(float(a[k]), float(b[k])),
-                iterations=max_steps)
+            _unclosed("Illinois", what, max_steps, act, a, b, rtol)
         steps += 1
         with np.errstate(all="ignore"):
             c = (a[act] * fb[act] - b[act] * fa[act]) / (fb[act] - fa[act])
@@ -885,12 +890,7 @@ def bracketed_maxima(fun, a, b, c, fa, fb, fc, rtol, scale=0.0, max_steps=BRACKE
         if not act.size:
             break
         if steps == max_steps:
-            k = act[0]
-            raise ConvergenceError(
-                f"the parabolic search for {what} did not converge in {max_steps} steps at "
-                f"{act.size} of {a.size} brackets (e.g. [{float(a[k])!r}, {float(c[k])!r}], "
-                f"tolerance {rtol:.1e} relative)", point=(float(a[k]), float(c[k])),
-                iterations=max_steps)
+            _unclosed("parabolic", what, max_steps, act, a, c, rtol)
         steps += 1
         A, B, C, FA, FB, FC = a[act], b[act], c[act], fa[act], fb[act], fc[act]
         with np.errstate(all="ignore"):
