@@ -973,6 +973,8 @@ class _Task:
         #: ``sigma(x_k) - sigma_k`` of every node's rounded abscissa (edge maps at e != 0).
         self.shift = None
         self.prev_tail = np.inf
+        #: The coefficients of the fit at ``n / 3`` nodes (before the last tripling).
+        self.prev_coef = None
         # a log-end panel converges at the stated accuracy of its samples (eq. (8.18))
         self.tail_rtol = options.cheb_tail_rtol
         if pmap.kind == "logend":
@@ -1172,16 +1174,23 @@ def _fit_all(density, tasks, options, log_density=None):
             task.values = vals
             coef = _shifted_coefficients(vals, task.shift)
             tail = _tail(coef)
-            prev_tail = task.prev_tail
+            prev_tail, prev_coef = task.prev_tail, task.prev_coef
             if task.growth == 9 and tail > task.tail_rtol:
-                # After a jump of 9: the tail at n/3 from the nodes of n/3 among those
-                # of n (no solve), so that the floor test compares one tripling.
+                # After a jump of 9: the fit at n/3 from the nodes of n/3 among those
+                # of n (no solve), so that the floor tests compare one tripling.
                 sub = slice(1, None, 3)
-                prev_tail = _tail(_shifted_coefficients(
-                    vals[sub], None if task.shift is None else task.shift[sub]))
+                prev_coef = _shifted_coefficients(
+                    vals[sub], None if task.shift is None else task.shift[sub])
+                prev_tail = _tail(prev_coef)
+            floor = _noise_floor(task.map, options)
             if tail <= task.tail_rtol:
                 done.append(task.panel(_chop(coef, options.cheb_tail_rtol / 4), tail))
-            elif tail <= _noise_floor(task.map, options) and tail > prev_tail / 8:
+            elif prev_tail <= floor and tail > prev_tail:
+                # Tripling made it worse: the new nodes next to an edge e != 0 carry
+                # more rounding (eps |e| / distance), so the fit at n/3, at the floor
+                # already, is kept (splitting would only go nearer the edge).
+                done.append(task.panel(_chop(prev_coef, prev_tail / 4), prev_tail))
+            elif tail <= floor and tail > prev_tail / 8:
                 # Rounding floor of the samples: no longer shrinking on tripling.
                 done.append(task.panel(_chop(coef, tail / 4), tail))
             elif 3 * task.n <= options.cheb_max_nodes and not (
@@ -1190,7 +1199,7 @@ def _fit_all(density, tasks, options, log_density=None):
                 # (A tail whose geometric decay misses the tolerance even at
                 # cheb_max_nodes is split now: a decay slower than geometric, as
                 # next to an edge, only misses by more.)
-                task.prev_tail = tail
+                task.prev_tail, task.prev_coef = tail, coef
                 # Geometric decay of the coefficients predicts a tail of tail**3 at
                 # 3 n: where that still misses, 9 n nodes at once (one round of
                 # solver calls fewer, eq. (8.14)).
