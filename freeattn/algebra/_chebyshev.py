@@ -296,7 +296,7 @@ def integral_coefficients(coef):
     T_{k-1}/(2(k-1))``: term ``k >= 1`` of the result is ``(c_{k-1} -
     c_{k+1})/(2k)`` (``c_0`` doubled for ``k = 1``), and term 0 makes the value
     at ``-1`` vanish -- ``numpy.polynomial.chebyshev.chebint(coef, lbnd=-1)``
-    without its per-call overhead.
+    with the same roundings, without its per-term loop.
     """
     n = coef.size
     c = np.concatenate([coef, [0.0, 0.0]])

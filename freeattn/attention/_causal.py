@@ -1155,10 +1155,18 @@ def _solve_path(solver, w):
     cur = w0
     while t < 1.0:
         h_cur = float(_hull_distance(np.array([cur]), edge)[0])
-        step = min(1.0 - t, WARM_RADIUS_FRACTION * min(h_cur, hull) / abs(w - w0))
+        step = min(1.0 - t, WARM_RADIUS_FRACTION * h_cur / abs(w - w0))
         while True:
             tn = min(1.0, t + step)
             wn = w0 + tn * (w - w0) if tn < 1.0 else w
+            h_next = float(_hull_distance(np.array([wn]), edge)[0])
+            if abs(wn - cur) > WARM_RADIUS_FRACTION * h_next:
+                # the hull distance is convex along the segment: it may dip between
+                # the ends, and the step must stay within the radius at both of its
+                step /= 2.0
+                if step < PATH_MIN_STEP:
+                    return None
+                continue
             grid_n = solver.grid_for(kap)
             sn, kn, ok, _ = solver._newton_one(_log_minus(wn.real, wn.imag),
                                                grid.interpolate(sig, grid_n), kap, grid_n,
