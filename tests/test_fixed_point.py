@@ -328,6 +328,24 @@ def test_bracketed_zeros_finds_closed_form_roots():
         _fixed_point.bracketed_zeros(fun, a, b, fa, fb, 1e-14, max_steps=3)
 
 
+def test_bracketed_searches_raise_on_a_non_finite_value():
+    """A NaN met inside a bracket raises, naming the point, instead of steering the
+    bracket (a NaN compares as neither sign nor as larger).  Zeros: log(x - 1) on
+    [0.5, 3] with the value -0.01 given for 0.5 (where it is NaN): the first secant
+    point 0.536 is below 1.  Maxima: -(x - 0.9)**2, NaN from 1 on, bracketed by
+    (0, 0.9, 3) with -5 given for 3: the golden-section step goes to 1.70."""
+    f = lambda x, idx: np.log(x - 1.0)                           # noqa: E731
+    g = lambda x, idx: np.where(x < 1.0, -(x - 0.9) ** 2, np.nan)  # noqa: E731
+    with np.errstate(invalid="ignore"):
+        with pytest.raises(freeattn.ConvergenceError, match="non-finite value .* at 0.53"):
+            _fixed_point.bracketed_zeros(f, np.array([0.5]), np.array([3.0]), np.array([-0.01]),
+                                         np.array([np.log(2.0)]), 1e-14)
+        with pytest.raises(freeattn.ConvergenceError, match="non-finite value .* at 1.70"):
+            _fixed_point.bracketed_maxima(g, np.array([0.0]), np.array([0.9]), np.array([3.0]),
+                                          np.array([-0.81]), np.array([0.0]), np.array([-5.0]),
+                                          1e-9)
+
+
 def test_bracketed_maxima_finds_closed_form_peaks():
     """Parabolic interpolation on -(x - 0.3)**2 (an exact parabola: the vertex at
     once), sin x (pi/2) and -cosh(x - 1) (1): each within 1e-9 relative of the

@@ -290,7 +290,8 @@ def nodes_coefficients(values):
 
 
 def integral_coefficients(coef):
-    """Chebyshev coefficients of ``int_{-1}^{sigma} sum_k coef[k] T_k`` (one more term).
+    """Chebyshev coefficients of ``int_{-1}^{sigma} sum_k coef[k] T_k`` (one more term):
+    a panel's CDF series (theory eq. (8.15)).
 
     ``int T_0 = T_1``, ``int T_1 = T_2/4`` and ``int T_k = T_{k+1}/(2(k+1)) -
     T_{k-1}/(2(k-1))``: term ``k >= 1`` of the result is ``(c_{k-1} -
@@ -312,7 +313,8 @@ def integral_coefficients(coef):
 
 
 def nodes_derivative(coef):
-    """Derivative of ``sum_k coef[k] T_k`` at the first-kind nodes of ``n = coef.size``.
+    """Derivative of ``sum_k coef[k] T_k`` at the first-kind nodes of ``n = coef.size``
+    (the slope that moves shifted samples back to the nodes, theory eq. (8.14)).
 
     At ``x_j = cos theta_j``, ``T_k'(x_j) = k sin(k theta_j)/sin theta_j``, and
     ``sum_k k c_k sin(k theta_j)`` is a DST-III of ``k c_k``; the division by
@@ -438,7 +440,7 @@ def _bernstein_rho(zeta):
 
 def far_rule(coef):
     """Gauss-Legendre nodes ``t`` and ``g(t)`` times the weights, the rule that
-    :func:`cauchy_integral` uses away from the segment (``(n + 1)//2 +
+    :func:`cauchy_integral` uses away from the segment (theory eq. (8.28); ``(n + 1)//2 +
     FAR_EXTRA_NODES`` nodes for ``n`` coefficients): it does not depend on
     ``zeta``, so a panel computes it once."""
     t, wt = gauss_legendre((coef.size + 1) // 2 + FAR_EXTRA_NODES)
@@ -1021,7 +1023,8 @@ class _Task:
         return Panel(m, coef, tail, self.lead, lo_exp, hi_exp)
 
     def sliver(self):
-        """A panel at most ``floor`` wide and not at a singular edge: kept, not split."""
+        """A panel at most ``floor`` wide and not at a singular edge: kept, not split
+        (theory eq. (8.14))."""
         m = self.map
         at_singular_edge = (m.kind == "left" and self.exponents[0] is not None
                             and self.exponents[0] < 0) or (
@@ -1229,7 +1232,7 @@ def _fit_all(density, tasks, options, log_density=None):
 def _shifted_coefficients(vals, shift):
     """Chebyshev coefficients of samples at the first-kind nodes (or, where ``shift``
     is nonzero, at ``sigma_k + shift_k``, moved to the nodes to first order: the
-    shifts are a few ulps, so the slope needs few digits)."""
+    shifts are a few ulps, so the slope needs few digits; theory eq. (8.14))."""
     coef = nodes_coefficients(vals)
     if shift is not None and np.any(shift):
         coef = nodes_coefficients(vals - nodes_derivative(coef) * shift)

@@ -770,6 +770,17 @@ def bracketed_newton(f_pair, lo, hi, flo, x0=None, scale=0.0, what="a bracketed 
         f"{float(abs(hi[act[0]] - lo[act[0]])):.3e})")
 
 
+def _check_finite_values(method, what, values, points):
+    """Raise the ConvergenceError of a bracketed search whose function is not finite
+    at one of ``points`` (a NaN would otherwise steer the bracket to a wrong zero)."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ConvergenceError(
+            f"the {method} search for {what} met a non-finite value {values[k]!r} at "
+            f"{float(points[k])!r}", point=float(points[k]))
+
+
 def _unclosed(method, what, max_steps, act, lo, hi, rtol):
     """Raise the ConvergenceError of a bracketed search whose brackets ``act`` are open."""
     k = act[0]
@@ -812,7 +823,8 @@ def bracketed_zeros(fun, a, b, fa, fb, rtol, scale=0.0, max_steps=BRACKET_STEPS,
     Raises
     ------
     ConvergenceError
-        If a bracket is still wider than the tolerance after ``max_steps``.
+        If a bracket is still wider than the tolerance after ``max_steps``, or
+        ``fun`` is not finite at a point of a bracket.
     """
     a, b = np.array(a, dtype=float), np.array(b, dtype=float)
     fa, fb = np.array(fa, dtype=float), np.array(fb, dtype=float)
@@ -831,7 +843,8 @@ def bracketed_zeros(fun, a, b, fa, fb, rtol, scale=0.0, max_steps=BRACKET_STEPS,
         mid = 0.5 * (a[act] + b[act])
         lo, hi = np.minimum(a[act], b[act]), np.maximum(a[act], b[act])
         c = np.where(np.isfinite(c) & (c > lo) & (c < hi), c, mid)
-        fc = fun(c, act)
+        fc = np.asarray(fun(c, act), dtype=float)
+        _check_finite_values("Illinois", what, fc, c)
         flip = np.sign(fc) != np.sign(fb[act])
         # the retained end: b's old side when the sign flips, else halve its value
         a[act] = np.where(flip, b[act], a[act])
@@ -876,7 +889,8 @@ def bracketed_maxima(fun, a, b, c, fa, fb, fc, rtol, scale=0.0, max_steps=BRACKE
     Raises
     ------
     ConvergenceError
-        If a bracket is still wider than the tolerance after ``max_steps``.
+        If a bracket is still wider than the tolerance after ``max_steps``, or
+        ``fun`` is not finite at a point of a bracket.
     """
     a, b, c = (np.array(v, dtype=float) for v in (a, b, c))
     fa, fb, fc = (np.array(v, dtype=float) for v in (fa, fb, fc))
@@ -903,7 +917,8 @@ def bracketed_maxima(fun, a, b, c, fa, fb, fc, rtol, scale=0.0, max_steps=BRACKE
                   & (C - A <= PARABOLIC_SHRINK * widths[0][act]))
         widths = [widths[1], c - a]
         u = np.where(usable, u, gold)
-        fu = fun(u, act)
+        fu = np.asarray(fun(u, act), dtype=float)
+        _check_finite_values("parabolic", what, fu, u)
         up = fu >= FB
         right = u > B
         # new bracket: the better of (u, B) in the middle
