@@ -597,9 +597,15 @@ def test_random_populations_bands_and_gaps_eqs_14_17_14_18():
 def test_degenerate_point_keeps_the_continued_value():
     # eq. (14.3): at z = 0 the map of Bernoulli ⊞ Bernoulli is the identity
     # (phi(w) = z - 1/(z - 1/w)), so Newton's step is rounding noise there; the
-    # solver keeps the continued value and the closed form 1/(2 pi) holds.
+    # solver keeps the continued value and the closed form 1/(2 pi) holds -- also
+    # after the support search has filled the table of warm starts, whose
+    # interpolated start Newton would keep (6.1e-14 off before the probe of
+    # DEGENERATE_PROBE sent the point to the continuation)
     law = _arcsine()
+    law.intervals()
+    assert law._warm_x.size > 2
     assert abs(law._density(np.array([0.0]))[0] * 2 * math.pi - 1.0) <= 1e-14
+    assert abs(law.pdf(0.0) * 2 * math.pi - 1.0) <= 1e-14
     problem = law._problem
     w, dp = problem.phi(np.array([0.3 + 0.9j]), np.array([0.0 + 0j]))
     assert abs(w[0] - (0.3 + 0.9j)) <= 1e-15 and abs(dp[0] - 1.0) <= 1e-15

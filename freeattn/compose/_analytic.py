@@ -20,6 +20,7 @@ from ..core._errors import ConvergenceError
 from ._atom_tree import TREE_MIN_ATOMS, AtomTree, sums_nearest_apart
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
                            newton)
+from ._pole_edge import POLE_MODEL_REACH, PoleEdge, pole_edge_pair
 from ..laws._elementary import PointMasses
 from ..laws._law_base import Interval, SpectralLaw
 
@@ -112,6 +113,10 @@ ATOM_BLOCK = 2 ** 15
 POLE_EDGE_RTOL = 1e-6
 #: Relative error (Newton's estimate) at which the boundary value is accepted.
 BOUNDARY_RTOL = 1e-11
+#: Relative move of the probe that tells a map which is the identity at a point (any
+#: ``w`` a fixed point, as Bernoulli ⊞ Bernoulli at ``z = 0``, eq. (14.3)) from a fold,
+#: whose residual grows quadratically away from its one double root.
+DEGENERATE_PROBE = 1e-3
 #: A residual ``|w - phi(w)|`` below this (relative) is the rounding of ``phi``:
 #: accepted next to a fold, where ``|1 - phi'|`` is small and no step can do better.
 FOLD_RESIDUAL_RTOL = 1e-13
@@ -677,6 +682,13 @@ class AnalyticLaw(SpectralLaw):
         rf = newton(pr, px, r.value)
         sz = pr.scale + np.abs(rf.value)
         ok &= (rf.residual <= BOUNDARY_RTOL * sz) | _at_rounding_floor(pr, rf.value, px)
+        if ok.any():
+            # where the map is the identity at x every w is a fixed point and Newton
+            # keeps its start: the value is the continuation's limit (eq. (14.3))
+            probe = rf.value + 1j * pr.sign * DEGENERATE_PROBE * sz
+            with np.errstate(all="ignore"):
+                moved = np.abs(pr.phi(probe, px)[0] - probe)
+            ok &= ~(moved <= BOUNDARY_RTOL * sz)
         return rf.value, ok
 
     def _axis(self, x, guess, check=False):
@@ -924,7 +936,14 @@ class AnalyticLaw(SpectralLaw):
             la, ha = self.a.support()
             expo = Fraction(-1, 2) if fa < POLE_EDGE_RTOL * max(ha - la, abs(la), abs(ha)) \
                 else Fraction(1, 2)
-            edges.append((xe[k], kinds[k], expo))
+            edge = float(xe[k])
+            if expo < 0:
+                # a pole edge is the sum (product) of its two atoms (eq. (14.30)): the
+                # correctly rounded value instead of the fold's few ulps
+                pair = pole_edge_pair(self.a, self.b, edge, self.multiplicative, self._xscale)
+                if pair is not None:
+                    edge = pair[0] * pair[2] if self.multiplicative else pair[0] + pair[2]
+            edges.append((edge, kinds[k], expo))
         edges.sort()
         ivs = []
         for j in range(0, len(edges) - 1, 2):
@@ -1073,7 +1092,53 @@ class AnalyticLaw(SpectralLaw):
         g = self._g(w, x.astype(complex))
         return np.maximum(-g.imag, 0.0) / math.pi
 
+    def _pole_edges(self):
+        """The offset models of the pole edges (theory section 14.27), built once."""
+        models = self.__dict__.get("_pole_models")
+        if models is not None:
+            return models
+        models = []
+        for iv in self.interval_details():
+            lo, hi = float(iv.lo), float(iv.hi)
+            scale = max(hi - lo, abs(lo), abs(hi))
+            for edge, expo, side in ((lo, iv.lo_exponent, 1), (hi, iv.hi_exponent, -1)):
+                # (a ⊠'s edge at 0 is its hard edge, eq. (14.6), kept to its digits)
+                if expo != Fraction(-1, 2) or (self.multiplicative and edge == 0.0):
+                    continue
+                pair = pole_edge_pair(self.a, self.b, edge, self.multiplicative, scale)
+                if pair is None:
+                    continue
+                alpha = pair[0]
+                if self.multiplicative:
+                    def regular(x, alpha=alpha):
+                        return 1.0 / self._boundary(x) - alpha
+                else:
+                    def regular(x, alpha=alpha):
+                        return self._boundary(x) - alpha
+                models.append(PoleEdge(self.a, pair[0], pair[1], self.b, pair[2], pair[3],
+                                       self.multiplicative, edge, side,
+                                       POLE_MODEL_REACH * (hi - lo), regular, _cauchy_pair))
+        self._pole_models = models
+        return models
+
     def _density(self, x):
+        """The density on the axis (eq. (14.7)); next to a pole edge by the offset
+        model of eqs. (14.30)-(14.33)."""
+        x = np.asarray(x, dtype=float)
+        out = np.empty(x.shape)
+        rest = np.ones(x.shape, dtype=bool)
+        for model in self._pole_edges():
+            sel = rest & model.serves(x)
+            if sel.any():
+                out[sel] = np.maximum(-model.cauchy(x[sel]).imag, 0.0) / math.pi
+                rest &= ~sel
+        if rest.all():
+            return self._general_density(x)
+        if rest.any():
+            out[rest] = self._general_density(x[rest])
+        return out
+
+    def _general_density(self, x):
         """The density on the axis (eq. (14.7)); points whose subordination point
         cannot be resolved (next to an edge where it tends to infinity, eq. (14.29))
         are solved in the mirrored formulation, halving the batch until each part

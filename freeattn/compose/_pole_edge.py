@@ -1,0 +1,246 @@
+"""The density next to a pole edge of ``a ⊞ b`` or ``a ⊠ b``, in offsets from two atoms
+(theory section 14.27, eqs. (14.30)-(14.33)).
+
+At a pole edge ``x_e`` (where the density diverges as ``|x - x_e|**(-1/2)``, not at 0)
+both subordination points tend to atoms: ``omega_a -> alpha`` of ``a`` and
+``omega_b -> beta`` of ``b`` with masses summing to 1, ``x_e = alpha + beta`` (⊞) or
+``alpha beta`` (⊠).  The fixed point of eqs. (14.1)/(14.4) is solved there with
+unknowns of size ``|alpha|`` whose relevant part is their offset ``~ sqrt|x - x_e|``
+from the atom, so it keeps only the digits of ``|x - x_e|`` (the arcsine's density
+was ``6e-6`` off at ``1e-10`` of its edges, the free projections' product ``5e-4``).
+Here the unknown is the offset ``s_a = omega_a - alpha`` itself and every term of the
+residual is a product of small quantities, each computed to a relative rounding.
+"""
+
+import numpy as np
+
+from ..core._errors import ConvergenceError
+from ..laws._elementary import PointMasses
+
+__all__ = ["PoleEdge", "pole_edge_pair"]
+
+_EPS = float(np.finfo(float).eps)
+#: Distance from a pole edge, as a fraction of its band's width, within which the
+#: density is solved by the offset model (the general solve keeps about
+#: ``1e-15 w / |x - x_e|`` of its digits there, ``1e-13`` at this boundary; the
+#: model's Newton starts ``sqrt(reach)`` off, 10%, and converges in a few steps).
+POLE_MODEL_REACH = 1e-2
+#: A pair of atoms whose sum (⊞) or product (⊠) is within this of the edge,
+#: relative to the band's scale, is the pair of the pole edge.
+POLE_PAIR_RTOL = 1e-9
+#: Newton steps of the offset model, and the relative step at which a point has
+#: converged (a few roundings of the offset).
+POLE_NEWTON_STEPS = 40
+POLE_STEP_RTOL = 16 * _EPS
+
+
+class _AtomOffset:
+    """``F(atom + s)`` of one constituent as a function of the offset ``s`` (eq. (14.30)).
+
+    With ``R(w) = G(w) - m/(w - atom)`` (the rest of the law's Cauchy transform,
+    analytic at the atom), ``F(atom + s) = s/(m + s R) = s/m + s**2 rho``,
+    ``rho = -R/(m (m + s R))``.  For a discrete law ``R`` is summed over the other
+    atoms (no cancellation); otherwise it is ``G - m/(w - atom)``, whose rounding
+    ``eps m/|s|`` enters ``F`` multiplied by ``s**2``.
+    """
+
+    def __init__(self, law, atom, mass, cauchy_pair):
+        self.atom, self.mass = float(atom), float(mass)
+        self.law = law
+        self._cauchy_pair = cauchy_pair
+        if isinstance(law, PointMasses):
+            keep = law.values != atom
+            self._rest = (np.asarray(law.values[keep], dtype=float),
+                          np.asarray(law.weights[keep], dtype=float))
+        else:
+            self._rest = None
+
+    def rest(self, s):
+        """``(R, R')`` at ``atom + s``."""
+        w = self.atom + s
+        if self._rest is not None:
+            vals, wts = self._rest
+            r = np.empty(s.shape, dtype=complex)
+            dr = np.empty(s.shape, dtype=complex)
+            rows = max(1, 2 ** 15 // max(vals.size, 1))
+            for i in range(0, s.size, rows):
+                x = 1.0 / (w[i:i + rows, None] - vals[None, :])
+                r[i:i + rows] = x @ wts
+                dr[i:i + rows] = -(x * x) @ wts
+            return r, dr
+        g, dg = self._cauchy_pair(self.law, w)
+        sp = w - self.atom          # exact: w is within a factor 2 of the atom
+        return g - self.mass / sp, dg + self.mass / (sp * sp)
+
+    def values(self, s):
+        """``(s/m, s**2 rho, F', F)`` at offsets ``s`` (complex, 1-d)."""
+        r, dr = self.rest(s)
+        m = self.mass
+        den = m + s * r
+        rho = -r / (m * den)
+        quad = s * s * rho
+        lin = s / m
+        return lin, quad, (m - s * s * dr) / (den * den), lin + quad
+
+
+class PoleEdge:
+    """The subordination equations at a pole edge in offsets from its two atoms.
+
+    Parameters
+    ----------
+    a, b : SpectralLaw
+        The constituents, in the order of the law's formulation.
+    alpha, beta : float
+        The atoms of ``a`` and ``b`` that the subordination points tend to.
+    multiplicative : bool
+    edge : float
+        The support's edge: the float nearest ``alpha + beta`` (``alpha beta``).
+    side : int
+        -1 when the band lies below the edge (an upper edge), +1 above it.
+    reach : float
+        Largest ``|x - x_e|`` that the model serves.
+    regular : callable
+        ``regular(x)`` returns ``omega_a - alpha`` at real points ``x`` inside the
+        band by the general solve (the start of the reference point).
+    cauchy_pair : callable
+        ``cauchy_pair(law, u)`` returns ``(G, G')``.
+    """
+
+    def __init__(self, a, alpha, m_alpha, b, beta, m_beta, multiplicative, edge, side, reach,
+                 regular, cauchy_pair):
+        self.oa = _AtomOffset(a, alpha, m_alpha, cauchy_pair)
+        self.ob = _AtomOffset(b, beta, m_beta, cauchy_pair)
+        self.multiplicative = multiplicative
+        self.side, self.reach = int(side), float(reach)
+        self.edge = float(edge)
+        # eq. (14.31): the coefficient of the offset's linear term, 0 when the masses
+        # sum to 1; the larger mass minus 1, then plus the smaller, are exact
+        # (Sterbenz) when they sum to about 1
+        big, small = max(m_alpha, m_beta), min(m_alpha, m_beta)
+        self.kappa = ((big - 1.0) + small) / (m_alpha * m_beta)
+        self._regular = regular
+        self._reference = None
+
+    def serves(self, x):
+        """The points of ``x`` inside the band within ``reach`` of the edge."""
+        d = self.offset(x)
+        return (self.side * d > 0) & (np.abs(d) <= self.reach)
+
+    def offset(self, x):
+        """``x - x_e`` for the float edge ``x_e`` of the support (exact next to it).
+
+        The model is solved at ``x + (x_e* - x_e)``, ``x_e*`` the exact sum or product
+        of the atoms: the density translated by less than an ulp of the edge, which
+        the Chebyshev panels (whose edge is the float ``x_e``) then fit exactly
+        (theory section 14.27).
+        """
+        return np.asarray(x, dtype=float) - self.edge
+
+    def residual(self, s1, delta, x):
+        """The residual of eq. (14.32) (⊞) or (14.33) (⊠), its derivative in ``s1``,
+        ``F_a`` and ``s2``."""
+        oa, ob, kappa = self.oa, self.ob, self.kappa
+        lin1, quad1, df1, f1 = oa.values(s1)
+        mb = ob.mass
+        if not self.multiplicative:
+            e1 = s1 * ((1.0 - oa.mass) / oa.mass) + quad1      # F_a - s1
+            s2 = delta + e1
+            _, quad2, df2, f2 = ob.values(s2)
+            res = kappa * s1 - delta / mb + quad1 * (1.0 - 1.0 / mb) - quad2
+            dres = df1 - df2 * (df1 - 1.0)
+            return res, dres, f1, s2
+        alpha, beta = oa.atom, ob.atom
+        e1 = s1 * ((1.0 - oa.mass) / oa.mass) + quad1
+        den = alpha - e1
+        s2 = (delta + beta * e1) / den
+        _, quad2, df2, f2 = ob.values(s2)
+        res = (beta * kappa * s1 + beta * quad1 * (1.0 - 1.0 / mb) - delta / mb
+               - s2 * e1 / mb - alpha * quad2 + s2 * f1 - s1 * f2)
+        ds2 = (df1 - 1.0) * x / (den * den)
+        dres = ds2 * f1 + (beta + s2) * df1 - f2 - (alpha + s1) * df2 * ds2
+        return res, dres, f1, s2
+
+    def _newton(self, s1, delta, x):
+        s1 = np.array(s1, dtype=complex)
+        done = np.zeros(s1.shape, dtype=bool)
+        with np.errstate(all="ignore"):
+            for _ in range(POLE_NEWTON_STEPS):
+                act = np.flatnonzero(~done)
+                if not act.size:
+                    break
+                res, dres, _, _ = self.residual(s1[act], delta[act], x[act])
+                step = res / dres
+                bad = ~np.isfinite(step)
+                step[bad] = 0.0
+                s1[act] -= step
+                done[act] = bad | (np.abs(step) <= POLE_STEP_RTOL * np.abs(s1[act]))
+            res, _, f1, s2 = self.residual(s1, delta, x)
+        return s1, f1, s2, done & np.isfinite(s1)
+
+    def _reference_point(self):
+        """``(delta, s1)`` at ``reach`` from the edge, by the general solve polished by
+        the offset model's Newton."""
+        if self._reference is None:
+            x = np.array([self.edge + self.side * self.reach])
+            delta = self.offset(x)
+            start = self._regular(x)
+            s1, _, _, ok = self._newton(start, delta, x)
+            if not ok.all() or not s1[0].imag > 0:
+                raise ConvergenceError(
+                    f"the offset model of the pole edge at {self.edge!r} (theory eqs. "
+                    f"(14.32)-(14.33)) did not converge at its reference point "
+                    f"x = {float(x[0])!r} from the general solve's offset "
+                    f"{complex(start[0])!r}", point=float(x[0]))
+            self._reference = (float(delta[0]), complex(s1[0]))
+        return self._reference
+
+    def cauchy(self, x):
+        """``G(x + i0)`` at real points ``x`` that :meth:`serves`."""
+        x = np.asarray(x, dtype=float)
+        delta = self.offset(x)
+        d_ref, s_ref = self._reference_point()
+        # the offset grows as sqrt(x - x_e) (eq. (14.31)): the reference scaled
+        s1, f1, s2, ok = self._newton(s_ref * np.sqrt(delta / d_ref), delta, x)
+        with np.errstate(all="ignore"):
+            if self.multiplicative:
+                g = (self.oa.atom + s1) / (x * f1)
+            else:
+                g = 1.0 / f1
+            ok &= (s1.imag > 0) & (s2.imag >= 0) & np.isfinite(g) & (g.imag <= 0)
+        if not ok.all():
+            k = int(np.argmin(ok))
+            raise ConvergenceError(
+                f"the offset model of the pole edge at {self.edge!r} (theory eqs. "
+                f"(14.32)-(14.33)) did not converge to the Stieltjes branch at "
+                f"x = {float(x[k])!r}: offsets {complex(s1[k])!r}, {complex(s2[k])!r}",
+                point=float(x[k]))
+        return g
+
+
+def pole_edge_pair(a, b, edge, multiplicative, scale):
+    """The atoms ``(alpha, m_alpha, beta, m_beta)`` of ``a`` and ``b`` whose sum (⊞) or
+    product (⊠) is the pole edge ``edge`` (within ``POLE_PAIR_RTOL * scale``) with the
+    masses closest to summing to 1; None without such a pair."""
+    la, ma = a.atoms()
+    lb, mb = b.atoms()
+    if not (la.size and lb.size):
+        return None
+    best = None
+    for alpha, m_alpha in zip(la.tolist(), ma.tolist()):
+        if multiplicative:
+            if alpha == 0.0:
+                continue
+            target = edge / alpha
+        else:
+            target = edge - alpha
+        j = int(np.clip(np.searchsorted(lb, target), 1, lb.size - 1)) if lb.size > 1 else 0
+        cand = [j - 1, j] if lb.size > 1 else [0]
+        for k in cand:
+            beta = float(lb[k])
+            x = alpha * beta if multiplicative else alpha + beta
+            if abs(x - edge) > POLE_PAIR_RTOL * scale:
+                continue
+            miss = abs(m_alpha + float(mb[k]) - 1.0)
+            if best is None or miss < best[0]:
+                best = (miss, (alpha, m_alpha, beta, float(mb[k])))
+    return None if best is None else best[1]
