@@ -1068,6 +1068,17 @@ class _Task:
             if at_zero:
                 out[0].zero_levels = min(2 * levels, EDGE_SPLIT_MAX_LEVELS)
             out += [_Task(PanelMap(cuts[j], cuts[j + 1], "smooth", 1), 0, *args) for j in rest]
+        elif lo == 0.0 and self.zero_scale is None and hi > 0.0:
+            # A smooth panel at an edge at 0 (a finite density there, as the singular
+            # values' 2 s f(s**2) over a hard edge x**(-1/2)) grades towards 0 as an
+            # edge panel does: halving it took one round of solves per octave (30
+            # rounds for the attention law's singular values at beta = 1e-8, whose
+            # density has a crossover at 1e-17 of its support).
+            levels = self.zero_levels
+            cuts = [lo] + [hi / 4 ** k for k in range(levels, 0, -1)] + [hi]
+            out = [_Task(PanelMap(u, v, "smooth", 1), 0, *args)
+                   for u, v in zip(cuts[:-1], cuts[1:])]
+            out[0].zero_levels = min(2 * levels, EDGE_SPLIT_MAX_LEVELS)
         else:
             mid = 0.5 * (lo + hi)
             out = [_Task(PanelMap(lo, mid, "smooth", 1), 0, *args),
