@@ -1083,6 +1083,12 @@ class _Task:
             mid = 0.5 * (lo + hi)
             out = [_Task(PanelMap(lo, mid, "smooth", 1), 0, *args),
                    _Task(PanelMap(mid, hi, "smooth", 1), 0, *args)]
+        # The children of a panel that failed at n nodes start at min(n, 81): their
+        # fits are as hard as the parent's (a graded edge is self-similar), and
+        # starting at 9 costs a round of solves per split for the same 81 nodes.
+        start = max(min(self.n, SPLIT_START_NODES), options.cheb_start_nodes)
+        for t in out:
+            t.n = start
         # a cut at the rounding of the ends leaves a panel of width 0 (mass 0)
         return [t for t in out if t.map.hi > t.map.lo]
 
@@ -1129,6 +1135,8 @@ EDGE_ALLOWANCE_SPACINGS = 4.0
 EDGE_SPLIT_LEVELS = 6
 #: Most quarterings of one split there (each later split doubles them).
 EDGE_SPLIT_MAX_LEVELS = 24
+#: Most nodes a split's children start with (:meth:`_Task.children`).
+SPLIT_START_NODES = 81
 #: Fewest nodes whose tail predicts a failure at ``cheb_max_nodes`` (a split
 #: before the last tripling, :func:`_fit_all`).
 EARLY_SPLIT_MIN_NODES = 27

@@ -20,7 +20,8 @@ from ..core._errors import ConvergenceError
 from ._atom_tree import TREE_MIN_ATOMS, AtomTree, sums_nearest_apart
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
                            newton)
-from ._pole_edge import POLE_MODEL_REACH, PoleEdge, pole_edge_pair
+from ._pole_edge import (POLE_MODEL_NEAR, POLE_MODEL_REACH, PoleEdge, pole_candidates,
+                          pole_edge_pair)
 from ..laws._elementary import PointMasses
 from ..laws._law_base import Interval, SpectralLaw
 
@@ -111,6 +112,12 @@ ATOM_BLOCK = 2 ** 15
 #: An edge where ``|F| = 1/|G|`` at the subordination point is below this
 #: fraction of the scale has ``G -> oo``: a density ``~ |x - e|**(-1/2)``.
 POLE_EDGE_RTOL = 1e-6
+#: Distances (relative to the candidate for ⊠, to the scale for ⊞) of the grid
+#: points added on both sides of a candidate pole edge (section 14.27): the gap
+#: beside one can be narrower than 1e-6 of it.  Nearer than 1e-7 the general
+#: solve's rounding (``eps/d``) can put a point of a gap inside the support or one
+#: of a band outside it.
+POLE_PROBE_RTOLS = (1e-3, 1e-5, 1e-7)
 #: Relative error (Newton's estimate) at which the boundary value is accepted.
 BOUNDARY_RTOL = 1e-11
 #: Relative move of the probe that tells a map which is the identity at a point (any
@@ -855,6 +862,15 @@ class AnalyticLaw(SpectralLaw):
             xs = product_grid(self._bounds, SUPPORT_GRID)
         else:
             xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
+        poles = pole_candidates(self.a, self.b, self.multiplicative)
+        if poles.size:
+            # a pole edge may have a gap beside it narrower than the grid (section
+            # 14.27): the grid gets points on both sides of each candidate
+            scale = np.abs(poles) if self.multiplicative else np.full(poles.shape, self._xscale)
+            off = np.outer(POLE_PROBE_RTOLS, scale).ravel()
+            extra = np.concatenate([np.tile(poles, len(POLE_PROBE_RTOLS)) + sign * off
+                                    for sign in (-1.0, 1.0)])
+            xs = np.unique(np.concatenate([xs, extra[(extra > xs[0]) & (extra < xs[-1])]]))
         w = self._locate(xs)
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
@@ -897,6 +913,19 @@ class AnalyticLaw(SpectralLaw):
         kinds = ["lo" if not inside[i] else "hi" for i in idx]
         x_out = np.array([xs[i] if not inside[i] else xs[i + 1] for i in idx])
         x_in = np.array([xs[i + 1] if not inside[i] else xs[i] for i in idx])
+        if poles.size and idx.size:
+            # a transition across a candidate pole edge is that edge (section 14.27):
+            # the fold of eq. (14.5) is singular there, and its start, a probe next to
+            # it, need not converge
+            lo_c, hi_c = np.minimum(x_out, x_in), np.maximum(x_out, x_in)
+            j = np.searchsorted(poles, lo_c)
+            at = np.minimum(j, poles.size - 1)
+            pole_cell = (j < poles.size) & (poles[at] <= hi_c)
+            for k in np.flatnonzero(pole_cell):
+                edges.append((float(poles[at[k]]), kinds[k], Fraction(-1, 2)))
+            keep = ~pole_cell
+            kinds = [kd for kd, kp in zip(kinds, keep) if kp]
+            x_out, x_in = x_out[keep], x_in[keep]
         # eq. (14.5) by bordered Newton from the real solution at the outer grid point;
         # where that start is too far from the fold, bisect the cell and retry
         w_at = {float(v): c for v, c in zip(xs, w)}
@@ -1117,7 +1146,8 @@ class AnalyticLaw(SpectralLaw):
                         return self._boundary(x) - alpha
                 models.append(PoleEdge(self.a, pair[0], pair[1], self.b, pair[2], pair[3],
                                        self.multiplicative, edge, side,
-                                       POLE_MODEL_REACH * (hi - lo), regular, _cauchy_pair))
+                                       POLE_MODEL_REACH * (hi - lo), POLE_MODEL_NEAR * (hi - lo),
+                                       regular, _cauchy_pair))
         self._pole_models = models
         return models
 
@@ -1128,10 +1158,11 @@ class AnalyticLaw(SpectralLaw):
         out = np.empty(x.shape)
         rest = np.ones(x.shape, dtype=bool)
         for model in self._pole_edges():
-            sel = rest & model.serves(x)
-            if sel.any():
-                out[sel] = np.maximum(-model.cauchy(x[sel]).imag, 0.0) / math.pi
-                rest &= ~sel
+            sel = np.flatnonzero(rest & model.serves(x))
+            if sel.size:
+                g, solved = model.cauchy(x[sel])
+                out[sel[solved]] = np.maximum(-g[solved].imag, 0.0) / math.pi
+                rest[sel[solved]] = False
         if rest.all():
             return self._general_density(x)
         if rest.any():

@@ -16,8 +16,9 @@ import numpy as np
 
 from ..core._errors import ConvergenceError
 from ..laws._elementary import PointMasses
+from ._fixed_point import polish_newton
 
-__all__ = ["PoleEdge", "pole_edge_pair"]
+__all__ = ["PoleEdge", "pole_candidates", "pole_edge_pair"]
 
 _EPS = float(np.finfo(float).eps)
 #: Distance from a pole edge, as a fraction of its band's width, within which the
@@ -25,13 +26,27 @@ _EPS = float(np.finfo(float).eps)
 #: ``1e-15 w / |x - x_e|`` of its digits there, ``1e-13`` at this boundary; the
 #: model's Newton starts ``sqrt(reach)`` off, 10%, and converges in a few steps).
 POLE_MODEL_REACH = 1e-2
+#: ... and within this fraction the Newton of the model starts from the sqrt
+#: scaling of one reference point (farther out, from the general solve at the point).
+POLE_MODEL_NEAR = 1e-6
+#: Largest relative move of a far point's offset from the general solve's start:
+#: beyond it the model's Newton went to another root.
+POLE_FAR_MOVE = 1e-3
 #: A pair of atoms whose sum (⊞) or product (⊠) is within this of the edge,
 #: relative to the band's scale, is the pair of the pole edge.
 POLE_PAIR_RTOL = 1e-9
+#: Masses of two atoms within this of summing to 1 make a candidate pole edge
+#: (:func:`pole_candidates`).
+POLE_MASS_ATOL = 1e-9
 #: Newton steps of the offset model, and the relative step at which a point has
 #: converged (a few roundings of the offset).
 POLE_NEWTON_STEPS = 40
 POLE_STEP_RTOL = 16 * _EPS
+#: A step longer than this times the previous one stops a point (rounding noise).
+POLE_STALL_RATIO = 1.0
+#: A point is solved where its residual is within this of the sum of its terms'
+#: moduli (a few roundings of each of the seven terms of eq. (14.33)).
+POLE_RESIDUAL_FLOOR = 32 * _EPS
 
 
 class _AtomOffset:
@@ -99,6 +114,9 @@ class PoleEdge:
         -1 when the band lies below the edge (an upper edge), +1 above it.
     reach : float
         Largest ``|x - x_e|`` that the model serves.
+    near : float
+        Largest ``|x - x_e|`` at which its Newton starts from the scaled reference
+        point (at ``near`` from the edge) instead of the general solve.
     regular : callable
         ``regular(x)`` returns ``omega_a - alpha`` at real points ``x`` inside the
         band by the general solve (the start of the reference point).
@@ -107,11 +125,11 @@ class PoleEdge:
     """
 
     def __init__(self, a, alpha, m_alpha, b, beta, m_beta, multiplicative, edge, side, reach,
-                 regular, cauchy_pair):
+                 near, regular, cauchy_pair):
         self.oa = _AtomOffset(a, alpha, m_alpha, cauchy_pair)
         self.ob = _AtomOffset(b, beta, m_beta, cauchy_pair)
         self.multiplicative = multiplicative
-        self.side, self.reach = int(side), float(reach)
+        self.side, self.reach, self.near = int(side), float(reach), float(near)
         self.edge = float(edge)
         # eq. (14.31): the coefficient of the offset's linear term, 0 when the masses
         # sum to 1; the larger mass minus 1, then plus the smaller, are exact
@@ -138,50 +156,48 @@ class PoleEdge:
 
     def residual(self, s1, delta, x):
         """The residual of eq. (14.32) (⊞) or (14.33) (⊠), its derivative in ``s1``,
-        ``F_a`` and ``s2``."""
+        ``F_a``, ``s2`` and the sum of its terms' moduli (the scale of its rounding)."""
         oa, ob, kappa = self.oa, self.ob, self.kappa
         lin1, quad1, df1, f1 = oa.values(s1)
         mb = ob.mass
+        e1 = s1 * ((1.0 - oa.mass) / oa.mass) + quad1           # F_a - s1
         if not self.multiplicative:
-            e1 = s1 * ((1.0 - oa.mass) / oa.mass) + quad1      # F_a - s1
             s2 = delta + e1
             _, quad2, df2, f2 = ob.values(s2)
-            res = kappa * s1 - delta / mb + quad1 * (1.0 - 1.0 / mb) - quad2
+            terms = (kappa * s1, -delta / mb, quad1 * (1.0 - 1.0 / mb), -quad2)
             dres = df1 - df2 * (df1 - 1.0)
-            return res, dres, f1, s2
-        alpha, beta = oa.atom, ob.atom
-        e1 = s1 * ((1.0 - oa.mass) / oa.mass) + quad1
-        den = alpha - e1
-        s2 = (delta + beta * e1) / den
-        _, quad2, df2, f2 = ob.values(s2)
-        res = (beta * kappa * s1 + beta * quad1 * (1.0 - 1.0 / mb) - delta / mb
-               - s2 * e1 / mb - alpha * quad2 + s2 * f1 - s1 * f2)
-        ds2 = (df1 - 1.0) * x / (den * den)
-        dres = ds2 * f1 + (beta + s2) * df1 - f2 - (alpha + s1) * df2 * ds2
-        return res, dres, f1, s2
+        else:
+            alpha, beta = oa.atom, ob.atom
+            den = alpha - e1
+            s2 = (delta + beta * e1) / den
+            _, quad2, df2, f2 = ob.values(s2)
+            terms = (beta * kappa * s1, beta * quad1 * (1.0 - 1.0 / mb), -delta / mb,
+                     -s2 * e1 / mb, -alpha * quad2, s2 * f1, -s1 * f2)
+            ds2 = (df1 - 1.0) * x / (den * den)
+            dres = ds2 * f1 + (beta + s2) * df1 - f2 - (alpha + s1) * df2 * ds2
+        res = sum(terms)
+        size = sum(np.abs(t) for t in terms)
+        return res, dres, f1, s2, size
 
     def _newton(self, s1, delta, x):
-        s1 = np.array(s1, dtype=complex)
-        done = np.zeros(s1.shape, dtype=bool)
+        """Newton on the residual from ``s1`` (the shared undamped polish, until a step
+        is a few roundings or stops shrinking); solved where the residual is at the
+        rounding of its terms."""
+        def step_of(s, idx):
+            res, dres = self.residual(s, delta[idx], x[idx])[:2]
+            return res / dres
         with np.errstate(all="ignore"):
-            for _ in range(POLE_NEWTON_STEPS):
-                act = np.flatnonzero(~done)
-                if not act.size:
-                    break
-                res, dres, _, _ = self.residual(s1[act], delta[act], x[act])
-                step = res / dres
-                bad = ~np.isfinite(step)
-                step[bad] = 0.0
-                s1[act] -= step
-                done[act] = bad | (np.abs(step) <= POLE_STEP_RTOL * np.abs(s1[act]))
-            res, _, f1, s2 = self.residual(s1, delta, x)
-        return s1, f1, s2, done & np.isfinite(s1)
+            s1 = polish_newton(step_of, np.array(s1, dtype=complex), POLE_NEWTON_STEPS,
+                               POLE_STEP_RTOL, POLE_STALL_RATIO)
+            res, _, f1, s2, size = self.residual(s1, delta, x)
+            ok = np.isfinite(s1) & (np.abs(res) <= POLE_RESIDUAL_FLOOR * size)
+        return s1, f1, s2, ok
 
     def _reference_point(self):
-        """``(delta, s1)`` at ``reach`` from the edge, by the general solve polished by
+        """``(delta, s1)`` at ``near`` from the edge, by the general solve polished by
         the offset model's Newton."""
         if self._reference is None:
-            x = np.array([self.edge + self.side * self.reach])
+            x = np.array([self.edge + self.side * self.near])
             delta = self.offset(x)
             start = self._regular(x)
             s1, _, _, ok = self._newton(start, delta, x)
@@ -195,26 +211,42 @@ class PoleEdge:
         return self._reference
 
     def cauchy(self, x):
-        """``G(x + i0)`` at real points ``x`` that :meth:`serves`."""
+        """``G(x + i0)`` at real points ``x`` that :meth:`serves`, and where it is solved.
+
+        Within ``near`` of the edge Newton starts from the reference point's offset
+        scaled by ``sqrt(delta/delta_ref)`` (the offsets grow as ``sqrt(delta)``,
+        eq. (14.31)), and a point it does not solve raises ``ConvergenceError``;
+        farther out it starts from the general solve at the point itself (which
+        keeps ``~ eps w/|delta|`` there, a start within the model's reach of its
+        root), and the points it does not solve are returned as not solved (the
+        general solve's value stands there).
+        """
         x = np.asarray(x, dtype=float)
         delta = self.offset(x)
-        d_ref, s_ref = self._reference_point()
-        # the offset grows as sqrt(x - x_e) (eq. (14.31)): the reference scaled
-        s1, f1, s2, ok = self._newton(s_ref * np.sqrt(delta / d_ref), delta, x)
+        near = np.abs(delta) <= self.near
+        start = np.empty(x.shape, dtype=complex)
+        if near.any():
+            d_ref, s_ref = self._reference_point()
+            start[near] = s_ref * np.sqrt(delta[near] / d_ref)
+        if not near.all():
+            start[~near] = self._regular(x[~near])
+        s1, f1, s2, ok = self._newton(start, delta, x)
         with np.errstate(all="ignore"):
             if self.multiplicative:
                 g = (self.oa.atom + s1) / (x * f1)
             else:
                 g = 1.0 / f1
             ok &= (s1.imag > 0) & (s2.imag >= 0) & np.isfinite(g) & (g.imag <= 0)
-        if not ok.all():
-            k = int(np.argmin(ok))
+            # a far point's root stays next to the general solve's start
+            ok &= near | (np.abs(s1 - start) <= POLE_FAR_MOVE * np.abs(start))
+        if not (ok | ~near).all():
+            k = int(np.argmax(near & ~ok))
             raise ConvergenceError(
                 f"the offset model of the pole edge at {self.edge!r} (theory eqs. "
                 f"(14.32)-(14.33)) did not converge to the Stieltjes branch at "
                 f"x = {float(x[k])!r}: offsets {complex(s1[k])!r}, {complex(s2[k])!r}",
                 point=float(x[k]))
-        return g
+        return g, ok
 
 
 def pole_edge_pair(a, b, edge, multiplicative, scale):
@@ -244,3 +276,23 @@ def pole_edge_pair(a, b, edge, multiplicative, scale):
             if best is None or miss < best[0]:
                 best = (miss, (alpha, m_alpha, beta, float(mb[k])))
     return None if best is None else best[1]
+
+
+def pole_candidates(a, b, multiplicative):
+    """The sums (⊞) or products (⊠) of the atoms of ``a`` and ``b`` whose masses sum
+    to 1 within ``POLE_MASS_ATOL``: where ``a ⊞ b`` (``a ⊠ b``) may have a pole edge
+    (section 14.27), a gap of the support beside it included.  Sorted, 0 excluded
+    for ⊠ (its hard edge)."""
+    la, ma = a.atoms()
+    lb, mb = b.atoms()
+    if not (la.size and lb.size) or ma.max() + mb.max() < 1.0 - POLE_MASS_ATOL:
+        return np.empty(0)
+    # only atoms heavy enough to pair with the other law's heaviest
+    ia = np.flatnonzero(ma >= 1.0 - mb.max() - POLE_MASS_ATOL)
+    ib = np.flatnonzero(mb >= 1.0 - ma.max() - POLE_MASS_ATOL)
+    pa, pb = la[ia][:, None], lb[ib][None, :]
+    hit = np.abs(ma[ia][:, None] + mb[ib][None, :] - 1.0) <= POLE_MASS_ATOL
+    x = (pa * pb if multiplicative else pa + pb)[hit]
+    if multiplicative:
+        x = x[x != 0.0]
+    return np.unique(x)
