@@ -114,6 +114,19 @@ def _crossover_density(x):
 A_CROSSOVER = 1e-20
 
 
+def _build_crossover():
+    """The representation of the crossover density on [0, 1] (x**(-1/2) at 0) and the
+    sizes of its density calls."""
+    calls = []
+
+    def density(x):
+        calls.append(x.size)
+        return _crossover_density(x)
+    rep = build_representation(density, [Interval(0.0, 1.0, Fraction(-1, 2), Fraction(1, 2))],
+                               DEFAULT_OPTIONS)
+    return rep, calls
+
+
 @pytest.mark.parametrize("deeper", [True, False])
 def test_an_edge_panel_at_0_splits_deeper_each_time_eq_8_14(monkeypatch, deeper):
     """eq. (8.14) next to an edge at 0 whose density crosses over at 1e-20 (as the
@@ -129,13 +142,7 @@ def test_an_edge_panel_at_0_splits_deeper_each_time_eq_8_14(monkeypatch, deeper)
     if not deeper:
         monkeypatch.setattr(chebyshev, "EDGE_SPLIT_MAX_LEVELS", chebyshev.EDGE_SPLIT_LEVELS)
         monkeypatch.setattr(chebyshev, "EARLY_SPLIT_MIN_NODES", 10 ** 9)
-    calls = []
-
-    def density(x):
-        calls.append(x.size)
-        return _crossover_density(x)
-    rep = build_representation(density, [Interval(0.0, 1.0, Fraction(-1, 2), Fraction(1, 2))],
-                               DEFAULT_OPTIONS)
+    rep, calls = _build_crossover()
     assert (len(calls) <= 8) == deeper
     import mpmath
     with mpmath.workdps(30):
@@ -157,13 +164,7 @@ def test_the_children_of_a_split_start_at_81_nodes_eq_8_14(monkeypatch, start):
     import freeattn.algebra._chebyshev as chebyshev
 
     monkeypatch.setattr(chebyshev, "SPLIT_START_NODES", start)
-    calls = []
-
-    def density(x):
-        calls.append(x.size)
-        return _crossover_density(x)
-    rep = build_representation(density, [Interval(0.0, 1.0, Fraction(-1, 2), Fraction(1, 2))],
-                               DEFAULT_OPTIONS)
+    rep, calls = _build_crossover()
     assert len(calls) == (7 if start == 81 else 12)
     assert abs(sum(calls) - 4100) <= 100
     assert abs(rep.total - 0.78539816112554850) <= 1e-14
