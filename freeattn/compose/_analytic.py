@@ -124,6 +124,10 @@ BOUNDARY_RTOL = 1e-11
 #: ``w`` a fixed point, as Bernoulli ⊞ Bernoulli at ``z = 0``, eq. (14.3)) from a fold,
 #: whose residual grows quadratically away from its one double root.
 DEGENERATE_PROBE = 1e-3
+#: ... the map is the identity there when the probe moves by no more than this
+#: (relative; a few roundings: a map that is the identity only to first order in
+#: ``z``, as Bernoulli ⊞ Bernoulli next to 0, keeps Newton's value).
+DEGENERATE_RTOL = 4 * np.finfo(float).eps
 #: A residual ``|w - phi(w)|`` below this (relative) is the rounding of ``phi``:
 #: accepted next to a fold, where ``|1 - phi'|`` is small and no step can do better.
 FOLD_RESIDUAL_RTOL = 1e-13
@@ -695,7 +699,7 @@ class AnalyticLaw(SpectralLaw):
             probe = rf.value + 1j * pr.sign * DEGENERATE_PROBE * sz
             with np.errstate(all="ignore"):
                 moved = np.abs(pr.phi(probe, px)[0] - probe)
-            ok &= ~(moved <= BOUNDARY_RTOL * sz)
+            ok &= ~(moved <= DEGENERATE_RTOL * sz)
         return rf.value, ok
 
     def _axis(self, x, guess, check=False):
@@ -862,18 +866,14 @@ class AnalyticLaw(SpectralLaw):
             xs = product_grid(self._bounds, SUPPORT_GRID)
         else:
             xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
-        poles = pole_candidates(self.a, self.b, self.multiplicative)
-        if poles.size:
-            # a pole edge may have a gap beside it narrower than the grid (section
-            # 14.27): the grid gets points on both sides of each candidate
-            scale = np.abs(poles) if self.multiplicative else np.full(poles.shape, self._xscale)
-            off = np.outer(POLE_PROBE_RTOLS, scale).ravel()
-            extra = np.concatenate([np.tile(poles, len(POLE_PROBE_RTOLS)) + sign * off
-                                    for sign in (-1.0, 1.0)])
-            xs = np.unique(np.concatenate([xs, extra[(extra > xs[0]) & (extra < xs[-1])]]))
         w = self._locate(xs)
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
+        exact_support = self._discrete_sum() is not None or self._atomic_population() is not None
+        poles = np.empty(0) if exact_support else pole_candidates(self.a, self.b,
+                                                                  self.multiplicative)
+        if poles.size:
+            xs, w, inside = self._probe_poles(xs, w, inside, poles)
         seed = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
         self._warm_x, self._warm_w = xs[seed], w[seed]
         if not inside.any():
@@ -982,6 +982,33 @@ class AnalyticLaw(SpectralLaw):
                     f"edges of {self._describe()} do not pair into intervals: {edges!r}")
             ivs.append(Interval(float(x0), float(x1), e0, e1))
         return tuple(ivs)
+
+    def _probe_poles(self, xs, w, inside, poles):
+        """The locator grid with points beside every candidate pole edge that lies
+        between two grid points inside the support (section 14.27): the gap beside
+        a pole edge can be narrower than the grid.  A candidate in a transition cell
+        is taken as that edge by the caller; one outside needs nothing."""
+        j = np.searchsorted(xs, poles)
+        ok = (j > 0) & (j < xs.size)
+        j = np.where(ok, j, 1)
+        interior = ok & inside[j - 1] & inside[np.minimum(j, xs.size - 1)]
+        if not interior.any():
+            return xs, w, inside
+        cand = poles[interior]
+        scale = np.abs(cand) if self.multiplicative else np.full(cand.shape, self._xscale)
+        off = np.outer(POLE_PROBE_RTOLS, scale).ravel()
+        extra = np.concatenate([np.tile(cand, len(POLE_PROBE_RTOLS)) + sign * off
+                                for sign in (-1.0, 1.0)])
+        extra = np.setdiff1d(extra[(extra > xs[0]) & (extra < xs[-1])], xs)
+        if not extra.size:
+            return xs, w, inside
+        guess = np.interp(extra, xs, w.real) + 1j * np.interp(extra, xs, w.imag)
+        we = self._axis(extra, guess)
+        pr = self._problem
+        xs2 = np.concatenate([xs, extra])
+        order = np.argsort(xs2, kind="stable")
+        w2 = np.concatenate([w, we])[order]
+        return xs2[order], w2, np.abs(w2.imag) > INSIDE_RTOL * (pr.scale + np.abs(w2))
 
     def _discrete_sum(self):
         """``(s, p, t, q)`` when this law is the ⊞ of two discrete laws with at least
@@ -1127,6 +1154,7 @@ class AnalyticLaw(SpectralLaw):
         if models is not None:
             return models
         models = []
+        ends = np.array([float(v) for iv in self.interval_details() for v in (iv.lo, iv.hi)])
         for iv in self.interval_details():
             lo, hi = float(iv.lo), float(iv.hi)
             scale = max(hi - lo, abs(lo), abs(hi))
@@ -1144,9 +1172,14 @@ class AnalyticLaw(SpectralLaw):
                 else:
                     def regular(x, alpha=alpha):
                         return self._boundary(x) - alpha
+                # the offsets follow sqrt(x - x_e) to within a fraction of the distance
+                # to the support's next edge (across a gap, or the band's other end)
+                others = np.abs(ends[ends != edge] - edge)
+                reach = POLE_MODEL_REACH * (hi - lo)
+                near = min(reach, POLE_MODEL_NEAR * float(others.min())) if others.size \
+                    else reach
                 models.append(PoleEdge(self.a, pair[0], pair[1], self.b, pair[2], pair[3],
-                                       self.multiplicative, edge, side,
-                                       POLE_MODEL_REACH * (hi - lo), POLE_MODEL_NEAR * (hi - lo),
+                                       self.multiplicative, edge, side, reach, near,
                                        regular, _cauchy_pair))
         self._pole_models = models
         return models

@@ -26,9 +26,11 @@ _EPS = float(np.finfo(float).eps)
 #: ``1e-15 w / |x - x_e|`` of its digits there, ``1e-13`` at this boundary; the
 #: model's Newton starts ``sqrt(reach)`` off, 10%, and converges in a few steps).
 POLE_MODEL_REACH = 1e-2
-#: ... and within this fraction the Newton of the model starts from the sqrt
-#: scaling of one reference point (farther out, from the general solve at the point).
-POLE_MODEL_NEAR = 1e-6
+#: ... and within this fraction of the distance from the edge to the support's next
+#: edge its Newton starts from the sqrt scaling of one reference point there
+#: (farther out, from the general solve at the point: beside a gap of 2.5e-3 of the
+#: band's width one reference at 1e-2 of it started 10% off and went to another root).
+POLE_MODEL_NEAR = 1e-2
 #: Largest relative move of a far point's offset from the general solve's start:
 #: beyond it the model's Newton went to another root.
 POLE_FAR_MOVE = 1e-3
