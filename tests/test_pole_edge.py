@@ -27,7 +27,9 @@ _REF = json.loads((pathlib.Path(__file__).parent / "reference"
 def _law(case):
     c = _REF["cases"][case]
     a, b = freeattn.point_masses(*c["a"]), freeattn.point_masses(*c["b"])
-    return freeattn.free_multiplicative(a, b) if c["multiplicative"] else freeattn.free_additive(a, b)
+    if c["multiplicative"]:
+        return freeattn.free_multiplicative(a, b)
+    return freeattn.free_additive(a, b)
 
 
 @pytest.mark.parametrize("case", sorted(_REF["cases"]))

@@ -23,8 +23,7 @@ __all__ = ["PoleEdge", "pole_candidates", "pole_edge_pair"]
 _EPS = float(np.finfo(float).eps)
 #: Distance from a pole edge, as a fraction of its band's width, within which the
 #: density is solved by the offset model (the general solve keeps about
-#: ``1e-15 w / |x - x_e|`` of its digits there, ``1e-13`` at this boundary; the
-#: model's Newton starts ``sqrt(reach)`` off, 10%, and converges in a few steps).
+#: ``1e-15 w / |x - x_e|`` of its digits there, ``1e-13`` at this boundary).
 POLE_MODEL_REACH = 1e-2
 #: ... and within this fraction of the distance from the edge to the support's next
 #: edge its Newton starts from the sqrt scaling of one reference point there
@@ -86,7 +85,7 @@ class _AtomOffset:
                 dr[i:i + rows] = -(x * x) @ wts
             return r, dr
         g, dg = self._cauchy_pair(self.law, w)
-        sp = w - self.atom          # exact: w is within a factor 2 of the atom
+        sp = w - self.atom          # exact next to the atom (Sterbenz)
         return g - self.mass / sp, dg + self.mass / (sp * sp)
 
     def values(self, s):
@@ -107,8 +106,10 @@ class PoleEdge:
     ----------
     a, b : SpectralLaw
         The constituents, in the order of the law's formulation.
-    alpha, beta : float
-        The atoms of ``a`` and ``b`` that the subordination points tend to.
+    alpha, m_alpha : float
+        The atom of ``a`` that its subordination point tends to, and its mass.
+    beta, m_beta : float
+        The same for ``b``.
     multiplicative : bool
     edge : float
         The support's edge: the float nearest ``alpha + beta`` (``alpha beta``).
@@ -120,8 +121,9 @@ class PoleEdge:
         Largest ``|x - x_e|`` at which its Newton starts from the scaled reference
         point (at ``near`` from the edge) instead of the general solve.
     regular : callable
-        ``regular(x)`` returns ``omega_a - alpha`` at real points ``x`` inside the
-        band by the general solve (the start of the reference point).
+        ``regular(x)`` returns ``omega_a - alpha`` (``1/w - alpha`` for ⊠) at real
+        points ``x`` inside the band by the general solve: the start of the
+        reference point and of the points beyond ``near``.
     cauchy_pair : callable
         ``cauchy_pair(law, u)`` returns ``(G, G')``.
     """
@@ -160,7 +162,7 @@ class PoleEdge:
         """The residual of eq. (14.32) (⊞) or (14.33) (⊠), its derivative in ``s1``,
         ``F_a``, ``s2`` and the sum of its terms' moduli (the scale of its rounding)."""
         oa, ob, kappa = self.oa, self.ob, self.kappa
-        lin1, quad1, df1, f1 = oa.values(s1)
+        _, quad1, df1, f1 = oa.values(s1)
         mb = ob.mass
         e1 = s1 * ((1.0 - oa.mass) / oa.mass) + quad1           # F_a - s1
         if not self.multiplicative:
