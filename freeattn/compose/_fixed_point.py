@@ -684,10 +684,11 @@ def polish_newton(step_of, t, max_steps, rtol=0.0, stall_ratio=np.inf, accept=No
         The polished values, shape of ``t`` (and the counts, same shape).
     """
     shape = np.shape(t)
-    t = np.array(t).ravel().copy()
+    t = np.array(t).ravel()                      # a copy
     act = np.isfinite(t) if active is None else np.asarray(active).ravel() & np.isfinite(t)
     last = np.full(t.shape, np.inf)
-    taken = np.zeros(t.shape, dtype=int)
+    taken = np.zeros(t.shape, dtype=int) if counts else None
+    stalls = stall_ratio != np.inf
     for _ in range(max_steps):
         idx = np.flatnonzero(act)
         if not idx.size:
@@ -697,14 +698,19 @@ def polish_newton(step_of, t, max_steps, rtol=0.0, stall_ratio=np.inf, accept=No
             step = step_of(ta, idx)
             size = np.abs(step)
             tn = ta - step
-        ok = np.isfinite(tn) & (size <= stall_ratio * last[idx])
+            ok = np.isfinite(tn)
+            if stalls:
+                ok &= size <= stall_ratio * last[idx]
+                last[idx] = size
+            done = size <= rtol * np.abs(ta)
         if accept is not None and ok.any():
             sel = np.flatnonzero(ok)
             ok[sel] = accept(tn[sel], ta[sel], idx[sel])
-        t[idx[ok]] = tn[ok]
-        taken[idx[ok]] += 1
-        last[idx] = size
-        act[idx[~ok | (size <= rtol * np.abs(ta))]] = False
+        moved = idx[ok]
+        t[moved] = tn[ok]
+        if counts:
+            taken[moved] += 1
+        act[idx[~ok | done]] = False
     return (t.reshape(shape), taken.reshape(shape)) if counts else t.reshape(shape)
 
 
