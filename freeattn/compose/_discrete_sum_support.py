@@ -27,7 +27,7 @@ from ..core._errors import ConvergenceError
 from ._atom_tree import sums_nearest_apart
 from ._fixed_point import BRACKET_RTOL, bracketed_maxima, bracketed_newton, bracketed_zeros
 
-__all__ = ["discrete_sum_edges"]
+__all__ = ["curve_bands", "discrete_sum_edges"]
 
 #: Geometric samples on each side of a curve beyond the ``tan`` samples, reaching
 #: ``sqrt(TAIL_FACTOR)`` times beyond ``spread**2/sqrt(|C|)``, where the tail
@@ -247,11 +247,11 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
     left = fs[0] * reach[:, :1] ** grow
     right = fs[-1] * reach[:, 1:] ** grow
     f = np.concatenate([left[:, ::-1], np.broadcast_to(fs, (kk.size, fs.size)), right], axis=1)
-    K, L = np.broadcast_to(kk[:, None], f.shape), np.broadcast_to(ll[:, None], f.shape)
 
     last = {}
 
-    def s_and_x(f, k, l):
+    def s_and_x(f, rows):
+        k, l = kk[rows], ll[rows]
         # Newton starts from the previous call's points when it had the same points
         prev = last.get(np.shape(f))
         w1 = a.inverse(f, k, None if prev is None else prev[0])
@@ -273,102 +273,166 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         x = np.where(np.abs(w1) >= np.abs(w2), w2 + ra, w1 + rb)
         return rel, x
 
-    s, _ = s_and_x(f, K, L)
-    # every sampled local maximum of s at or below the margin is refined:
-    # a hump above 0 narrower than the sampling shows as two sign changes once its
-    # top is inserted
-    ext = np.concatenate([np.full((kk.size, 1), -np.inf), s, np.full((kk.size, 1), -np.inf)],
-                         axis=1)
-    # (a degenerate curve, |s| <= S_MARGIN at every sample, has s = 0 to rounding all
-    # along: its noise peaks are not refined)
-    live = np.max(np.abs(s), axis=1, keepdims=True) > S_MARGIN
-    rows, cols = np.nonzero((s >= ext[:, :-2]) & (s >= ext[:, 2:]) & (s <= S_MARGIN) & live)
-    if rows.size:
-        n = f.shape[1]
-        lo = np.where(cols > 0, f[rows, np.maximum(cols - 1, 0)], f[rows, cols] - 4 * spread)
-        hi = np.where(cols < n - 1, f[rows, np.minimum(cols + 1, n - 1)],
-                      f[rows, cols] + 4 * spread)
-        fun = (lambda v, sub=slice(None): s_and_x(v, kk[rows][sub], ll[rows][sub])[0])
-        s_lo = np.where(cols > 0, s[rows, np.maximum(cols - 1, 0)], np.nan)
-        s_hi = np.where(cols < n - 1, s[rows, np.minimum(cols + 1, n - 1)], np.nan)
-        ends = np.isnan(s_lo) | np.isnan(s_hi)
-        if ends.any():
-            s_lo = np.where(np.isnan(s_lo), fun(lo), s_lo)
-            s_hi = np.where(np.isnan(s_hi), fun(hi), s_hi)
-        top = bracketed_maxima(fun, lo, f[rows, cols], hi, s_lo, s[rows, cols], s_hi,
-                               SEARCH_RTOL, spread, PEAK_STEPS,
-                               "a local maximum of eq. (14.20)").value
-        extra = [[] for _ in range(kk.size)]
-        for r, v in zip(rows, top):
-            extra[r].append(v)
-        width = n + max(len(e) for e in extra)
-        fpad = np.full((kk.size, width), np.inf)
-        for r in range(kk.size):
-            row = np.sort(np.r_[f[r], extra[r]])
-            fpad[r, :row.size] = row
-        f = fpad
-        K, L = np.broadcast_to(kk[:, None], f.shape), np.broadcast_to(ll[:, None], f.shape)
-        s = np.where(np.isfinite(f), s_and_x(np.where(np.isfinite(f), f, 0.0), K, L)[0],
-                     np.nan)
-    bad = np.isfinite(f) & ~np.isfinite(s)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        raise ConvergenceError(f"eq. (14.20) is not finite on the curve ({kk[r]}, {ll[r]}) at "
-                               f"f = {float(f[r, c])!r}")
-    pos = s > S_MARGIN
-    # zeros of s between consecutive samples of a curve, all curves in one bisection
-    valid = np.isfinite(s[:, 1:]) & np.isfinite(s[:, :-1])
-    rows, cols = np.nonzero(valid & (pos[:, 1:] != pos[:, :-1]))
-    z = bracketed_zeros(lambda v, sub=slice(None): s_and_x(v, kk[rows][sub], ll[rows][sub])[0]
-                        - S_MARGIN,
-                        f[rows, cols], f[rows, cols + 1], s[rows, cols] - S_MARGIN,
-                        s[rows, cols + 1] - S_MARGIN, SEARCH_RTOL, spread, ZERO_STEPS,
-                        "a zero of eq. (14.20)").value
-    zx = s_and_x(z, kk[rows], ll[rows])[1] if z.size else np.empty(0)
     # a zero at f = 0 on curve (i, j) with p_i + q_j = 1 is the pole edge s_i + t_j
     # (there both points are atoms and eq. (14.20) is p_i + q_j - 1 = 0): its value
     # is the sum of the atoms, exact, so that a gap that closes (Bernoulli ⊞
     # Bernoulli at 0) has width 0 rather than rounding noise
-    # (f = 0 is a sample of every curve: the zero in one of its two cells is that edge,
-    # found at s = S_MARGIN, away from 0 where s is small all along)
+    pole_x = np.where(np.abs(pair[kk, ll] - 1.0) <= ATOM_MARGIN, a.t[kk] + b.t[ll], np.nan)
+    return curve_bands(f, s_and_x, lambda r, side: _limit(a, b, int(kk[r]), int(ll[r]), side),
+                       pole_x, spread, spread, "eq. (14.20)")
+
+
+def curve_bands(f, fun, limit, pole_x, spread, xscale, what):
+    """Bands from the sign of a real criterion along curves of real solutions.
+
+    The common core of theory sections 14.19 and 14.28: every sampled local
+    maximum of the criterion at or below the margin is refined, its zeros are
+    bracketed, the parameter intervals where it is positive are mapped to gaps
+    of the support, and the gaps of all curves are merged.
+
+    Parameters
+    ----------
+    f : ndarray, shape (curves, samples)
+        Each curve's parameter samples, increasing; a row may end in ``+inf``
+        padding (curves with fewer samples).
+    fun : callable
+        ``fun(v, rows) -> (rel, x)``: the criterion relative to its terms
+        (positive outside the support) and the point ``x`` at parameters ``v``
+        of the curves ``rows``.
+    limit : callable
+        ``limit(r, side)``: ``x`` at the end ``side`` (``-1`` or ``+1``) of curve
+        ``r``'s parameter range.
+    pole_x : ndarray, shape (curves,)
+        The exact pole edge of each curve whose criterion vanishes at the
+        parameter 0 (two atoms whose masses sum to 1), else NaN.
+    spread : float
+        Scale of the parameter (the floor of the search tolerances).
+    xscale : float
+        Scale of ``x``: gap images whose ends agree to ``TOUCH_RTOL * xscale`` meet.
+    what : str
+        The criterion's equation, named in errors.
+
+    Returns
+    -------
+    list of (float, float, bool, bool)
+        The bands, increasing, each with whether its lower and upper edge is a
+        pole edge.
+
+    Raises
+    ------
+    ConvergenceError
+        If the criterion is not finite at a sample, a bracket does not close,
+        the gap images overlap or do not leave bands.
+    """
+    ncurves = f.shape[0]
+    rows_all = np.arange(ncurves)
+    width = np.count_nonzero(np.isfinite(f), axis=1)
+
+    def evaluate(f):
+        rr = np.broadcast_to(rows_all[:, None], f.shape)
+        ok = np.isfinite(f)
+        s = np.full(f.shape, np.nan)
+        if ok.any():
+            s[ok] = fun(f[ok], rr[ok])[0]
+        return s
+
+    s = evaluate(f)
+    # every sampled local maximum of s at or below the margin is refined:
+    # a hump above 0 narrower than the sampling shows as two sign changes once its
+    # top is inserted
+    sm = np.where(np.isfinite(f), s, -np.inf)
+    ext = np.concatenate([np.full((ncurves, 1), -np.inf), sm, np.full((ncurves, 1), -np.inf)],
+                         axis=1)
+    # (a degenerate curve, |s| <= S_MARGIN at every sample, has s = 0 to rounding all
+    # along: its noise peaks are not refined)
+    live = np.max(np.where(np.isfinite(f), np.abs(s), 0.0), axis=1, keepdims=True) > S_MARGIN
+    rows, cols = np.nonzero((sm >= ext[:, :-2]) & (sm >= ext[:, 2:]) & (sm <= S_MARGIN)
+                            & live & np.isfinite(f))
+    if rows.size:
+        last = width[rows] - 1
+        lo = np.where(cols > 0, f[rows, np.maximum(cols - 1, 0)], f[rows, cols] - 4 * spread)
+        hi = np.where(cols < last, f[rows, np.minimum(cols + 1, last)],
+                      f[rows, cols] + 4 * spread)
+        crit = (lambda v, sub=slice(None): fun(v, rows[sub])[0])
+        s_lo = np.where(cols > 0, s[rows, np.maximum(cols - 1, 0)], np.nan)
+        s_hi = np.where(cols < last, s[rows, np.minimum(cols + 1, last)], np.nan)
+        ends = np.isnan(s_lo) | np.isnan(s_hi)
+        if ends.any():
+            s_lo = np.where(np.isnan(s_lo), crit(lo), s_lo)
+            s_hi = np.where(np.isnan(s_hi), crit(hi), s_hi)
+        top = bracketed_maxima(crit, lo, f[rows, cols], hi, s_lo, s[rows, cols], s_hi,
+                               SEARCH_RTOL, spread, PEAK_STEPS,
+                               f"a local maximum of {what}").value
+        extra = [[] for _ in range(ncurves)]
+        for r, v in zip(rows, top):
+            extra[r].append(v)
+        size = f.shape[1] + max(len(e) for e in extra)
+        fpad = np.full((ncurves, size), np.inf)
+        for r in range(ncurves):
+            row = np.sort(np.r_[f[r, :width[r]], extra[r]])
+            fpad[r, :row.size] = row
+        f = fpad
+        width = np.count_nonzero(np.isfinite(f), axis=1)
+        s = evaluate(f)
+    bad = np.isfinite(f) & ~np.isfinite(s)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise ConvergenceError(f"{what} is not finite on the curve {r} at "
+                               f"parameter {float(f[r, c])!r}")
+    pos = s > S_MARGIN
+    # zeros of s between consecutive samples of a curve, all curves in one bisection
+    valid = np.isfinite(s[:, 1:]) & np.isfinite(s[:, :-1])
+    rows, cols = np.nonzero(valid & (pos[:, 1:] != pos[:, :-1]))
+    z = bracketed_zeros(lambda v, sub=slice(None): fun(v, rows[sub])[0] - S_MARGIN,
+                        f[rows, cols], f[rows, cols + 1], s[rows, cols] - S_MARGIN,
+                        s[rows, cols + 1] - S_MARGIN, SEARCH_RTOL, spread, ZERO_STEPS,
+                        f"a zero of {what}").value
+    zx = fun(z, rows)[1] if z.size else np.empty(0)
+    # (the parameter 0 is a sample of every curve that holds both atoms: the zero in
+    # one of its two cells is the pole edge, found at s = S_MARGIN, away from 0 where
+    # s is small all along)
+    has_zero = (f == 0.0).any(axis=1)
     zero_at = np.argmax(f == 0.0, axis=1)[rows]
-    pole = ((cols == zero_at - 1) | (cols == zero_at)) & (
-        np.abs(pair[kk[rows], ll[rows]] - 1.0) <= ATOM_MARGIN)
-    zx = np.where(pole, a.t[kk[rows]] + b.t[ll[rows]], zx)
+    pole = has_zero[rows] & ((cols == zero_at - 1) | (cols == zero_at)) & np.isfinite(
+        pole_x[rows])
+    zx = np.where(pole, pole_x[rows], zx)
     gaps = []
-    for r in range(kk.size):
+    for r in range(ncurves):
         sel = rows == r
-        n = int(np.count_nonzero(np.isfinite(f[r])))
-        gaps.extend(_curve_gaps(a, b, int(kk[r]), int(ll[r]), pos[r, :n], cols[sel],
-                                zx[sel], pole[sel]))
+        gaps.extend(_curve_gaps(lambda side, r=r: limit(r, side), pos[r, :width[r]],
+                                cols[sel], zx[sel], pole[sel]))
+    # (x increases along a gap of a sum, eq. (14.20); along one of a product it may
+    # decrease, eq. (14.34))
+    gaps = [g if g[0] <= g[1] else (g[1], g[0], g[3], g[2]) for g in gaps]
     gaps = sorted((g for g in gaps if g[0] < g[1]), key=lambda g: g[0])
     merged = []
     for lo, hi, plo, phi in gaps:
-        if merged and lo <= merged[-1][1] + TOUCH_RTOL * spread:
-            if lo < merged[-1][1] - TOUCH_RTOL * spread:
+        if merged and lo <= merged[-1][1] + TOUCH_RTOL * xscale:
+            if lo < merged[-1][1] - TOUCH_RTOL * xscale:
                 raise ConvergenceError(
-                    f"gap images of eq. (14.20) overlap: {merged[-1][:2]!r} and {(lo, hi)!r}")
+                    f"gap images of {what} overlap: {merged[-1][:2]!r} and {(lo, hi)!r}")
             if hi > merged[-1][1]:
                 merged[-1] = (merged[-1][0], hi, merged[-1][2], phi)
         else:
             merged.append((lo, hi, plo, phi))
     if not merged or merged[0][0] != -np.inf or merged[-1][1] != np.inf:
-        raise ConvergenceError(f"eq. (14.20) did not find the outer gaps: "
+        raise ConvergenceError(f"{what} did not find the outer gaps: "
                                f"{[m[:2] for m in merged]!r}")
     bands = [(merged[j][1], merged[j + 1][0], merged[j][3], merged[j + 1][2])
              for j in range(len(merged) - 1)]
     if any(not lo < hi for lo, hi, _, _ in bands):
-        raise ConvergenceError(f"eq. (14.20) gave empty bands: {bands!r}")
+        raise ConvergenceError(f"{what} gave empty bands: {bands!r}")
     return [(float(lo), float(hi), bool(plo), bool(phi)) for lo, hi, plo, phi in bands]
 
 
-def _curve_gaps(a, b, k, l, pos, cols, zx, pole):
-    """``(x_lo, x_hi, pole_lo, pole_hi)`` images of the ``f``-intervals where eq. (14.20)
-    is positive on curve ``(k, l)``; ``cols`` are the sample cells of its zeros."""
+def _curve_gaps(limit, pos, cols, zx, pole):
+    """``(x_lo, x_hi, pole_lo, pole_hi)`` images of the parameter intervals where the
+    criterion is positive on one curve; ``cols`` are the sample cells of its zeros,
+    ``limit(side)`` the curve's ``x`` at its ends."""
     out = []
     cur = None
     if pos[0]:
-        cur = (_limit(a, b, k, l, -1), False)
+        cur = (limit(-1), False)
     for c, xe, pe in zip(cols.tolist(), zx.tolist(), pole.tolist()):
         if not pos[c]:           # s rises through 0: a gap starts
             cur = (xe, pe)
@@ -376,7 +440,7 @@ def _curve_gaps(a, b, k, l, pos, cols, zx, pole):
             out.append((cur[0], xe, cur[1], pe))
             cur = None
     if pos[-1]:
-        out.append((cur[0], _limit(a, b, k, l, +1), cur[1], False))
+        out.append((cur[0], limit(+1), cur[1], False))
     return out
 
 
