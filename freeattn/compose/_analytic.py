@@ -869,7 +869,7 @@ class AnalyticLaw(SpectralLaw):
         w = self._locate(xs)
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
-        exact_support = self._discrete_sum() is not None or self._atomic_population() is not None
+        exact_support = self._discrete_pair() is not None or self._atomic_population() is not None
         poles = np.empty(0) if exact_support else pole_candidates(self.a, self.b,
                                                                   self.multiplicative)
         if poles.size:
@@ -880,14 +880,18 @@ class AnalyticLaw(SpectralLaw):
             raise ConvergenceError(
                 f"no point of the support of {self._describe()} found on a grid of "
                 f"{xs.size} points over [{lo!r}, {hi!r}]")
-        sums = self._discrete_sum()
+        sums = self._discrete_pair()
         if sums is not None:
-            # eq. (14.20): every gap of a ⊞ of two discrete laws, however narrow
-            from ._discrete_sum_support import discrete_sum_edges
+            # eqs. (14.20), (14.34): every gap of a ⊞ or ⊠ of two discrete laws,
+            # however narrow
+            if self.multiplicative:
+                from ._discrete_product_support import discrete_product_edges as edges_of
+            else:
+                from ._discrete_sum_support import discrete_sum_edges as edges_of
 
             half, pole = Fraction(1, 2), Fraction(-1, 2)
             return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
-                         for lo, hi, plo, phi in discrete_sum_edges(*sums))
+                         for lo, hi, plo, phi in edges_of(*sums))
         population = self._atomic_population()
         if population is not None:
             # eq. (14.17): every gap of a sample covariance over atoms, however narrow
@@ -1010,20 +1014,22 @@ class AnalyticLaw(SpectralLaw):
         w2 = np.concatenate([w, we])[order]
         return xs2[order], w2, np.abs(w2.imag) > INSIDE_RTOL * (pr.scale + np.abs(w2))
 
-    def _discrete_sum(self):
-        """``(s, p, t, q)`` when this law is the ⊞ of two discrete laws with at least
-        two atoms each and at most ``MAX_CURVES`` pairs of branches (theory eq.
-        (14.20)); else None."""
+    def _discrete_pair(self):
+        """``(s, p, t, q)`` when this law is the ⊞ of two discrete laws, or the ⊠ of two
+        discrete laws on ``(0, oo)``, with at least two atoms each and at most
+        ``MAX_CURVES`` pairs of branches (theory eqs. (14.20), (14.34)); else None."""
         from ..laws._elementary import PointMasses
 
-        if self.multiplicative or not (isinstance(self.a, PointMasses)
-                                       and isinstance(self.b, PointMasses)):
+        if not (isinstance(self.a, PointMasses) and isinstance(self.b, PointMasses)):
             return None
         from ._discrete_sum_support import MAX_CURVES
 
         ka, kb = self.a.values.size, self.b.values.size
         if ka < 2 or kb < 2 or ka * kb > MAX_CURVES:
             return None
+        if self.multiplicative and not (np.all(self.a.values > 0)
+                                        and np.all(self.b.values > 0)):
+            return None                # an atom at 0: the grid locator (section 14.24)
         return (np.asarray(self.a.values, dtype=float), np.asarray(self.a.weights, dtype=float),
                 np.asarray(self.b.values, dtype=float), np.asarray(self.b.weights, dtype=float))
 
