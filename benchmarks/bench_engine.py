@@ -7,6 +7,9 @@ timed in the same run right before the cases:
 
 * ``free_additive(Bernoulli, Bernoulli)`` (the arcsine law), target <= 2 C;
 * the three-band ``free_additive`` of two discrete laws;
+* ``free_multiplicative`` of two discrete laws on ``(0, oo)`` (support by theory
+  eq. (14.34)): ``{1, 2} ⊠ {1, 3}`` (weights 0.3/0.7 and 0.6/0.4, two bands and an
+  atom) and a 4-atom by 3-atom product with a gap of 5.6e-4 (four bands);
 * ``sample_covariance(point_masses(t, 1/k), 0.5)`` with ``t`` chi-square(3) draws
   (``numpy.random.default_rng(1)``), k = 500 and 1000 (> 400 atoms: the
   analytic path), target <= 10 C at k = 500 and cost linear in k (k = 5000,
@@ -56,6 +59,18 @@ def cases(quick):
         return fa.free_additive(fa.point_masses([-1.0, 0.0, cold_value(2.0)], [0.3, 0.3, 0.4]),
                                 fa.point_masses([0.0, 1.0], [0.5, 0.5]))
 
+    def product_pair():
+        return fa.free_multiplicative(fa.point_masses([1.0, cold_value(2.0)], [0.3, 0.7]),
+                                      fa.point_masses([1.0, 3.0], [0.6, 0.4]))
+
+    def product_gap():
+        w = [0.19229024064948552, 0.30000000000000004, 0.3432333320649627,
+             0.16447642728555176]
+        return fa.free_multiplicative(
+            fa.point_masses([0.644, 0.813, 1.93, cold_value(2.832)], w),
+            fa.point_masses([0.646, 0.702, 0.92],
+                            [0.1796186026675551, 0.12038139733244488, 0.7]))
+
     def population(n):
         t = np.random.default_rng(1).chisquare(3, n)
 
@@ -89,6 +104,8 @@ def cases(quick):
 
     chi = np.random.default_rng(1).chisquare(4, 64)
     out = [("Bernoulli ⊞ Bernoulli (arcsine)", arcsine), ("three-band discrete ⊞", three),
+           ("discrete ⊠, 2 x 2 atoms", product_pair),
+           ("discrete ⊠, 4 x 3 atoms, gap 5.6e-4", product_gap),
            ("population, 500 atoms", population(500)),
            ("attention ⊠ attention", attention_product(2)),
            ("attention ⊠ attention ⊠ attention", attention_product(3)),
