@@ -105,6 +105,56 @@ def test_the_floor_test_after_a_jump_compares_one_tripling_eq_8_14():
     assert abs(rep.total - 1.0) <= 1e-11
 
 
+#: The pole of the plateau test's density 1/(POLE - x) on [-1, 1]: Chebyshev
+#: coefficients ~ rho**-k with rho = POLE + sqrt(POLE**2 - 1) = 2.26, so a fit
+#: needs about 45 of them, more than 27 nodes resolve.
+POLE = 1.35
+#: Relative size of the deterministic "rounding" the plateau test adds to its samples.
+SAMPLE_NOISE = 1e-13
+
+
+def _noisy_pole(noise, calls):
+    def density(x):
+        calls.append(x.size)
+        h = np.sin(x * 1.2345e7) * 43758.5453        # a hash of the abscissa in [0, 1)
+        return (1 + noise * (h - np.floor(h) - 0.5)) / (POLE - x)
+    return density
+
+
+@pytest.mark.parametrize("plateau", [True, False])
+def test_a_plateau_of_rounding_is_accepted_without_a_tripling_eq_8_14(monkeypatch, plateau):
+    """eq. (8.14): samples of 1/(1.35 - x) with a relative noise of 1e-13 are fitted
+    at 81 nodes, where the coefficients are flat from index ~36 on (the noise),
+    though the tail at 27 nodes (~3e-9) was far above it: the plateau within the
+    fit is the rounding floor, and no round of 243 nodes follows.  Without the
+    plateau test (PLATEAU_MIN_NODES beyond cheb_max_nodes) the same build takes a
+    third round (measured [18, 144, 162]).  The fit's error stays at the noise:
+    within 10 x SAMPLE_NOISE of the exact density (measured 7.1e-14 both ways)."""
+    import freeattn.algebra._chebyshev as cheb
+    if not plateau:
+        monkeypatch.setattr(cheb, "PLATEAU_MIN_NODES", 10 * DEFAULT_OPTIONS.cheb_max_nodes)
+    calls = []
+    rep = build_representation(_noisy_pole(SAMPLE_NOISE, calls),
+                               [Interval(-1.0, 1.0, Fraction(0), Fraction(0))], DEFAULT_OPTIONS)
+    assert len(calls) == (2 if plateau else 3)
+    x = np.linspace(-0.99, 0.99, 1001)
+    assert np.max(np.abs(rep.pdf(x) * (POLE - x) - 1.0)) <= 10 * SAMPLE_NOISE
+    assert abs(rep.total - math.log((POLE + 1) / (POLE - 1))) <= 10 * SAMPLE_NOISE
+
+
+def test_the_plateau_test_separates_rounding_from_decay_eq_8_14():
+    """eq. (8.14): the last half of 81 coefficients is a plateau for noise (a flat
+    block), not for a geometric decay, nor for an algebraic k**-4 (ratio 1.5**4 =
+    5.1 between the third and the last quarter, above PLATEAU_RATIO = 4)."""
+    from freeattn.algebra._chebyshev import PLATEAU_RATIO, _plateau
+    k = np.arange(81.0)
+    noise = np.random.default_rng(0).standard_normal(81) * 1e-13
+    assert _plateau(np.where(k < 30, 0.5 ** k, noise))
+    assert not _plateau(0.6 ** k)
+    assert not _plateau((k + 1) ** -4.0)
+    assert 1.5 ** 4 > PLATEAU_RATIO
+
+
 def _crossover_density(x):
     # x**(-1/2) down to a crossover at A_CROSSOVER, constant below it: analytic in
     # the edge variable s of eq. (8.14), with a pole at s ~ -sqrt(A_CROSSOVER)

@@ -346,6 +346,18 @@ def _tail(coef):
     return float(a[-max(len(a) // 3, 2):].max() / top)
 
 
+def _plateau(coef):
+    """Whether the last half of the coefficients is flat (theory eq. (8.14)).
+
+    True when the largest coefficient of the third quarter is at most
+    ``PLATEAU_RATIO`` times the largest of the last quarter: the coefficients
+    stopped decaying, as they do at the rounding floor of the samples.
+    """
+    a = np.abs(coef)
+    half, three = len(a) // 2, (3 * len(a)) // 4
+    return bool(a[half:three].max() <= PLATEAU_RATIO * a[three:].max())
+
+
 def _chop(coef, rtol):
     """Drop trailing coefficients below ``rtol`` of the largest."""
     a = np.abs(coef)
@@ -1140,6 +1152,18 @@ SPLIT_START_NODES = 81
 #: Fewest nodes whose tail predicts a failure at ``cheb_max_nodes`` (a split
 #: before the last tripling, :func:`_fit_all`).
 EARLY_SPLIT_MIN_NODES = 27
+#: Fewest nodes at which a flat last half of the coefficients below
+#: ``cheb_noise_rtol`` is taken for the rounding floor without a tripling
+#: (:func:`_plateau`): the plateau then spans at least 40 coefficients.
+PLATEAU_MIN_NODES = 81
+#: The last half of a fit's coefficients is a plateau when the largest of its
+#: first half (the third quarter) is at most this times the largest of the last
+#: quarter (the maxima of two blocks of rounding noise differ by up to 2.5 in
+#: the attention law's panels beside its support split).  An algebraic decay
+#: ``k**-q`` has the ratio ``1.5**q``: 4 admits ``q <= 3.4``, whose tail at 81
+#: nodes is below ``cheb_noise_rtol = 1e-10`` only for a component below
+#: ``1e-4`` of the largest coefficient.
+PLATEAU_RATIO = 4.0
 #: Width of the edge panel beside a narrow gap, in gaps.
 NEAR_SPLIT_EDGE_GAPS = 16.0
 #: Ratio of successive panel widths away from such an edge.
@@ -1214,6 +1238,11 @@ def _fit_all(density, tasks, options, log_density=None):
                 done.append(task.panel(_chop(prev_coef, prev_tail / 4), prev_tail))
             elif tail <= floor and tail > prev_tail / 8:
                 # Rounding floor of the samples: no longer shrinking on tripling.
+                done.append(task.panel(_chop(coef, tail / 4), tail))
+            elif (task.n >= PLATEAU_MIN_NODES and tail <= options.cheb_noise_rtol
+                  and _plateau(coef)):
+                # The same floor seen within one fit: the coefficients stopped
+                # decaying by half-way (a tripling would only add noise).
                 done.append(task.panel(_chop(coef, tail / 4), tail))
             elif 3 * task.n <= options.cheb_max_nodes and not (
                     task.n >= EARLY_SPLIT_MIN_NODES and not task.sliver()
