@@ -1152,6 +1152,10 @@ SPLIT_START_NODES = 81
 #: Fewest nodes whose tail predicts a failure at ``cheb_max_nodes`` (a split
 #: before the last tripling, :func:`_fit_all`).
 EARLY_SPLIT_MIN_NODES = 27
+#: Fewest nodes of a first fit (a panel started at more than
+#: ``cheb_start_nodes``: a split's children, or a law's ``start_nodes``) whose
+#: floor tests read the fit at a third of the nodes from its own samples.
+FIRST_FIT_FLOOR_NODES = 27
 #: Fewest nodes at which a flat last half of the coefficients below
 #: ``cheb_noise_rtol`` is taken for the rounding floor without a tripling
 #: (:func:`_plateau`): the plateau then spans at least 40 coefficients.
@@ -1221,9 +1225,12 @@ def _fit_all(density, tasks, options, log_density=None):
             coef = _shifted_coefficients(vals, task.shift)
             tail = _tail(coef)
             prev_tail, prev_coef = task.prev_tail, task.prev_coef
-            if task.growth == 9 and tail > task.tail_rtol:
-                # After a jump of 9: the fit at n/3 from the nodes of n/3 among those
-                # of n (no solve), so that the floor tests compare one tripling.
+            if tail > task.tail_rtol and (task.growth == 9 or (
+                    task.prev_coef is None and task.n % 3 == 0
+                    and task.n >= FIRST_FIT_FLOOR_NODES)):
+                # After a jump of 9, or at a first fit of many nodes: the fit at n/3
+                # from the nodes of n/3 among those of n (no solve), so that the
+                # floor tests compare one tripling.
                 sub = slice(1, None, 3)
                 prev_coef = _shifted_coefficients(
                     vals[sub], None if task.shift is None else task.shift[sub])
@@ -1329,7 +1336,7 @@ def _check_finite(values, points, name):
 
 
 def build_representation(density, intervals, options, expected_mass=None, log_density=None,
-                         zero_scale=None):
+                         zero_scale=None, start_nodes=None):
     """Panels for every support interval of a density.
 
     Parameters
@@ -1355,11 +1362,22 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
         given the mass allowance of such an edge, as an edge at ``e != 0`` is.
         By default an edge at 0 is sampled at relative accuracy (the
         scale-free laws with a hard edge there).
+    start_nodes : int, optional
+        Nodes of every panel's first fit (log-end panels excepted), at least
+        ``options.cheb_start_nodes`` and at most ``options.cheb_max_nodes``:
+        for a density whose solver costs more per call than per point, fewer
+        rounds of calls at more nodes each (theory eq. (8.14)).  Default:
+        ``options.cheb_start_nodes``.
 
     Returns
     -------
     Representation
     """
+    if start_nodes is not None and not (isinstance(start_nodes, (int, np.integer))
+                                        and start_nodes >= 1):
+        raise ValueError(f"start_nodes must be a positive integer, got {start_nodes!r}")
+    first = options.cheb_start_nodes if start_nodes is None else int(
+        min(max(start_nodes, options.cheb_start_nodes), options.cheb_max_nodes))
     tasks = []
     for i, iv in enumerate(intervals):
         lo, hi = float(iv.lo), float(iv.hi)
@@ -1397,6 +1415,9 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
                 kind = ("left" if side < 0 else "right") if edge else "smooth"
                 tasks.append(_Task(PanelMap(u, v, kind, power if edge else 1),
                                    lead if edge else 0, exps, 0, floor, options, zero_scale))
+    for task in tasks:
+        if task.map.kind != "logend":
+            task.n = first
     rep = Representation(_fit_all(density, tasks, options, log_density))
     rep.edge_allowance = _edge_allowance(rep.panels, zero_scale)
     rep.error += rep.edge_allowance

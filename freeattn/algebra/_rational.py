@@ -128,8 +128,102 @@ def cancel_common_roots(num, den):
     return num, den
 
 
+#: Newton steps on every closed-form root of a cubic or quartic before its
+#: backward check (:func:`batched_roots`): Cardano's and Ferrari's formulas
+#: lose up to half the digits of a root to cancellation, which two quadratic
+#: steps restore for a simple root.
+CLOSED_FORM_NEWTON_STEPS = 2
+#: A closed-form root set is kept when the elementary symmetric functions of
+#: its roots reproduce the monic coefficients within this fraction of the
+#: same functions of the roots' moduli (the rounding of forming them is
+#: ``~ d eps`` of that); a root lost to a neighbour (two estimates converging
+#: to one root) changes a coefficient by a relative amount of the order of the
+#: roots' distance, and the batch's column then goes to the companion matrix.
+CLOSED_FORM_BACKWARD_RTOL = 1e-10
+
+
+def _cubic_roots(b, c, d):
+    """The three roots of ``u**3 + b u**2 + c u + d`` (Cardano, complex arithmetic)."""
+    p = c - b * b / 3.0
+    q = (2.0 * b * b - 9.0 * c) * b / 27.0 + d
+    disc = np.sqrt(q * q / 4.0 + p * p * p / 27.0)
+    # the larger of -q/2 +- disc: no cancellation in the cube root's argument
+    s = np.where(np.abs(-q / 2.0 + disc) >= np.abs(-q / 2.0 - disc), -q / 2.0 + disc,
+                 -q / 2.0 - disc)
+    w = np.power(s, 1.0 / 3.0)
+    omega = complex(-0.5, 0.5 * np.sqrt(3.0))
+    ws = np.stack([w, w * omega, w * omega.conjugate()])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where(ws != 0, ws - p / (3.0 * ws), 0.0)
+    return u - b / 3.0
+
+
+def _quartic_roots(a, b, c, d):
+    """The four roots of ``y**4 + a y**3 + b y**2 + c y + d`` (Ferrari, complex arithmetic).
+
+    With ``y = x - a/4`` the depressed quartic ``x**4 + p x**2 + q x + r`` is
+    ``(x**2 + p/2 + m)**2 - (s x - q/(2 s))**2``, ``s = sqrt(2 m)``, for a root
+    ``m`` of the resolvent cubic ``m**3 + p m**2 + (p**2/4 - r) m - q**2/8``
+    (the largest one, away from 0 where ``q/(2 s)`` cancels).
+    """
+    p = b - 3.0 * a * a / 8.0
+    q = c - a * b / 2.0 + a * a * a / 8.0
+    r = d - a * c / 4.0 + a * a * b / 16.0 - 3.0 * (a * a) * (a * a) / 256.0
+    ms = _cubic_roots(p, p * p / 4.0 - r, -q * q / 8.0)
+    m = ms[np.argmax(np.abs(ms), axis=0), np.arange(ms.shape[1])]
+    s = np.sqrt(2.0 * m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.where(s != 0, q / (2.0 * s), 0.0)
+    d1 = np.sqrt(s * s - 4.0 * (p / 2.0 + m + h))
+    d2 = np.sqrt(s * s - 4.0 * (p / 2.0 + m - h))
+    return np.stack([s + d1, s - d1, -s + d2, -s - d2]) / 2.0 - a / 4.0
+
+
+def _closed_form_roots(monic):
+    """Roots of monic cubics/quartics by formula, Newton-polished, with a backward check.
+
+    ``monic`` is ``(d, m)`` (lowest first, the leading 1 left out), ``d`` 3 or
+    4.  Returns ``(roots, ok)``: ``ok`` is False in the columns whose roots miss
+    the backward check (``CLOSED_FORM_BACKWARD_RTOL``) or are not finite.
+    """
+    d = monic.shape[0]
+    c = monic.astype(complex)
+    with np.errstate(all="ignore"):
+        if d == 3:
+            roots = _cubic_roots(c[2], c[1], c[0])
+        else:
+            roots = _quartic_roots(c[3], c[2], c[1], c[0])
+        for _ in range(CLOSED_FORM_NEWTON_STEPS):
+            p = roots + c[d - 1]
+            dp = np.ones_like(roots)
+            for k in range(d - 2, -1, -1):
+                dp = dp * roots + p
+                p = p * roots + c[k]
+            step = p / dp
+            roots = np.where(np.isfinite(step), roots - step, roots)
+        # elementary symmetric functions of the roots and of their moduli
+        e = [np.ones(roots.shape[1], dtype=complex)] + [0.0] * d
+        ea = [np.ones(roots.shape[1])] + [0.0] * d
+        for j in range(d):
+            rj, aj = roots[j], np.abs(roots[j])
+            for k in range(j + 1, 0, -1):
+                e[k] = e[k] - rj * e[k - 1]
+                ea[k] = ea[k] + aj * ea[k - 1]
+        ok = np.all(np.isfinite(roots), axis=0)
+        for k in range(1, d + 1):
+            # prod (x - r_j) = sum_k e[k] x**(d - k): e[k] is the coefficient of x**(d-k)
+            ok &= np.abs(e[k] - c[d - k]) <= CLOSED_FORM_BACKWARD_RTOL * ea[k]
+    return roots, ok
+
+
 def batched_roots(coeffs):
-    """All roots of a batch of polynomials (companion-matrix eigenvalues).
+    """All roots of a batch of polynomials.
+
+    Cubics and quartics with real coefficients are solved by formula
+    (Cardano, Ferrari) and two Newton steps, each column checked backward (the
+    elementary symmetric functions of its roots reproduce its coefficients,
+    ``CLOSED_FORM_BACKWARD_RTOL``); other degrees and the columns that miss the
+    check take the companion-matrix eigenvalues (LAPACK, backward stable).
 
     Parameters
     ----------
@@ -143,11 +237,22 @@ def batched_roots(coeffs):
     """
     coeffs = np.asarray(coeffs)
     d = coeffs.shape[0] - 1
-    m = coeffs.shape[1]
     lead = coeffs[-1]
     monic = coeffs[:-1] / lead                     # (d, m)
     if d == 1:
         return -monic
+    real = not (np.iscomplexobj(monic) and np.any(monic.imag))
+    if real and d in (3, 4):
+        roots, ok = _closed_form_roots(monic.real)
+        if not ok.all():
+            roots[:, ~ok] = _companion_roots(monic[:, ~ok])
+        return roots
+    return _companion_roots(monic)
+
+
+def _companion_roots(monic):
+    """Eigenvalues of the companion matrices of monic polynomials ``(d, m)``."""
+    d, m = monic.shape
     dtype = complex if np.iscomplexobj(monic) and np.any(monic.imag) else float
     comp = np.zeros((m, d, d), dtype=dtype)
     comp[:, 0, :] = -(monic[::-1].T if dtype is complex else monic[::-1].T.real)
