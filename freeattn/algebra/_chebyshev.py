@@ -699,11 +699,24 @@ class Panel:
         self.lead = lead
         self.lo_exponent = lo_exponent
         self.hi_exponent = hi_exponent
-        self.coef_list = [float(c) for c in coef]
-        self.cum_list = [float(c) for c in self.cum]
+        self._coef_list = self._cum_list = None
         self._inverse = None
         self._quad = {}                   # extra -> (nodes, weights) of quadrature()
         self._far = None                  # far_rule(coef), for cauchy()
+
+    @property
+    def coef_list(self):
+        """``coef`` as Python floats, for the scalar Clenshaw recurrence (built on first use)."""
+        if self._coef_list is None:
+            self._coef_list = self.coef.tolist()
+        return self._coef_list
+
+    @property
+    def cum_list(self):
+        """``cum`` as Python floats (built on first use)."""
+        if self._cum_list is None:
+            self._cum_list = self.cum.tolist()
+        return self._cum_list
 
     def edge_limit(self, end):
         """``lim |x - e|**(-eta) f(x)`` at the panel's end ``end = -1`` or ``1``.
