@@ -513,3 +513,29 @@ def test_singular_edges_away_from_0_keep_the_mass_eq_8_14(lo, hi):
         if law is not base:
             coefs = sorted(len(p.coef) for p in law._representation().panels)
             assert coefs == sorted(len(p.coef) for p in base._representation().panels)
+
+
+def test_a_discrete_pair_fits_its_panels_in_one_round_eq_8_14(monkeypatch):
+    """eq. (8.14): the ⊞ of two discrete laws of few atoms (cheap solves per point)
+    starts every panel at 81 nodes: Bernoulli ⊞ Bernoulli (the arcsine law) takes one
+    call of its density solver (measured; two from 9 nodes, [18, 144]), and its
+    representation agrees with the closed form 1/(pi sqrt(4 - x**2)) to 1e-13
+    relative on 1001 interior points of [-1.99, 1.99] (measured 2.0e-15), its mass
+    with 1 to mass_atol (a new law object: nothing is cached between laws)."""
+    from freeattn.compose._analytic import DISCRETE_START_NODES, AnalyticLaw
+
+    law = free_additive(point_masses([-1.0, 1.0], [0.5, 0.5]),
+                        point_masses([-1.0, 1.0], [0.5, 0.5]))
+    assert isinstance(law, AnalyticLaw) and law._first_panel_nodes() == DISCRETE_START_NODES
+    calls = []
+    original = AnalyticLaw._density
+
+    def counting(self, x):
+        calls.append(x.size)
+        return original(self, x)
+    monkeypatch.setattr(AnalyticLaw, "_density", counting)
+    rep = law._representation()
+    assert len(calls) == 1
+    x = np.linspace(-1.99, 1.99, 1001)
+    assert rep.pdf(x) == pytest.approx(1.0 / (math.pi * np.sqrt(4.0 - x * x)), rel=1e-13)
+    assert abs(rep.total - 1.0) <= DEFAULT_OPTIONS.mass_atol

@@ -48,6 +48,15 @@ POLE_STALL_RATIO = 1.0
 #: A point is solved where its residual is within this of the sum of its terms'
 #: moduli (a few roundings of each of the seven terms of eq. (14.33)).
 POLE_RESIDUAL_FLOOR = 32 * _EPS
+#: Ratio of successive distances of the continuation ladder
+#: (:meth:`PoleEdge._ladder_to`), from ``reach`` towards the edge; each rung starts
+#: from the last one extrapolated by the exponent of the last two.
+POLE_LADDER_RATIO = 1e-2
+#: A rung's offset must have ``Im s_a`` above this fraction of ``|s_a|``: a root whose
+#: offset is real to that accuracy lies on another sheet (a real root off the support).
+POLE_LADDER_MIN_PHASE = 1e-6
+#: Times a rung that fails is retried at the square root of its ratio.
+POLE_LADDER_RETRIES = 6
 
 
 class _AtomOffset:
@@ -142,6 +151,8 @@ class PoleEdge:
         self.kappa = ((big - 1.0) + small) / (m_alpha * m_beta)
         self._regular = regular
         self._reference = None
+        #: The continuation ladder: rungs ``(|delta|, s1)``, distances decreasing.
+        self._rungs = []
 
     def serves(self, x):
         """The points of ``x`` inside the band within ``reach`` of the edge."""
@@ -214,6 +225,78 @@ class PoleEdge:
             self._reference = (float(delta[0]), complex(s1[0]))
         return self._reference
 
+    def _solve_at(self, delta, start):
+        """Newton from ``start`` at the distances ``delta`` (signed); the offsets, ``G``
+        and whether each point is on the Stieltjes branch."""
+        x = self.edge + delta
+        s1, f1, s2, ok = self._newton(start, delta, x)
+        with np.errstate(all="ignore"):
+            if self.multiplicative:
+                g = (self.oa.atom + s1) / (x * f1)
+            else:
+                g = 1.0 / f1
+            ok &= (s1.imag > 0) & (s2.imag >= 0) & np.isfinite(g) & (g.imag <= 0)
+        return s1, s2, g, ok
+
+    def _ladder_to(self, dmin):
+        """The continuation ladder down to a distance below ``dmin`` (theory section 14.27).
+
+        Next to a pole edge that faces another one across a narrow gap the offsets
+        follow ``sqrt(delta)`` only far closer to the edge than the reference point,
+        and the scaled start lands on another root.  The ladder instead starts at
+        ``reach`` from the general solve and walks towards the edge by
+        ``POLE_LADDER_RATIO``, each rung's Newton starting from the last rung
+        extrapolated by the exponent of the last two (``s ~ delta**p``, ``p``
+        complex), a failed rung retried at a smaller step.
+        """
+        rungs = self._rungs
+        if not rungs:
+            d0 = np.array([self.side * self.reach])
+            start = self._regular(self.edge + d0)
+            s1, _, _, ok = self._solve_at(d0, start)
+            if not ok.all():
+                raise ConvergenceError(
+                    f"the offset model of the pole edge at {self.edge!r} (theory eqs. "
+                    f"(14.32)-(14.33)) did not converge at x = {float(self.edge + d0[0])!r} "
+                    f"from the general solve's offset {complex(start[0])!r}",
+                    point=float(self.edge + d0[0]))
+            rungs.append((self.reach, complex(s1[0])))
+        while rungs[-1][0] > dmin:
+            d_last, s_last = rungs[-1]
+            p = 0.5
+            if len(rungs) >= 2:
+                d_prev, s_prev = rungs[-2]
+                p = np.log(s_last / s_prev) / np.log(d_last / d_prev)
+            ratio = POLE_LADDER_RATIO
+            for _ in range(POLE_LADDER_RETRIES + 1):
+                d = d_last * ratio
+                start = np.array([s_last * np.exp(p * np.log(ratio))])
+                s1, _, _, ok = self._solve_at(np.array([self.side * d]), start)
+                # a nearly real offset is a root off the support (another sheet)
+                if ok.all() and s1[0].imag > POLE_LADDER_MIN_PHASE * abs(s1[0]):
+                    rungs.append((d, complex(s1[0])))
+                    break
+                ratio = np.sqrt(ratio)
+            else:
+                raise ConvergenceError(
+                    f"the offset model of the pole edge at {self.edge!r} (theory eqs. "
+                    f"(14.32)-(14.33)) did not converge on its continuation ladder: "
+                    f"stalled at a distance {d_last!r} from the edge",
+                    point=float(self.edge + self.side * d_last))
+        return rungs
+
+    def _ladder_start(self, delta):
+        """Starts at the distances ``delta`` interpolated on the ladder (a power law
+        between the two rungs that bracket each)."""
+        d = np.abs(delta)
+        rungs = self._ladder_to(float(d.min()))
+        dist = np.array([r[0] for r in rungs])
+        offs = np.array([r[1] for r in rungs])
+        # rung k with dist[k] >= d > dist[k + 1] (dist decreasing)
+        k = np.clip(np.searchsorted(-dist, -d, side="right") - 1, 0, dist.size - 2)
+        p = np.log(offs[k + 1] / offs[k]) / np.log(dist[k + 1] / dist[k])
+        return offs[k] * np.exp(p * np.log(d / dist[k]))
+
     def cauchy(self, x):
         """``G(x + i0)`` at real points ``x`` that :meth:`serves`, and where it is solved.
 
@@ -229,20 +312,25 @@ class PoleEdge:
         delta = self.offset(x)
         near = np.abs(delta) <= self.near
         start = np.empty(x.shape, dtype=complex)
+        reference = True
         if near.any():
-            d_ref, s_ref = self._reference_point()
-            start[near] = s_ref * np.sqrt(delta[near] / d_ref)
+            try:
+                d_ref, s_ref = self._reference_point()
+                start[near] = s_ref * np.sqrt(delta[near] / d_ref)
+            except ConvergenceError:
+                reference = False
+                start[near] = self._ladder_start(delta[near])
         if not near.all():
             start[~near] = self._regular(x[~near])
-        s1, f1, s2, ok = self._newton(start, delta, x)
+        s1, s2, g, ok = self._solve_at(delta, start)
+        # a far point's root stays next to the general solve's start
         with np.errstate(all="ignore"):
-            if self.multiplicative:
-                g = (self.oa.atom + s1) / (x * f1)
-            else:
-                g = 1.0 / f1
-            ok &= (s1.imag > 0) & (s2.imag >= 0) & np.isfinite(g) & (g.imag <= 0)
-            # a far point's root stays next to the general solve's start
             ok &= near | (np.abs(s1 - start) <= POLE_FAR_MOVE * np.abs(start))
+        missed = np.flatnonzero(near & ~ok)
+        if missed.size and reference:
+            # the sqrt scaling of the reference did not hold there: the ladder
+            ls1, ls2, lg, lok = self._solve_at(delta[missed], self._ladder_start(delta[missed]))
+            s1[missed], s2[missed], g[missed], ok[missed] = ls1, ls2, lg, lok
         if not (ok | ~near).all():
             k = int(np.argmax(near & ~ok))
             raise ConvergenceError(
@@ -255,8 +343,9 @@ class PoleEdge:
 
 def pole_edge_pair(a, b, edge, multiplicative, scale):
     """The atoms ``(alpha, m_alpha, beta, m_beta)`` of ``a`` and ``b`` whose sum (⊞) or
-    product (⊠) is the pole edge ``edge`` (within ``POLE_PAIR_RTOL * scale``) with the
-    masses closest to summing to 1; None without such a pair."""
+    product (⊠) is the pole edge ``edge`` (within ``POLE_PAIR_RTOL * scale``): of those
+    whose masses sum to 1 (within ``POLE_MASS_ATOL``) the nearest to the edge, else
+    the one with the masses closest to summing to 1; None without such a pair."""
     la, ma = a.atoms()
     lb, mb = b.atoms()
     if not (la.size and lb.size):
@@ -277,8 +366,11 @@ def pole_edge_pair(a, b, edge, multiplicative, scale):
             if abs(x - edge) > POLE_PAIR_RTOL * scale:
                 continue
             miss = abs(m_alpha + float(mb[k]) - 1.0)
-            if best is None or miss < best[0]:
-                best = (miss, (alpha, m_alpha, beta, float(mb[k])))
+            # masses summing to 1 first, then the pair nearest the edge (two pole edges
+            # 1e-10 apart are both within the tolerance of either), then the masses
+            key = (miss > POLE_MASS_ATOL, abs(x - edge), miss)
+            if best is None or key < best[0]:
+                best = (key, (alpha, m_alpha, beta, float(mb[k])))
     return None if best is None else best[1]
 
 

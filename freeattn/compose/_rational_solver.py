@@ -99,12 +99,32 @@ OUTER_TEST_FACTOR = 1.5
 #: ... and an inner interval symmetric about 0 is tested at this fraction.
 INNER_TEST_FRACTION = 0.381966
 
-def _real_roots(poly, tol=REAL_CRITICAL_RTOL):
-    """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged."""
+def _all_roots(poly):
+    """Every root of a polynomial (lowest first): ``numpy.roots`` of the reversed
+    coefficients (the same companion matrix, without its argument handling)."""
+    c = np.asarray(poly, dtype=float)[::-1]
+    nz = np.flatnonzero(c)
+    if nz.size == 0:
+        return np.empty(0, dtype=complex)
+    c = c[nz[0]:nz[-1] + 1]
+    zeros = np.zeros(poly.size - 1 - nz[-1], dtype=complex)       # roots at 0
+    d = c.size - 1
+    if d < 1:
+        return zeros
+    comp = np.zeros((d, d))
+    comp[0] = -c[1:] / c[0]
+    comp[np.arange(1, d), np.arange(d - 1)] = 1.0
+    return np.concatenate([np.linalg.eigvals(comp).astype(complex), zeros])
+
+
+def _real_roots(poly, tol=REAL_CRITICAL_RTOL, roots=None):
+    """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged
+    (``roots``: all its roots, when already computed)."""
     poly = trim(poly)
     if poly.size < 2:
         return np.empty(0)
-    roots = np.roots(poly[::-1])
+    if roots is None:
+        roots = _all_roots(poly)
     real = np.sort(roots[np.abs(roots.imag) <= tol * np.abs(roots)].real)
     pc = tuple(float(c) for c in poly)
     dc = tuple(k * c for k, c in enumerate(pc))[1:]
@@ -393,7 +413,8 @@ class RationalSolver:
         n, d, a, b = curve.polys[-1]
         crit_poly = trim(padd(pmul(_P.polyder(n) if n.size > 1 else [0.0], d),
                               -pmul(n, _P.polyder(d) if d.size > 1 else [0.0])))
-        raw = _real_roots(crit_poly)
+        all_crit = _all_roots(crit_poly) if crit_poly.size > 1 else np.empty(0)
+        raw = _real_roots(crit_poly, roots=all_crit)
         crit = self._polish_critical(raw)
         # Multiplicities (eq. (8.13)) are counted among the coefficient roots,
         # next to each polished point's unpolished origin.
@@ -418,9 +439,8 @@ class RationalSolver:
         breaks = np.sort(np.concatenate([crit_c, poles]))
         breaks = _cluster(breaks)[0] if breaks.size else breaks
         # Roots of Z' and of the denominators, for multiplicities at the edges.
-        all_crit = np.roots(crit_poly[::-1]) if crit_poly.size > 1 else np.empty(0)
-        b_roots = np.roots(b[::-1]) if b.size > 1 else np.empty(0)
-        a_roots = np.roots(a[::-1]) if a.size > 1 else np.empty(0)
+        b_roots = _all_roots(b) if b.size > 1 else np.empty(0)
+        a_roots = _all_roots(a) if a.size > 1 else np.empty(0)
 
         pieces = []                   # (x_left, x_right, t_left, t_right)
         ends = np.concatenate([[-np.inf], breaks, [np.inf]])

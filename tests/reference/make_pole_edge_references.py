@@ -13,7 +13,12 @@ Cases (the atoms' masses sum to 1 in pairs, so the density diverges as
 - ``weighted_product``: ``point_masses([1, 2], [0.3, 0.7]) ⊠ point_masses([1, 3],
   [0.7, 0.3])``, pole edges at 1 and 6 (and an atom 0.4 at 2);
 - ``inexact_product``: ``point_masses([0.1, 0.7]) ⊠ point_masses([0.3, 1.1])``, pole
-  edges at the four products of the float atoms, none of them a float.
+  edges at the four products of the float atoms, none of them a float;
+- ``close_edges`` (written under ``close_cases``): ``point_masses([-1 - 1e-10, 1]) ⊞
+  point_masses([-1, 1])``, the arcsine with a gap of width 1e-10 opened at 0 between
+  the pole edges ``-1e-10`` (of the atoms ``-1 - 1e-10`` and 1) and 0 (of 1 and -1):
+  two pairs whose sums lie within 1e-10 of each other, and offsets that follow
+  ``sqrt(delta)`` only far inside the gap's width.
 
 At the float points ``x = fl(x_e + side 10**-k w)`` (``x_e`` the float edge, ``w`` the
 band's width, ``k = 4, 6, ..., 14``, inside the band) the density ``-Im G/pi`` at
@@ -46,20 +51,38 @@ CASES = {
     "weighted_product": (([1, 2], ["0.3", "0.7"]), ([1, 3], ["0.7", "0.3"]), True),
     "inexact_product": (([0.1, 0.7], ["0.5", "0.5"]), ([0.3, 1.1], ["0.5", "0.5"]), True),
 }
+CLOSE_CASES = {
+    "close_edges": (([-1.0 - 1e-10, 1.0], ["0.5", "0.5"]), ([-1.0, 1.0], ["0.5", "0.5"]),
+                    False),
+}
 
 
 def build(case):
     """The freeattn law of a case."""
-    (av, aw), (bv, bw), mul = CASES[case]
+    (av, aw), (bv, bw), mul = {**CASES, **CLOSE_CASES}[case]
     a = freeattn.point_masses([float(v) for v in av], [float(w) for w in aw])
     b = freeattn.point_masses([float(v) for v in bv], [float(w) for w in bw])
     return freeattn.free_multiplicative(a, b) if mul else freeattn.free_additive(a, b)
 
 
-def main():
-    mpmath.mp.dps = DPS
+def _start(model, delta, xa):
+    """The offset model's own root at ``xa`` (the start of mpmath's solve): from the
+    reference point scaled by sqrt, or from the continuation ladder where that fails."""
+    try:
+        d_ref, s_ref = model._reference_point()
+        start = s_ref * np.sqrt(delta / d_ref)
+    except freeattn.ConvergenceError:
+        start = model._ladder_start(delta)
+    s1, _, _, ok = model._solve_at(delta, start)
+    if not ok.all():
+        s1, _, _, ok = model._solve_at(delta, model._ladder_start(delta))
+    assert ok.all()
+    return s1[0]
+
+
+def references(cases):
     out = {}
-    for case, ((av, aw), (bv, bw), mul) in CASES.items():
+    for case, ((av, aw), (bv, bw), mul) in cases.items():
         amv, amw = [mpmath.mpf(float(v)) for v in av], [mpmath.mpf(w) for w in aw]
         bmv, bmw = [mpmath.mpf(float(v)) for v in bv], [mpmath.mpf(w) for w in bw]
         ga = lambda u, v=amv, w=amw: _g_atoms(v, w, u)  # noqa: E731
@@ -75,8 +98,7 @@ def main():
                 x = model.edge + model.side * 10.0 ** -k * width
                 xa = np.array([x])
                 delta = model.offset(xa)
-                d_ref, s_ref = model._reference_point()
-                s1 = model._newton(s_ref * np.sqrt(delta / d_ref), delta, xa)[0][0]
+                s1 = _start(model, delta, xa)
                 zeta = mpmath.mpf(model.oa.atom) + mpmath.mpc(s1)
                 start = 1 / zeta if mul else zeta
                 pa, pb = mpmath.mpf(model.oa.atom), mpmath.mpf(model.ob.atom)
@@ -90,8 +112,14 @@ def main():
         out[case] = {"a": [[float(v) for v in av], [float(w) for w in aw]],
                      "b": [[float(v) for v in bv], [float(w) for w in bw]],
                      "multiplicative": mul, "points": points}
-    OUT.write_text(json.dumps({"dps": DPS, "depths": list(DEPTHS), "cases": out}, indent=1)
-                   + "\n")
+    return out
+
+
+def main():
+    mpmath.mp.dps = DPS
+    payload = {"dps": DPS, "depths": list(DEPTHS), "cases": references(CASES),
+               "close_cases": references(CLOSE_CASES)}
+    OUT.write_text(json.dumps(payload, indent=1) + "\n")
 
 
 if __name__ == "__main__":
