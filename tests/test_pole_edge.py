@@ -308,3 +308,22 @@ def test_the_continuation_ladder_tracks_the_branch_eq_14_31():
     assert np.all(s.imag > 0) and np.all(np.diff(d) < 0) and d[-1] <= 1e-18
     p = np.log(abs(s[-1] / s[-2])) / np.log(d[-1] / d[-2])
     assert p == pytest.approx(0.5, abs=1e-3)
+
+
+def test_random_facing_pole_edges_build():
+    # 40 random ⊞ and ⊠ of two-atom laws with masses 1/2 (every pair of atoms a pole
+    # pair), atoms on a grid with one of them moved by a relative 1e-13 ... 1e-5
+    # (numpy.random.default_rng(1)): pole edges facing each other across gaps down to
+    # 1e-13 of the scale.  Before the nearest pair and the ladder of theory section
+    # 14.27, 6 of these 40 raised (10 of 200 over the seeds 0-4); now all build with
+    # the mass within 1e-12 (measured 1.3e-13).
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        mul = bool(rng.integers(2))
+        grid = np.arange(1, 6) if mul else np.arange(-3, 4)
+        a = np.sort(rng.choice(grid, 2, replace=False)).astype(float)
+        b = np.sort(rng.choice(grid, 2, replace=False)).astype(float)
+        a[rng.integers(2)] *= 1 + 10.0 ** rng.uniform(-13, -5) * rng.choice([-1, 1])
+        pa, pb = freeattn.point_masses(a, [0.5, 0.5]), freeattn.point_masses(b, [0.5, 0.5])
+        law = freeattn.free_multiplicative(pa, pb) if mul else freeattn.free_additive(pa, pb)
+        assert abs(law.total_mass() - 1.0) <= 1e-12, (mul, a, b)
