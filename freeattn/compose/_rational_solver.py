@@ -117,6 +117,20 @@ def _all_roots(poly):
     return np.concatenate([np.linalg.eigvals(comp).astype(complex), zeros])
 
 
+#: Points within this fraction of an edge's local scale (the smallest of its
+#: distance to 0, its band's width and the gap beside it) from a square-root
+#: edge take the branch from Newton on the factored tower seeded by the edge's
+#: quadratic model (:meth:`RationalSolver._edge_seeded`, theory section 8.4):
+#: the coefficient roots of the multi-head tower at ``beta = 0.15`` gave another
+#: root from 1e-7 of its lower edge inwards, with 1e-6 of the edge 8e-10 off.
+EDGE_SEED_RTOL = 1e-4
+#: ... on towers of at least this degree: the cubics and quartics of the peers'
+#: compositions and of the attention law keep their edges' roots apart (their
+#: coefficients do not cancel), and the seeded solve would cost them a second
+#: selection per call.
+EDGE_SEED_MIN_DEGREE = 5
+
+
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL, roots=None):
     """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged
     (``roots``: all its roots, when already computed)."""
@@ -176,6 +190,9 @@ class RationalSolver:
         #: ``hard_edge_branch(z)`` returns ``G`` (NaN where it fails) next to a
         #: hard edge at 0, where the tower keeps no digits (set by the law).
         self.hard_edge_branch = None
+        #: ``(x_e, t_e, Z''(t_e), zone)`` of every square-root edge, once
+        #: :meth:`support` has run (:meth:`_edge_seeded`).
+        self.soft_edges = []
 
     # -- the branch ---------------------------------------------------------------------
     def solve(self, z):
@@ -212,6 +229,19 @@ class RationalSolver:
         roots = batched_roots(coeffs)
         roots = self._newton(coeffs, roots + 1j * opts.root_nudge * np.abs(roots))
         t, g, bad, failed, message = self._select(roots, z)
+        if self.soft_edges:
+            # every point within the zone of a square-root edge, seeded by that edge
+            which = np.full(z.shape, -1)
+            for k, (xe, _, _, zone) in enumerate(self.soft_edges):
+                which[(which < 0) & (np.abs(z - xe) <= zone)] = k
+            sel = np.flatnonzero(which >= 0)
+            if sel.size:
+                edges = np.array(self.soft_edges, dtype=complex)[which[sel]]
+                ts, gs, ok = self._edge_seeded(edges[:, 0].real, edges[:, 1].real,
+                                               edges[:, 2], z[sel])
+                keep = sel[ok]
+                t[keep], g[keep] = ts[ok], gs[ok]
+                bad[keep] = failed[keep] = False
         if self.hard_edges is not None and self.extent is not None:
             # Next to a hard edge at 0 the factored tower cancels too (its
             # subordination points are small differences of large numbers), so
@@ -232,6 +262,47 @@ class RationalSolver:
         if bad.any():
             t[bad], g[bad] = self._rescue(roots[:, bad], z[bad])
         return t, g
+
+    def _edge_seeded(self, xe, te, d2, z):
+        """The branch next to a square-root edge from its quadratic model (section 8.4).
+
+        ``Z(t) ~ x_e + Z''(t_e) (t - t_e)**2 / 2`` next to the simple critical point
+        ``t_e`` of the edge ``x_e``: both roots ``t_e +- sqrt(2 (z - x_e) / Z'')`` of
+        the model seed Newton on the factored tower, and the selection of eq.
+        (8.10) picks the branch among the two.  The expanded polynomial of a tall
+        tower, whose two roots there are a near-double pair, can give another root
+        instead.  Returns ``(t, G, ok)``.
+        """
+        with np.errstate(all="ignore"):
+            step = np.sqrt(2.0 * (z - xe) / d2 + 0j)
+            seeds = np.stack([te + step, te - step])
+            cand = self._polish_factored(seeds, z[None, :], max_move=RESCUE_MOVE)
+        t, g, bad, _, _ = self._select(cand, z)
+        return t, g, ~bad & np.isfinite(g)
+
+    def _record_soft_edges(self, intervals, edge_points):
+        """``soft_edges`` from the support's intervals and the leaf points of their edges
+        (a tower of degree at least ``EDGE_SEED_MIN_DEGREE`` only)."""
+        self.soft_edges = []
+        if self.num.size - 1 < EDGE_SEED_MIN_DEGREE:
+            return
+        bounds = sorted(v for iv in intervals for v in (iv.lo, iv.hi))
+        for iv in intervals:
+            for x, expo in ((iv.lo, iv.lo_exponent), (iv.hi, iv.hi_exponent)):
+                te = edge_points.get(x)
+                if expo != Fraction(1, 2) or te is None or not np.isfinite(te):
+                    continue
+                others = [abs(v - x) for v in bounds if v != x]
+                local = min([abs(x)] + others) if x != 0.0 else min(others, default=0.0)
+                if not local > 0.0:
+                    continue
+                h = CRITICAL_DIFF_STEP * max(abs(te), _TINY)
+                with np.errstate(all="ignore"):
+                    d2 = complex((self.curve.stages(np.array([te + h + 0j]))[2][-1]
+                                  - self.curve.stages(np.array([te - h + 0j]))[2][-1])[0]
+                                 / (2.0 * h))
+                if np.isfinite(d2) and d2 != 0:
+                    self.soft_edges.append((x, te, d2, EDGE_SEED_RTOL * local))
 
     def _rescue(self, roots, z):
         """The branch where the coefficient roots did not give it (theory eqs. (8.10), (8.20)).
@@ -483,6 +554,7 @@ class RationalSolver:
             else:
                 merged.append(p)
         intervals = []
+        edge_points = {}
         for left, right in zip(merged[:-1], merged[1:]):
             lo, hi = left[1], right[0]
             if hi - lo <= self.options.edge_merge_rtol * max(abs(lo), abs(hi), _TINY):
@@ -492,9 +564,12 @@ class RationalSolver:
             e_hi = self._exponent(origin(right[2]), all_crit, a_roots,
                                   b_roots, hi)
             intervals.append([float(lo), float(hi), e_lo, e_hi])
+            edge_points[float(lo)], edge_points[float(hi)] = left[3], right[2]
         if intervals:
             self.extent = max(max(abs(iv[0]), abs(iv[1])) for iv in intervals)
-        return _snap_hard_edge(intervals, self.hard_edges, self.options)
+        intervals = _snap_hard_edge(intervals, self.hard_edges, self.options)
+        self._record_soft_edges(intervals, edge_points)
+        return intervals
 
     def _polish_critical(self, crit):
         """Critical points of ``Z`` refined on the factored tower (theory eq. (8.12), section 8.4).
