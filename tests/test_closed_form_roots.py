@@ -149,3 +149,15 @@ def test_the_attention_law_beside_its_split_builds_in_one_round_eq_8_14(monkeypa
     rep = law._representation()
     assert len(calls) == 1
     assert abs(rep.total - law._continuous_mass()) <= law.options.mass_atol + rep.edge_allowance
+
+
+def test_all_roots_is_numpy_roots_of_the_reversed_coefficients():
+    """``all_roots`` builds numpy.roots' companion matrix without its argument
+    handling: the same eigenvalues, bit for bit, with leading zeros dropped and
+    trailing ones (lowest-degree zeros) returned as roots at 0."""
+    rng = np.random.default_rng(11)
+    for poly in ([0.0, 0.0, 1.0, -3.0, 2.0], [2.0, -1.0, 0.5, 0.0, 0.0],
+                 list(rng.standard_normal(7)), [5.0], [0.0, 0.0]):
+        ref = np.roots(np.asarray(poly)[::-1])
+        got = rational.all_roots(np.asarray(poly))
+        assert np.array_equal(got, ref.astype(complex))

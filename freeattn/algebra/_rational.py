@@ -18,6 +18,7 @@ __all__ = [
     "compose",
     "cancel_common_roots",
     "batched_roots",
+    "all_roots",
 ]
 
 _P = np.polynomial.polynomial
@@ -105,6 +106,24 @@ def _deflate(p, r):
     return out
 
 
+def all_roots(poly):
+    """Every root of a polynomial (lowest first): ``numpy.roots`` of the reversed
+    coefficients (the same companion matrix, without its argument handling)."""
+    c = np.asarray(poly, dtype=float)[::-1]
+    nz = np.flatnonzero(c)
+    if nz.size == 0:
+        return np.empty(0, dtype=complex)
+    zeros = np.zeros(c.size - 1 - nz[-1], dtype=complex)          # roots at 0
+    c = c[nz[0]:nz[-1] + 1]
+    d = c.size - 1
+    if d < 1:
+        return zeros
+    comp = np.zeros((d, d))
+    comp[0] = -c[1:] / c[0]
+    comp[np.arange(1, d), np.arange(d - 1)] = 1.0
+    return np.concatenate([np.linalg.eigvals(comp).astype(complex), zeros])
+
+
 def cancel_common_roots(num, den):
     """Divide ``num`` and ``den`` by their common real linear factors.
 
@@ -116,7 +135,7 @@ def cancel_common_roots(num, den):
     changed = True
     while changed and den.size > 1 and num.size > 1:
         changed = False
-        for r in np.roots(den[::-1]):
+        for r in all_roots(den):
             if abs(r.imag) > CANCEL_IMAG_RTOL * max(1.0, abs(r)):
                 continue
             r = r.real

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..algebra._rational import batched_roots, hval, padd, pmul, trim
+from ..algebra._rational import all_roots, batched_roots, hval, padd, pmul, trim
 from ..core._errors import ConvergenceError
 from ..laws._law_base import SOFT, Interval
 from ._fixed_point import polish_newton
@@ -99,24 +99,6 @@ OUTER_TEST_FACTOR = 1.5
 #: ... and an inner interval symmetric about 0 is tested at this fraction.
 INNER_TEST_FRACTION = 0.381966
 
-def _all_roots(poly):
-    """Every root of a polynomial (lowest first): ``numpy.roots`` of the reversed
-    coefficients (the same companion matrix, without its argument handling)."""
-    c = np.asarray(poly, dtype=float)[::-1]
-    nz = np.flatnonzero(c)
-    if nz.size == 0:
-        return np.empty(0, dtype=complex)
-    c = c[nz[0]:nz[-1] + 1]
-    zeros = np.zeros(poly.size - 1 - nz[-1], dtype=complex)       # roots at 0
-    d = c.size - 1
-    if d < 1:
-        return zeros
-    comp = np.zeros((d, d))
-    comp[0] = -c[1:] / c[0]
-    comp[np.arange(1, d), np.arange(d - 1)] = 1.0
-    return np.concatenate([np.linalg.eigvals(comp).astype(complex), zeros])
-
-
 #: Points within this fraction of an edge's local scale (the smallest of its
 #: distance to 0, its band's width and the gap beside it) from a square-root
 #: edge take the branch from Newton on the factored tower seeded by the edge's
@@ -138,7 +120,7 @@ def _real_roots(poly, tol=REAL_CRITICAL_RTOL, roots=None):
     if poly.size < 2:
         return np.empty(0)
     if roots is None:
-        roots = _all_roots(poly)
+        roots = all_roots(poly)
     real = np.sort(roots[np.abs(roots.imag) <= tol * np.abs(roots)].real)
     pc = tuple(float(c) for c in poly)
     dc = tuple(k * c for k, c in enumerate(pc))[1:]
@@ -484,7 +466,7 @@ class RationalSolver:
         n, d, a, b = curve.polys[-1]
         crit_poly = trim(padd(pmul(_P.polyder(n) if n.size > 1 else [0.0], d),
                               -pmul(n, _P.polyder(d) if d.size > 1 else [0.0])))
-        all_crit = _all_roots(crit_poly) if crit_poly.size > 1 else np.empty(0)
+        all_crit = all_roots(crit_poly) if crit_poly.size > 1 else np.empty(0)
         raw = _real_roots(crit_poly, roots=all_crit)
         crit = self._polish_critical(raw)
         # Multiplicities (eq. (8.13)) are counted among the coefficient roots,
@@ -510,8 +492,8 @@ class RationalSolver:
         breaks = np.sort(np.concatenate([crit_c, poles]))
         breaks = _cluster(breaks)[0] if breaks.size else breaks
         # Roots of Z' and of the denominators, for multiplicities at the edges.
-        b_roots = _all_roots(b) if b.size > 1 else np.empty(0)
-        a_roots = _all_roots(a) if a.size > 1 else np.empty(0)
+        b_roots = all_roots(b) if b.size > 1 else np.empty(0)
+        a_roots = all_roots(a) if a.size > 1 else np.empty(0)
 
         pieces = []                   # (x_left, x_right, t_left, t_right)
         ends = np.concatenate([[-np.inf], breaks, [np.inf]])
