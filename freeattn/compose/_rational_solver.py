@@ -389,7 +389,14 @@ class RationalSolver:
             score = np.where(real, np.where(increasing, 0.0, -1.0), score)
             decreasing = real & ~increasing
         score = np.where(ok, score, -np.inf)
-        idx = np.argmax(score, axis=0)
+        # Ties (real roots, and a root whose only nearly real points are functions of
+        # z, as under a single-atom partner, all score 0) go to the largest -Im G:
+        # inside the support the branch is the one candidate with a density, eq.
+        # (8.10); their order from the root finder decided before.
+        best = score.max(axis=0)
+        with np.errstate(invalid="ignore"):
+            density = np.where(ok & (score == best[None, :]), -gs[-1].imag, -np.inf)
+        idx = np.argmax(density, axis=0)
         cols = np.arange(z.size)
         failed = ~ok[idx, cols]
         message = None
