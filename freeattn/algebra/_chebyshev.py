@@ -1165,6 +1165,13 @@ SPLIT_START_NODES = 81
 #: Fewest nodes whose tail predicts a failure at ``cheb_max_nodes`` (a split
 #: before the last tripling, :func:`_fit_all`).
 EARLY_SPLIT_MIN_NODES = 27
+#: Nodes of every panel's first fit for a law whose density solver costs more per
+#: call than per point (a law's ``_first_panel_nodes``, theory eq. (8.14)): a
+#: round of the rational tower's solves costs ~1 ms of fixed overhead and ~3 us
+#: per point, and the panels of such laws converge at 19-45 nodes, so one round
+#: at 81 replaces the rounds at 9 and 81 (27); the analytic laws of populations
+#: and computed constituents, at 10-50 us per point, keep ``cheb_start_nodes``.
+CHEAP_SOLVER_START_NODES = 81
 #: Fewest nodes of a first fit (a panel started at more than
 #: ``cheb_start_nodes``: a split's children, or a law's ``start_nodes``) whose
 #: floor tests read the fit at a third of the nodes from its own samples.

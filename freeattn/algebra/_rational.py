@@ -153,7 +153,7 @@ def cancel_common_roots(num, den):
 #: steps restore for a simple root.
 CLOSED_FORM_NEWTON_STEPS = 2
 #: A closed-form root set is kept when the elementary symmetric functions of
-#: its roots reproduce the monic coefficients within this fraction of the
+#: its roots reproduce the monic coefficients (theory eq. (8.29)) within this fraction of the
 #: same functions of the roots' moduli (the rounding of forming them is
 #: ``~ d eps`` of that); a root lost to a neighbour (two estimates converging
 #: to one root) changes a coefficient by a relative amount of the order of the
@@ -199,7 +199,8 @@ def _quartic_roots(a, b, c, d):
 
 
 def _closed_form_roots(monic):
-    """Roots of monic cubics/quartics by formula, Newton-polished, with a backward check.
+    """Roots of monic cubics/quartics by formula, Newton-polished, with the backward
+    check of theory eq. (8.29).
 
     ``monic`` is ``(d, m)`` (lowest first, the leading 1 left out), ``d`` 3 or
     4.  Returns ``(roots, ok)``: ``ok`` is False in the columns whose roots miss
@@ -241,7 +242,7 @@ def batched_roots(coeffs):
     Cubics and quartics with real coefficients are solved by formula
     (Cardano, Ferrari) and two Newton steps, each column checked backward (the
     elementary symmetric functions of its roots reproduce its coefficients,
-    ``CLOSED_FORM_BACKWARD_RTOL``); other degrees and the columns that miss the
+    theory eq. (8.29), ``CLOSED_FORM_BACKWARD_RTOL``); other degrees and the columns that miss the
     check take the companion-matrix eigenvalues (LAPACK, backward stable).
 
     Parameters

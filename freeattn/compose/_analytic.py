@@ -526,12 +526,6 @@ class _SymmetricMultiplicative(_Multiplicative):
         return self._dg_dz(w, u, ka / (1.0 - u * dka))           # dw/du of eq. (14.19)
 
 
-#: Nodes of the first fit of every panel of a ⊞ or ⊠ of two discrete laws with at
-#: most DISCRETE_START_PAIRS pairs of atoms (:meth:`AnalyticLaw._first_panel_nodes`).
-DISCRETE_START_NODES = 81
-DISCRETE_START_PAIRS = 36
-
-
 class AnalyticLaw(SpectralLaw):
     """``a ⊞ b`` or ``a ⊠ b`` of any two laws by analytic subordination (theory section 14).
 
@@ -1141,15 +1135,16 @@ class AnalyticLaw(SpectralLaw):
         return w
 
     def _first_panel_nodes(self):
-        # Two discrete laws of few atoms: a solve costs little per point next to
-        # its fixed cost per call, so every panel's first fit takes 81 nodes, a
-        # round of calls fewer (theory eq. (8.14)); a population or a computed
-        # law (10-50 us per point) keeps cheb_start_nodes.
+        # Two discrete laws with at most as many pairs of atoms as the exact supports
+        # take (MAX_CURVES): a solve costs little per point next to its fixed cost per
+        # call (theory eq. (8.14)); a population or a computed law keeps the default.
+        from ..algebra._chebyshev import CHEAP_SOLVER_START_NODES
         from ..laws._elementary import PointMasses
+        from ._discrete_sum_support import MAX_CURVES
 
         if (isinstance(self.a, PointMasses) and isinstance(self.b, PointMasses)
-                and self.a.values.size * self.b.values.size <= DISCRETE_START_PAIRS):
-            return DISCRETE_START_NODES
+                and self.a.values.size * self.b.values.size <= MAX_CURVES):
+            return CHEAP_SOLVER_START_NODES
         return None
 
     def _absolute_scale(self):

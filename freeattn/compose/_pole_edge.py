@@ -261,7 +261,8 @@ class PoleEdge:
                     f"from the general solve's offset {complex(start[0])!r}",
                     point=float(self.edge + d0[0]))
             rungs.append((self.reach, complex(s1[0])))
-        while rungs[-1][0] > dmin:
+        # at least two rungs: the starts between them are a power law in the distance
+        while len(rungs) < 2 or rungs[-1][0] > dmin:
             d_last, s_last = rungs[-1]
             p = 0.5
             if len(rungs) >= 2:

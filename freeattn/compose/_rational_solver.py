@@ -102,7 +102,7 @@ INNER_TEST_FRACTION = 0.381966
 #: Points within this fraction of an edge's local scale (the smallest of its
 #: distance to 0, its band's width and the gap beside it) from a square-root
 #: edge take the branch from Newton on the factored tower seeded by the edge's
-#: quadratic model (:meth:`RationalSolver._edge_seeded`, theory section 8.4):
+#: quadratic model (:meth:`RationalSolver._edge_seeded`, theory eq. (8.20)):
 #: the coefficient roots of the multi-head tower at ``beta = 0.15`` gave another
 #: root from 1e-7 of its lower edge inwards, with 1e-6 of the edge 8e-10 off.
 EDGE_SEED_RTOL = 1e-4
@@ -245,15 +245,20 @@ class RationalSolver:
             t[bad], g[bad] = self._rescue(roots[:, bad], z[bad])
         return t, g
 
-    def _edge_seeded(self, xe, te, d2, z):
-        """The branch next to a square-root edge from its quadratic model (section 8.4).
+    def _second_derivative(self, t, h):
+        """``Z''(t)`` by a central difference of ``Z'`` (from the factored stages) with
+        step ``h``, for the local quadratic model of eq. (8.20)."""
+        return (self.curve.stages(t + h)[2][-1] - self.curve.stages(t - h)[2][-1]) / (2.0 * h)
 
-        ``Z(t) ~ x_e + Z''(t_e) (t - t_e)**2 / 2`` next to the simple critical point
-        ``t_e`` of the edge ``x_e``: both roots ``t_e +- sqrt(2 (z - x_e) / Z'')`` of
-        the model seed Newton on the factored tower, and the selection of eq.
-        (8.10) picks the branch among the two.  The expanded polynomial of a tall
-        tower, whose two roots there are a near-double pair, can give another root
-        instead.  Returns ``(t, G, ok)``.
+    def _edge_seeded(self, xe, te, d2, z):
+        """The branch next to a square-root edge from its quadratic model (eq. (8.20)).
+
+        At the simple critical point ``t_e`` of the edge ``x_e = Z(t_e)`` the local
+        quadratic model of eq. (8.20) has ``Z'(t_e) = 0``: both its roots
+        ``t_e +- sqrt(2 (z - x_e) / Z''(t_e))`` seed Newton on the factored tower,
+        and the selection of eq. (8.10) picks the branch among the two.  The
+        expanded polynomial of a tall tower, whose two roots there are a
+        near-double pair, can give another root instead.  Returns ``(t, G, ok)``.
         """
         with np.errstate(all="ignore"):
             step = np.sqrt(2.0 * (z - xe) / d2 + 0j)
@@ -275,14 +280,13 @@ class RationalSolver:
                 if expo != Fraction(1, 2) or te is None or not np.isfinite(te):
                     continue
                 others = [abs(v - x) for v in bounds if v != x]
-                local = min([abs(x)] + others) if x != 0.0 else min(others, default=0.0)
+                # the edge's local scale: its distance to 0 and to the other edges
+                local = min([v for v in [abs(x)] + others if v > 0.0], default=0.0)
                 if not local > 0.0:
                     continue
-                h = CRITICAL_DIFF_STEP * max(abs(te), _TINY)
                 with np.errstate(all="ignore"):
-                    d2 = complex((self.curve.stages(np.array([te + h + 0j]))[2][-1]
-                                  - self.curve.stages(np.array([te - h + 0j]))[2][-1])[0]
-                                 / (2.0 * h))
+                    d2 = complex(self._second_derivative(
+                        np.array([te + 0j]), CRITICAL_DIFF_STEP * max(abs(te), _TINY))[0])
                 if np.isfinite(d2) and d2 != 0:
                     self.soft_edges.append((x, te, d2, EDGE_SEED_RTOL * local))
 
@@ -309,7 +313,7 @@ class RationalSolver:
         h = CRITICAL_DIFF_STEP * np.abs(r)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             zs, _, dzs, _ = self.curve.stages(r)
-            d2 = (self.curve.stages(r + h)[2][-1] - self.curve.stages(r - h)[2][-1]) / (2 * h)
+            d2 = self._second_derivative(r, h)
             # Z(r) + Z'(r) e + Z''(r) e**2/2 = z: both roots e of the local quadratic (8.20).
             disc = np.sqrt(dzs[-1] ** 2 - 2.0 * d2 * (zs[-1] - z[None, :]))
             seeds = [self._polish_factored(r + (-dzs[-1] + sign * disc) / d2, z[None, :],

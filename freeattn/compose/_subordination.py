@@ -81,14 +81,6 @@ HARD_EDGE_RESIDUAL_ULPS = 64
 
 _EPS = float(np.finfo(float).eps)
 
-#: Nodes of the first fit of every panel of a law solved on its rational tower
-#: (:meth:`SubordinationLaw._first_panel_nodes`, theory eq. (8.14)): a round of
-#: tower solves costs ~1 ms of fixed overhead and ~3 us per point, and the
-#: panels of these laws converge at 19-45 nodes, so one round at 81 replaces
-#: the rounds at 9 and 81 (27); the analytic laws, at 10-50 us per point, keep
-#: ``cheb_start_nodes``.
-RATIONAL_START_NODES = 81
-
 from ._rational_solver import _TINY, RationalSolver
 
 # --------------------------------------------------------------------------- #
@@ -313,10 +305,10 @@ class SubordinationLaw(SpectralLaw):
             f"logarithmic (e.g. a free additive convolution with this law)")
 
     def _first_panel_nodes(self):
-        # The tower's solve costs ~1 ms per call of up to a few hundred points,
-        # about 3 us per point (theory section 8.4): a first fit at 81 nodes
-        # (most panels converge there) saves a round of calls.
-        return None if isinstance(self._solver, GenericSolver) else RATIONAL_START_NODES
+        # the rational tower's solve costs more per call than per point (eq. (8.14))
+        from ..algebra._chebyshev import CHEAP_SOLVER_START_NODES
+
+        return None if isinstance(self._solver, GenericSolver) else CHEAP_SOLVER_START_NODES
 
     def _density(self, x):
         z = x.astype(complex)
