@@ -204,10 +204,15 @@ def test_a_zero_of_eq_14_20_in_a_curve_tail_eq_14_20():
     bw = rng.dirichlet(5 * np.ones(3))
     edges = np.array([bd[:2] for bd in discrete_sum_edges(a, aw, b, bw)])
     grid = freeattn.free_additive(freeattn.point_masses(a, aw), freeattn.point_masses(b, bw))
-    grid._discrete_pair = lambda: None                 # the grid locator of section 14.10
+    grid._discrete_pair = lambda: None
+    grid._curve_support = lambda: None                 # the grid locator of section 14.10
     ref = np.array(grid.intervals())
     assert edges.shape == ref.shape == (3, 2)
     assert np.max(np.abs(edges - ref)) <= 1e-12
+    # the curves on the branches of any law (eq. (14.37)) give the same edges
+    general = freeattn.free_additive(freeattn.point_masses(a, aw), freeattn.point_masses(b, bw))
+    general._discrete_pair = lambda: None
+    assert np.max(np.abs(np.array(general.intervals()) - edges)) <= 1e-12
 
 
 def random_seven_atom_pair():
@@ -232,8 +237,13 @@ def test_random_discrete_sum_with_a_gap_the_grid_missed_eq_14_20():
     law = freeattn.free_additive(a, b)
     ivs = law.intervals()
     grid = freeattn.free_additive(a, b)
-    grid._discrete_pair = lambda: None                 # the grid locator of section 14.10
+    grid._discrete_pair = lambda: None
+    grid._curve_support = lambda: None                 # the grid locator of section 14.10
     assert len(ivs) == 4 and len(grid.intervals()) == 3
+    # the curves on the branches of any law (eq. (14.37)) find the gap too
+    general = freeattn.free_additive(a, b)
+    general._discrete_pair = lambda: None
+    assert np.max(np.abs(np.array(general.intervals()) - np.array(ivs))) <= 1e-12
     assert abs(ivs[0][1] + 1.2418078) <= 1e-7 and abs(ivs[1][0] + 1.2416637) <= 1e-7
     gaps = np.array([0.5 * (p[1] + q[0]) for p, q in zip(ivs, ivs[1:])])
     mids = np.array([0.5 * (lo + hi) for lo, hi in ivs])

@@ -264,3 +264,18 @@ def test_bench_moments_quick(capsys):
     law = freeattn.free_additive(freeattn.marchenko_pastur(1.0, 0.5), freeattn.semicircle(1.0))
     assert row["moment"] == float(law._verified_series(20).fraction(20))
     assert "| MP(1, 1/2) ⊞ semicircle(1) | 20 |" in out
+
+
+def test_campaign_quick(capsys):
+    """Five draws of benchmarks/campaign.py: every draw either builds (mass error at
+    most mass_atol plus allowances, 1e-10 here) or raises ConvergenceError; no other
+    exception leaves the engine, and the report counts them."""
+    bench = _load("campaign")
+    result = bench.main(["--quick"])
+    rows = result["rows"]
+    assert len(rows) == 5
+    for row in rows:
+        assert row["outcome"] in ("built", "ConvergenceError"), row
+        if row["outcome"] == "built":
+            assert row["mass_error"] <= 1e-10
+    assert "of 5 built" in capsys.readouterr().out

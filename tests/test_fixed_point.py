@@ -265,9 +265,10 @@ def test_bordered_newton_finds_the_closed_form_edges():
                                             tokens=freeattn.point_masses([0.5, 1.5])).squared()),
     (_rectangular, lambda: freeattn.rectangular_free_additive(
         freeattn.point_masses([1.0, 2.0]), freeattn.point_masses([0.5, 1.5]), 0.3)),
-    # a law known through its transform alone: the analytic edges of eq. (14.5)
-    (_fixed_point, lambda: freeattn.free_additive(UserArcsine(-1.0, 1.0),
-                                                  UserArcsine(-1.0, 1.0))),
+    # a law known through its transform alone: the analytic edges of eq. (14.5) (a ⊠;
+    # the bands of a ⊞ come from the curves of eq. (14.20) on the branches of eq. (14.37))
+    (_fixed_point, lambda: freeattn.free_multiplicative(UserArcsine(0.5, 2.0),
+                                                        freeattn.point_masses([1.0, 2.0]))),
 ])
 def test_every_edge_solver_runs_on_the_bordered_newton(monkeypatch, module, build):
     calls = _count_calls(monkeypatch, module, "bordered_newton")

@@ -548,7 +548,9 @@ class AnalyticLaw(SpectralLaw):
             self._bounds = (la * lb, ha * hb)
             scale = max(ha * hb, np.finfo(float).tiny)
             problem = _SymmetricMultiplicative if a is b else _Multiplicative
-            self._problem = problem(a, b, 1.0 / max(la * lb, ha * hb * 1e-3))
+            # w = 1/y with y the point where G_a is evaluated: its size is that of
+            # a's support, whatever b's (an attention law at small beta lives at 1e-6)
+            self._problem = problem(a, b, 1.0 / max(la, ha * 1e-3))
         else:
             self._bounds = (la + lb, ha + hb)
             scale = max(ha - la, hb - lb, abs(la + lb), abs(ha + hb), np.finfo(float).tiny)
@@ -876,6 +878,13 @@ class AnalyticLaw(SpectralLaw):
             xs, w, inside = self._probe_poles(xs, w, inside, poles)
         seed = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
         self._warm_x, self._warm_w = xs[seed], w[seed]
+        curves = self._curve_support()
+        if curves is not None:
+            # eq. (14.20) on the branches of eq. (14.37): every gap, however narrow
+            # against the grid (which still seeds the warm starts of eq. (14.7))
+            half, pole = Fraction(1, 2), Fraction(-1, 2)
+            return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
+                         for lo, hi, plo, phi in curves)
         if not inside.any():
             raise ConvergenceError(
                 f"no point of the support of {self._describe()} found on a grid of "
@@ -1033,6 +1042,26 @@ class AnalyticLaw(SpectralLaw):
         return (np.asarray(self.a.values, dtype=float), np.asarray(self.a.weights, dtype=float),
                 np.asarray(self.b.values, dtype=float), np.asarray(self.b.weights, dtype=float))
 
+    def _curve_support(self):
+        """The bands of a ⊞ from the curves of theory eq. (14.20) on the branches of
+        eq. (14.37) (section 14.29), or None: for a ⊠, two discrete laws (section
+        14.19), more than ``MAX_LAW_CURVES`` pairs of branches, or where the
+        curves cannot be followed (a Cauchy transform not accurate next to an
+        edge, a curve whose samples do not settle its sign), which the grid
+        locator then serves."""
+        if self.multiplicative or self._discrete_pair() is not None:
+            return None
+        from ._sum_support import MAX_LAW_CURVES, LawBranches, law_sum_edges
+
+        try:
+            a = LawBranches(self.a, _cauchy_pair)
+            b = LawBranches(self.b, _cauchy_pair)
+            if a.count * b.count > MAX_LAW_CURVES:
+                return None
+            return law_sum_edges(a, b)
+        except ConvergenceError:
+            return None
+
     def _atomic_population(self):
         """``(ratio, t, w)`` when this law is ``MP(v, ratio) ⊠ sum_k w_k delta_{t_k}``
         with ``0 < ratio < 1`` and every ``t_k > 0`` (the atoms scaled by ``v``),
@@ -1085,7 +1114,8 @@ class AnalyticLaw(SpectralLaw):
                 ins = np.abs(wm.imag) > INSIDE_RTOL * (pr.scale + np.abs(wm))
                 x_in, w_in = np.where(ins, mid, x_in), np.where(ins, wm, w_in)
                 x_out, w_out = np.where(ins, x_out, mid), np.where(ins, w_out, wm)
-        return edge_newton(pr, np.asarray(w_out).real, x_out)
+        return edge_newton(pr, np.asarray(w_out).real, x_out,
+                           x_scale=0.0 if self.multiplicative else None)
 
     def _hard_edge_exponent(self):
         return hard_edge_exponent((self.a, self.b), self._describe())

@@ -27,7 +27,7 @@ from ..core._errors import ConvergenceError
 from ._atom_tree import sums_nearest_apart
 from ._fixed_point import BRACKET_RTOL, bracketed_maxima, bracketed_newton, bracketed_zeros
 
-__all__ = ["curve_bands", "discrete_sum_edges"]
+__all__ = ["curve_bands", "discrete_sum_edges", "sum_criterion"]
 
 #: Geometric samples on each side of a curve beyond the ``tan`` samples, reaching
 #: ``sqrt(TAIL_FACTOR)`` times beyond ``spread**2/sqrt(|C|)``, where the tail
@@ -262,16 +262,7 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         # curve's tail the terms are ~ 1/f**2 and their difference C/f**2 (the outer
         # law's 1/F' - 1 and the inner one's 1/F', each without cancellation); x as
         # the smaller point plus u - F(u) = H/G of the larger one
-        da, ea, ra = a.parts(w1, f)
-        db, eb, rb = b.parts(w2, f)
-        first = np.abs(ea) <= np.abs(eb)
-        s = np.where(first, ea + db, da + eb)
-        size = np.where(first, np.abs(ea) + db, da + np.abs(eb))
-        with np.errstate(all="ignore"):
-            # (0 where both terms vanish; a NaN stays NaN and raises below)
-            rel = np.where(size == 0, 0.0, s / size)
-        x = np.where(np.abs(w1) >= np.abs(w2), w2 + ra, w1 + rb)
-        return rel, x
+        return sum_criterion(w1, a.parts(w1, f), w2, b.parts(w2, f))
 
     # a zero at f = 0 on curve (i, j) with p_i + q_j = 1 is the pole edge s_i + t_j
     # (there both points are atoms and eq. (14.20) is p_i + q_j - 1 = 0): its value
@@ -282,7 +273,27 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
                        pole_x, spread, spread, "eq. (14.20)")
 
 
-def curve_bands(f, fun, limit, pole_x, spread, xscale, what):
+def sum_criterion(w1, parts1, w2, parts2):
+    """Eq. (14.20) relative to its terms, and ``x``, at the points ``w1``, ``w2`` of a
+    curve with their :meth:`_Branches.parts` ``(d, e, r)``.
+
+    The criterion is the smaller ``|e|`` plus the other ``d`` (each without
+    cancellation; in a curve's tail the terms are ``~ 1/f**2`` and their
+    difference ``C/f**2``), over the sum of their moduli (0 where both vanish; a
+    NaN stays NaN); ``x`` is the smaller point plus ``u - F(u)`` of the larger.
+    """
+    (da, ea, ra), (db, eb, rb) = parts1, parts2
+    first = np.abs(ea) <= np.abs(eb)
+    s = np.where(first, ea + db, da + eb)
+    size = np.where(first, np.abs(ea) + db, da + np.abs(eb))
+    with np.errstate(all="ignore"):
+        rel = np.where(size == 0, 0.0, s / size)
+    x = np.where(np.abs(w1) >= np.abs(w2), w2 + ra, w1 + rb)
+    return rel, x
+
+
+def curve_bands(f, fun, limit, pole_x, spread, xscale, what, closed=None, pole_at=None,
+                peak_reach=None, touch_relative=False):
     """Bands from the sign of a real criterion along curves of real solutions.
 
     The common core of theory sections 14.19 and 14.28: every sampled local
@@ -304,13 +315,32 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what):
         ``r``'s parameter range.
     pole_x : ndarray, shape (curves,)
         The exact pole edge of each curve whose criterion vanishes at the
-        parameter 0 (two atoms whose masses sum to 1), else NaN.
+        parameter ``pole_at`` (two atoms whose masses sum to 1), else NaN.
     spread : float
         Scale of the parameter (the floor of the search tolerances).
     xscale : float
-        Scale of ``x``: gap images whose ends agree to ``TOUCH_RTOL * xscale`` meet.
+        Scale of ``x``: gap images whose ends agree to ``TOUCH_RTOL * xscale`` meet
+        (to ``xscale`` itself when ``touch_relative``).
     what : str
         The criterion's equation, named in errors.
+    closed : ndarray of bool, shape (curves, 2), optional
+        Whether each curve's parameter range ends at its first (last) sample (a
+        point reaching an edge of its law's support, theory eq. (14.38)): a
+        sampled maximum there is not refined beyond it.  By default no end is.
+    pole_at : ndarray, shape (curves,), optional
+        The parameter of each curve's two atoms (a sample of the curve); 0 by
+        default (the common value ``f`` of ``F_a`` and ``F_b``).
+    peak_reach : float, optional
+        Refine only the sampled maxima ``s_c`` that a parabola through their
+        neighbours could lift above the margin: ``s_c + peak_reach * (s_c -
+        min(s_l, s_r)) > margin`` (theory eq. (14.39); a flat run of the criterion at
+        ``-1``, rounding noise, has a sampled maximum at every other sample).  By
+        default every sampled maximum at or below the margin is refined.
+    touch_relative : bool
+        Gap images meet where their ends agree to ``xscale`` times the size of
+        the end (a band can be many decades narrower than the support: a
+        constituent's own narrow band next to an atom of the other, theory
+        section 14.29).
 
     Returns
     -------
@@ -348,6 +378,15 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what):
     live = np.max(np.where(np.isfinite(f), np.abs(s), 0.0), axis=1, keepdims=True) > S_MARGIN
     rows, cols = np.nonzero((sm >= ext[:, :-2]) & (sm >= ext[:, 2:]) & (sm <= S_MARGIN)
                             & live & np.isfinite(f))
+    if closed is not None and rows.size:
+        at_end = ((cols == 0) & closed[rows, 0]) | ((cols == width[rows] - 1) & closed[rows, 1])
+        rows, cols = rows[~at_end], cols[~at_end]
+    if peak_reach is not None and rows.size:
+        sc = sm[rows, cols]
+        low = np.minimum(ext[rows, cols], ext[rows, cols + 2])
+        low = np.where(np.isfinite(low), low, sc)
+        lift = sc + peak_reach * (sc - low) > -S_MARGIN
+        rows, cols = rows[lift], cols[lift]
     if rows.size:
         last = width[rows] - 1
         lo = np.where(cols > 0, f[rows, np.maximum(cols - 1, 0)], f[rows, cols] - 4 * spread)
@@ -391,8 +430,9 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what):
     # (the parameter 0 is a sample of every curve that holds both atoms: the zero in
     # one of its two cells is the pole edge, found at s = S_MARGIN, away from 0 where
     # s is small all along)
-    has_zero = (f == 0.0).any(axis=1)
-    zero_at = np.argmax(f == 0.0, axis=1)[rows]
+    at_atoms = f == (np.zeros(ncurves) if pole_at is None else pole_at)[:, None]
+    has_zero = at_atoms.any(axis=1)
+    zero_at = np.argmax(at_atoms, axis=1)[rows]
     pole = has_zero[rows] & ((cols == zero_at - 1) | (cols == zero_at)) & np.isfinite(
         pole_x[rows])
     zx = np.where(pole, pole_x[rows], zx)
@@ -407,8 +447,10 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what):
     gaps = sorted((g for g in gaps if g[0] < g[1]), key=lambda g: g[0])
     merged = []
     for lo, hi, plo, phi in gaps:
-        if merged and lo <= merged[-1][1] + TOUCH_RTOL * xscale:
-            if lo < merged[-1][1] - TOUCH_RTOL * xscale:
+        touch = xscale * abs(merged[-1][1]) if touch_relative and merged else (
+            TOUCH_RTOL * xscale)
+        if merged and lo <= merged[-1][1] + touch:
+            if lo < merged[-1][1] - touch:
                 raise ConvergenceError(
                     f"gap images of {what} overlap: {merged[-1][:2]!r} and {(lo, hi)!r}")
             if hi > merged[-1][1]:

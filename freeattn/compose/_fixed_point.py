@@ -493,8 +493,12 @@ class EdgeProblem:
     ----------
     scale : float
         Size of the problem's numbers (for relative tolerances).
+    x_scale : float or None
+        Size of ``x`` where it differs from that of ``w`` (``0`` for a scale-free
+        ``x``, as the point of a ⊠, whose edges can lie many decades below the
+        size of ``w``); None: ``scale``.
     x_step_rtol : float
-        Last step of ``x`` (relative to ``scale + |x|``) at which a point is done.
+        Last step of ``x`` (relative to ``x_scale + |x|``) at which a point is done.
     w_step_rtol : float or None
         Also required of the steps of ``w`` (relative to ``scale + |w|``), if set.
     residual_rtol, fold_atol : float
@@ -502,6 +506,7 @@ class EdgeProblem:
     """
 
     scale = 1.0
+    x_scale = None
     x_step_rtol = EDGE_STEP_RTOL
     w_step_rtol = None
     residual_rtol = EDGE_RESIDUAL_RTOL
@@ -517,16 +522,24 @@ class EdgeProblem:
         :meth:`residual` (the step ``EDGE_FD_STEP (scale + |v_j|)`` only changes the
         rate of convergence, never the root)."""
         n, dim = v.shape
-        h = EDGE_FD_STEP * (self.scale + np.abs(v))
+        h = EDGE_FD_STEP * (self._column_scales(dim) + np.abs(v))
         shifted = [v] + [v + h[:, j:j + 1] * np.eye(dim)[j] for j in range(dim)]
         o_all, _, _ = self.residual(np.concatenate(shifted))
         o_all = o_all.reshape(dim + 1, n, dim)
         return np.stack([(o_all[j + 1] - o_all[0]) / h[:, j:j + 1] for j in range(dim)],
                         axis=2)
 
+    def _column_scales(self, dim):
+        """The size of each unknown: ``scale`` for ``w``, ``x_scale`` for ``x``."""
+        scales = np.full(dim, float(self.scale))
+        if self.x_scale is not None:
+            scales[-1] = self.x_scale
+        return scales
+
     def done(self, step, v):
         """Per point: the last step is below the step tolerances."""
-        ok = np.abs(step[:, -1]) <= self.x_step_rtol * (self.scale + np.abs(v[:, -1]))
+        ok = np.abs(step[:, -1]) <= self.x_step_rtol * (
+            self._column_scales(v.shape[1])[-1] + np.abs(v[:, -1]))
         if self.w_step_rtol is not None:
             ok &= np.all(np.abs(step[:, :-1]) <= self.w_step_rtol
                          * (self.scale + np.abs(v[:, :-1])), axis=1)
@@ -611,9 +624,10 @@ class _ScalarEdge(EdgeProblem):
     #: domain where the constituents' transforms are real
     real_rtol = 1e-8
 
-    def __init__(self, problem):
+    def __init__(self, problem, x_scale=None):
         self._problem = problem
         self.scale = problem.scale
+        self.x_scale = x_scale
 
     def residual(self, v):
         w, x = v[:, 0], v[:, 1]
@@ -627,7 +641,7 @@ class _ScalarEdge(EdgeProblem):
         return np.stack([f.real, d.real], axis=1), valid, size
 
 
-def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
+def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS, x_scale=None):
     """Bordered Newton for an edge: real ``(w, x)`` with ``w = phi(w, x)`` and
     ``d phi/d w (w, x) = 1`` (theory eq. (14.5)), by :func:`bordered_newton`.
 
@@ -638,6 +652,9 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
         Real starting pairs (1-d, same shape), e.g. the real solution at a point
         just outside the support.
     max_steps : int
+    x_scale : float, optional
+        Size of ``x`` (:attr:`EdgeProblem.x_scale`): ``0`` where ``x`` is scale-free
+        (a ⊠); by default ``problem.scale``.
 
     Returns
     -------
@@ -645,7 +662,7 @@ def edge_newton(problem, w0, x0, max_steps=MAX_EDGE_STEPS):
         ``value`` is an ``(n, 2)`` array of ``(w, x)``.
     """
     v0 = np.stack([np.asarray(w0, dtype=float), np.asarray(x0, dtype=float)], axis=1)
-    return bordered_newton(_ScalarEdge(problem), v0, max_steps)
+    return bordered_newton(_ScalarEdge(problem, x_scale), v0, max_steps)
 
 
 def polish_newton(step_of, t, max_steps, rtol=0.0, stall_ratio=np.inf, accept=None,

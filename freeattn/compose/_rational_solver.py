@@ -67,6 +67,10 @@ FACTORED_MAX_MOVE = 1e-3
 #: iteration, whose fixed point is ``Z'(t) = 0`` to the rounding of ``Z'``.
 CRITICAL_DIFF_STEP = 1e-6
 
+#: A selected root whose residual ``|Z(t) - z|`` on the factored tower exceeds this
+#: fraction of ``|z|`` and which the factored polish did not move is polished again
+#: with ``RESCUE_MOVE`` among all candidates (:meth:`RationalSolver._select`).
+TOWER_RESIDUAL_RTOL = 1e-9
 #: How far (relative) the polish may move a rescue seed
 #: (:meth:`RationalSolver._rescue`): the seed, a root of the local quadratic
 #: model at a real root, is off by the model's cubic term; the branch test
@@ -343,8 +347,10 @@ class RationalSolver:
         return polish_newton(step_of, t, POLISH_MAX_ITER, self.options.newton_rtol,
                              NEWTON_STALL_RATIO)
 
-    def _select(self, roots, z):
-        """The admissible root: all subordination points in the closed upper half-plane."""
+    def _select(self, roots, z, retry=True):
+        """The admissible root: all subordination points in the closed upper half-plane
+        (eq. (8.10)); with ``retry``, roots stuck far from ``Z(t) = z`` are polished
+        with the rescue's reach and selected again."""
         opts = self.options
         zs, gs, _, _ = self.curve.stages(roots, derivatives=False)
         # The outermost partner point from the given z, not from Z(t) recomputed with
@@ -416,7 +422,24 @@ class RationalSolver:
         t = roots[idx, cols]
         g = gs[-1][idx, cols]
         good = ~failed
+        t_coeff = t.copy()
         t[good], g[good] = self._polish_factored(t[good], z[good], g[good])
+        if retry:
+            # A root the coefficients placed farther than the factored polish may move
+            # (its residual on the factored tower far above rounding relative to z, and
+            # no step taken): the residual test above is relative to |t| + scale, which
+            # at z many decades below the leaf's size passes a root 4.5e-5 off in z
+            # (a band at 1e-10 of a law on [0, 1.4e-4], eq. (8.10)).  Every candidate is
+            # polished with the rescue's reach and the selection is made again.
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.abs(zs[-1][idx, cols] - z) / np.abs(z)
+            stuck = np.flatnonzero(good & (rel > TOWER_RESIDUAL_RTOL) & (t == t_coeff))
+            if stuck.size:
+                cand = self._polish_factored(roots[:, stuck], z[None, stuck],
+                                             max_move=RESCUE_MOVE)
+                t2, g2, bad2, failed2, _ = self._select(cand, z[stuck], retry=False)
+                keep = ~bad2
+                t[stuck[keep]], g[stuck[keep]] = t2[keep], g2[keep]
         if self.polisher is not None and good.any():
             tau = zs[-2][idx, cols]
             g[good] = self.polisher(tau[good], z[good], g[good])

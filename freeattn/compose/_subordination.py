@@ -138,8 +138,10 @@ class SubordinationLaw(SpectralLaw):
             self._solver = RationalSolver(curve, self.options, hard)
             if getattr(constituent, "_closed_form", False):
                 self._solver.polisher = self._polish
-                if hard is not None and hard < 0 and level.kind == "S":
-                    self._solver.hard_edge_branch = self._hard_edge_branch
+            if hard is not None and hard < 0 and level.kind == "S" and (
+                    getattr(constituent, "_closed_form", False)
+                    or _order_at_hard_edge(constituent, hard) is not None):
+                self._solver.hard_edge_branch = self._hard_edge_branch
         else:
             self._solver = GenericSolver(level, constituent, self.options)
 
@@ -209,19 +211,30 @@ class SubordinationLaw(SpectralLaw):
         b, level = self.constituent, self.level
         lo = b.support()[0]
         nan = np.full(z.shape, np.nan + 0j)
-        m = 1 / (1 + Fraction(self._hard_edge))
-        if not lo > 0 or m.denominator != 1:
-            return nan, nan, nan
-        m = int(m)
+        if lo > 0:
+            m = 1 / (1 + Fraction(self._hard_edge))
+            if m.denominator != 1:
+                return nan, nan, nan
+            m = int(m)
+        else:
+            # the constituent's own hard edge, G_b ~ tau**eta_b (eq. (8.31))
+            m = _order_at_hard_edge(b, self._hard_edge)
+            if m is None:
+                return nan, nan, nan
 
         def phi(tau):
             gb, dgb = b._stieltjes_pair(tau)
             return level.apply_at_pole(tau, gb, dgb)
 
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            gb0 = b._stieltjes(np.zeros(1, dtype=complex))[0]
-            # Probe at the size of the root: Phi ~ C tau**m with C ~ Phi(tau_p)/tau_p**m.
-            probe = 1j * np.abs(z / gb0) ** (1.0 / m)
+            # Probe at the size of the root: Phi ~ C tau**m with C ~ Phi(tau_p)/tau_p**m
+            # (|tau| ~ |z/G_b(0)|**(1/m) with G_b(0) finite, ~ |z| at the constituent's
+            # own hard edge, where Phi ~ tau/S(-1), eq. (8.31))
+            if lo > 0:
+                gb0 = b._stieltjes(np.zeros(1, dtype=complex))[0]
+                probe = 1j * np.abs(z / gb0) ** (1.0 / m)
+            else:
+                probe = 1j * np.abs(z)
             c = phi(probe)[0] / probe ** m
             roots = (z / c) ** (1.0 / m) * np.exp(2j * np.pi * np.arange(m)[:, None] / m)
             tau = np.take_along_axis(roots, np.argmax(roots.imag, axis=0)[None, :], 0)[0]
@@ -487,6 +500,20 @@ class SubordinationLaw(SpectralLaw):
 #: theory section 14 (the algebraic tower costs 4.9 s at 400 atoms and fails at
 #: 1000); at most this many keep the algebraic path, which the tests check.
 ANALYTIC_MIN_ATOMS = 400
+
+
+def _order_at_hard_edge(constituent, eta):
+    """Order ``m`` of the zero of an S-level's ``Phi`` at ``tau = 0`` over a constituent
+    whose support starts at 0 with the density ``~ x**eta_b`` (eq. (8.31)):
+    ``m = eta_b/eta`` when it is the integer 1 (``S(-1)`` finite: ``Phi ~ tau/S(-1)``),
+    else None (no local model)."""
+    ivs = constituent.interval_details()
+    if not ivs or float(ivs[0].lo) != 0.0:
+        return None
+    eta_b = ivs[0].lo_exponent
+    if not isinstance(eta_b, Fraction) or not eta_b < 0 or Fraction(eta_b) != Fraction(eta):
+        return None
+    return 1
 
 
 def _check_law(law, name):

@@ -1,0 +1,473 @@
+"""Support of the free additive convolution of any two laws (theory section 14.29).
+
+Section 14.19 locates every gap of ``a ⊞ b`` for two discrete laws on curves of
+real solutions ``F_a(omega_1) = F_b(omega_2) = f``, ``x = omega_1 + omega_2 - f``,
+where
+
+    dx/df = 1/F_a'(omega_1) + 1/F_b'(omega_2) - 1 > 0       (theory eq. (14.20))
+
+holds exactly outside the support.  Nothing in that argument needs the laws to
+be discrete: for any law ``F = 1/G`` is real and increasing on the real line
+outside the continuous support, between consecutive zeros of ``G`` and edges of
+the support (its *branches*, theory eq. (14.37)).  :class:`LawBranches` finds the
+branches of any law from its Cauchy transform on the real line, samples ``F``
+on each over every scale the law has (geometric in the distance from each end
+and each atom), and inverts ``F`` in the brackets of its own samples; the
+curves of each pair of branches then go to the common core
+:func:`~._discrete_sum_support.curve_bands`.  A gap is found however narrow it
+is against the support (an attention law at ``beta = 1e-3`` added to atoms gives
+bands of width ``1e-5`` around each of them, which a grid over the support misses).
+
+Nothing in this module prints or does I/O.
+"""
+
+import numpy as np
+
+from ..core._errors import ConvergenceError
+from ._discrete_sum_support import (ATOM_MARGIN, S_MARGIN, TAIL_FACTOR, TAIL_SAMPLES, _Branches,
+                                    curve_bands, sum_criterion)
+from ._fixed_point import bracketed_newton
+from ..laws._elementary import PointMasses
+
+__all__ = ["LawBranches", "law_sum_edges", "MAX_LAW_CURVES"]
+
+#: Samples per decade of the distance from each end of a branch and from each
+#: atom on it (``F`` changes on every scale from the end's rounding up).
+DECADE_SAMPLES = 6
+#: The nearest sample to a finite end lies this far from it, relative to the
+#: end's size: nearer, the rounding of the edge itself and the loss of digits of
+#: ``G`` next to it (``sqrt(eps/d)``) leave nothing to sample (an attention law's
+#: ``G`` was 3e-7 off at 2e-13 of its edge, its 40-digit value not monotone there).
+END_RTOL = 1e-11
+#: Samples spread evenly (Chebyshev points) over a finite branch.
+INTERIOR_SAMPLES = 32
+#: An unbounded branch is sampled out to this many times the law's spread
+#: beyond its finite end; the tails beyond come from eq. (14.38).
+OUTER_REACH = 1e4
+#: A sampled maximum of eq. (14.20) is refined where a parabola through it and its
+#: neighbours, with this many times their drop, could reach the margin (eq. (14.39)):
+#: a parabola through three equally spaced samples rises at most 1/8 of the drop
+#: above the middle one; the unequal spacing of geometric samples, at most 4 times.
+PEAK_REACH = 4.0
+#: Gap images of two curves meet where their ends agree to this many ulps of the
+#: end (the limits of eq. (14.38) at a common end are one formula): the band
+#: between them can be 1e-11 of the support (eq. (14.39)).
+TOUCH_ULPS = 64
+_EPS = float(np.finfo(float).eps)
+#: Most pairs of branches the method takes (each is a curve of a few hundred
+#: samples, two inverses per sample); larger sums keep the grid locator.
+MAX_LAW_CURVES = 64
+#: A sample of ``F`` that falls below an earlier one on its branch by more than
+#: this (relative) marks a Cauchy transform that is not accurate there; smaller
+#: falls (the rounding of ``G`` next to an edge) drop the sample.
+MONOTONE_RTOL = 1e-8
+
+
+class LawBranches:
+    """``F = 1/G`` of any law on the real line outside its support (theory eq. (14.37)).
+
+    Parameters
+    ----------
+    law : SpectralLaw
+    pair : callable
+        ``pair(law, u) -> (G, G')`` at complex points ``u`` (the Cauchy transform
+        and its derivative; real points outside the support give real values).
+
+    Attributes
+    ----------
+    branches : list of (float, float, str, str)
+        ``(left, right, left_kind, right_kind)``, increasing; a kind is
+        ``"inf"`` (an unbounded end), ``"zero"`` (a zero of ``G``: ``F -> +-oo``)
+        or ``"edge"`` (an edge of the continuous support: ``F`` tends to a
+        finite value, 0 where ``G`` diverges).
+    mean, var : float
+        The law's mean and variance (the limits of eq. (14.38)).
+    spread : float
+        Size of the law's support (the extent of its atoms and intervals).
+    """
+
+    def __init__(self, law, pair):
+        self.law = law
+        self._pair = pair
+        bands = [(float(iv.lo), float(iv.hi)) for iv in law.interval_details()]
+        loc, mass = law.atoms()
+        self.atoms = np.asarray(loc, dtype=float)
+        self.masses = np.asarray(mass, dtype=float)
+        ends = [v for b in bands for v in b] + self.atoms.tolist()
+        lo, hi = min(ends), max(ends)
+        self.spread = max(hi - lo, abs(lo), abs(hi), np.finfo(float).tiny)
+        self.hull = (lo, hi)
+        self.mean = float(law.mean())
+        self.var = float(law.var())
+        # a discrete law's 1/F' - 1 and u - F(u) without cancellation (eq. (14.28)),
+        # and its inverse from companion eigenvalues: cheap to invert
+        self._exact = (_Branches(law.values, law.weights)
+                       if isinstance(law, PointMasses) and law.values.size >= 2 else None)
+        self.cheap = self._exact is not None
+        self.branches = []
+        self._samples = []
+        edges = [-np.inf] + [v for b in bands for v in b] + [np.inf]
+        for left, right in zip(edges[0::2], edges[1::2]):
+            self._add_gap(left, right)
+        self.count = len(self.branches)
+        # the finest scale of the samples: the floor of the search tolerances
+        pts = np.abs(np.concatenate([u for u, _ in self._samples]))
+        pts = pts[pts > 0]
+        self.finest = float(pts.min()) if pts.size else self.spread
+
+    # -- evaluation ---------------------------------------------------------------
+    def values(self, u):
+        """``(G, G')`` at real points ``u`` (real arrays; infinite at an atom)."""
+        u = np.asarray(u, dtype=float)
+        g, d = self._pair(self.law, u.astype(complex))
+        return np.real(g), np.real(d)
+
+    def parts(self, u, f):
+        """``(d, e, r)`` at points ``u`` with ``F(u) = f``: ``d = 1/F'(u) = G**2/(-G')``,
+        ``e = d - 1`` and ``r = u - F(u)``; at an atom of mass ``m``: ``(m, m - 1, u)``."""
+        if self._exact is not None:
+            return self._exact.parts(u, f)
+        u = np.asarray(u, dtype=float)
+        g, dg = self.values(u)
+        with np.errstate(all="ignore"):
+            d = g * g / -dg
+            e = d - 1.0
+            r = u - 1.0 / g
+        hit = np.isin(u, self.atoms)
+        if hit.any():
+            k = np.searchsorted(self.atoms, u[hit])
+            k = np.clip(k, 0, self.atoms.size - 1)
+            m = np.where(self.atoms[k] == u[hit], self.masses[k], np.nan)
+            d[hit], e[hit], r[hit] = m, m - 1.0, u[hit]
+        return d, e, r
+
+    # -- branches -----------------------------------------------------------------
+    def _add_gap(self, left, right):
+        """The branches of the gap ``(left, right)`` of the continuous support: its
+        atoms split it into pieces where ``G`` decreases, each holding at most
+        one zero of ``G`` (eq. (14.37))."""
+        inside = self.atoms[(self.atoms > left) & (self.atoms < right)]
+        cuts = [left] + inside.tolist() + [right]
+        zeros = []
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            sl = self._end_sign(lo, +1)
+            sh = self._end_sign(hi, -1)
+            if sl > 0 and sh < 0:
+                zeros.append(self._zero(lo, hi))
+        ends = [left] + zeros + [right]
+        kinds = ["inf" if not np.isfinite(left) else "edge"] + ["zero"] * len(zeros) + [
+            "inf" if not np.isfinite(right) else "edge"]
+        for j in range(len(ends) - 1):
+            branch = (float(ends[j]), float(ends[j + 1]), kinds[j], kinds[j + 1])
+            self.branches.append(branch)
+            self._samples.append(self._sample(branch))
+
+    def _end_sign(self, v, side):
+        """Sign of ``G`` next to ``v`` on the ``side`` of it (``+1``: right)."""
+        if not np.isfinite(v):
+            return np.sign(v)           # G ~ 1/u: negative at -oo, positive at +oo
+        if v in self.atoms:
+            return side                 # a pole of G with positive residue
+        g = self.values([v + side * self._end_step(v)])[0][0]
+        if not np.isfinite(g) or g == 0.0:
+            raise ConvergenceError(f"G of {self.law._describe()} is {g!r} next to the "
+                                   f"edge {v!r} (theory eq. (14.37))")
+        return np.sign(g)
+
+    def _end_step(self, v):
+        return END_RTOL * max(abs(v), self.spread * 1e-3)
+
+    def _zero(self, lo, hi):
+        """The zero of ``G`` in ``(lo, hi)``, where ``G`` decreases from positive to negative."""
+        a = lo + (self._end_step(lo) if lo not in self.atoms else 0.0)
+        b = hi - (self._end_step(hi) if hi not in self.atoms else 0.0)
+
+        def g_pair(u, idx):
+            g, dg = self.values(u)
+            return g, dg
+
+        return float(bracketed_newton(g_pair, np.array([a]), np.array([b]), np.array([1.0]),
+                                      scale=self.spread,
+                                      what="G = 0 in a gap (theory eq. (14.37))")[0])
+
+    def _sample(self, branch):
+        """``(u, F)`` samples of a branch, ``F`` increasing (eq. (14.37))."""
+        left, right, _, _ = branch
+        pts = []
+        decades = lambda near, far: np.logspace(np.log10(near), np.log10(far),
+                                                max(2, int(DECADE_SAMPLES * np.log10(
+                                                    far / near))) + 1)
+        if np.isfinite(left) and np.isfinite(right):
+            width = right - left
+            t = np.cos(np.pi * (np.arange(INTERIOR_SAMPLES) + 0.5) / INTERIOR_SAMPLES)
+            pts.append(left + 0.5 * width * (1.0 + t))
+        else:
+            width = np.inf
+        reach = OUTER_REACH * self.spread
+        for end, side in ((left, 1.0), (right, -1.0)):
+            if np.isfinite(end):
+                near = self._end_step(end)
+                far = min(0.5 * width, reach)
+                if far > near:
+                    pts.append(end + side * decades(near, far))
+        if not np.isfinite(left) or not np.isfinite(right):
+            # an unbounded branch: from its finite end (or the hull) outwards
+            base = right if np.isfinite(right) else (left if np.isfinite(left) else None)
+            if base is None:
+                base = self.hull[0] if not np.isfinite(left) else self.hull[1]
+            side = -1.0 if not np.isfinite(left) else 1.0
+            pts.append(base + side * decades(1e-3 * self.spread, reach))
+        for c in self.atoms[(self.atoms > left) & (self.atoms < right)]:
+            near = END_RTOL * max(abs(c), self.spread * 1e-3)
+            for end, side in ((left, -1.0), (right, 1.0)):
+                far = min(0.5 * abs(end - c), reach)
+                if far > near:
+                    pts.append(c + side * decades(near, far))
+            pts.append(np.array([c]))
+        u = np.unique(np.concatenate(pts))
+        u = u[(u > left) & (u < right)]
+        g, _ = self.values(u)
+        with np.errstate(all="ignore"):
+            f = 1.0 / g
+        f = np.where(np.isin(u, self.atoms), 0.0, f)         # F = 0 at an atom
+        if not np.isfinite(f).all():
+            k = int(np.argmin(np.isfinite(f)))
+            raise ConvergenceError(f"G of {self.law._describe()} is not finite at {u[k]!r} "
+                                   f"outside its support (theory eq. (14.37))")
+        top = np.maximum.accumulate(f)
+        fall = top - f > MONOTONE_RTOL * np.abs(top)
+        if fall.any():
+            k = int(np.argmax(fall))
+            raise ConvergenceError(
+                f"F = 1/G of {self.law._describe()} falls to {f[k]!r} at {u[k]!r} after "
+                f"{top[k]!r}: its Cauchy transform is not accurate there (theory eq. (14.37))")
+        keep = np.r_[True, f[1:] > top[:-1]]
+        return u[keep], f[keep]
+
+    def sampled_range(self, k):
+        """``(f_min, f_max)`` of the samples of branch ``k``."""
+        f = self._samples[k][1]
+        return f[0], f[-1]
+
+    def sampled_values(self, k):
+        """The sampled values of ``F`` on branch ``k``, increasing."""
+        return self._samples[k][1]
+
+    def sampled_points(self, k):
+        """The sampled points of branch ``k``, increasing."""
+        return self._samples[k][0]
+
+    def forward(self, u):
+        """``F(u) = 1/G(u)`` at real points ``u`` (0 at an atom)."""
+        u = np.asarray(u, dtype=float)
+        g, _ = self.values(u)
+        with np.errstate(all="ignore"):
+            f = 1.0 / g
+        return np.where(np.isin(u, self.atoms), 0.0, f)
+
+    def inverse(self, f, k):
+        """``omega`` on branch ``k`` with ``F(omega) = f`` (``f``, ``k`` arrays of one
+        shape), by safeguarded Newton in the bracket of two samples or, beyond the
+        samples of an unbounded end, in ``[f + lo, f + hi]`` (``u - hi <= F(u) <= u - lo``
+        outside the hull ``[lo, hi]``), or between a zero of ``G`` and the last sample."""
+        f = np.asarray(f, dtype=float)
+        k = np.broadcast_to(np.asarray(k), f.shape)
+        if self._exact is not None:
+            return self._exact.inverse(f, k)
+        out = np.empty(f.shape)
+        for kk in np.unique(k):
+            sel = k == kk
+            out[sel] = self._inverse_one(f[sel], int(kk))
+        return out
+
+    def _inverse_one(self, f, k):
+        u_s, f_s = self._samples[k]
+        left, right, lk, rk = self.branches[k]
+        exact = np.isin(f, f_s)
+        j = np.where(exact, 1, np.searchsorted(f_s, f))
+        lo = np.empty(f.shape)
+        hi = np.empty(f.shape)
+        x0 = np.full(f.shape, np.nan)
+        mid = (j > 0) & (j < f_s.size)
+        jm = j[mid]
+        lo[mid], hi[mid] = u_s[jm - 1], u_s[jm]
+        with np.errstate(all="ignore"):
+            t = (f[mid] - f_s[jm - 1]) / (f_s[jm] - f_s[jm - 1])
+        x0[mid] = u_s[jm - 1] + np.where(np.isfinite(t), t, 0.5) * (u_s[jm] - u_s[jm - 1])
+        for beyond, kind, end, side in ((j == 0, lk, left, -1), (j == f_s.size, rk, right, 1)):
+            if not beyond.any():
+                continue
+            fb = f[beyond]
+            if kind == "edge":
+                raise ConvergenceError(
+                    f"F = {float(fb[0])!r} lies beyond the samples of a branch of "
+                    f"{self.law._describe()} that ends at the edge {end!r} (theory eq. (14.37))")
+            if kind == "zero":
+                lo[beyond] = end if side < 0 else u_s[-1]
+                hi[beyond] = u_s[0] if side < 0 else end
+            elif side < 0:
+                lo[beyond] = fb + self.hull[0]
+                hi[beyond] = np.minimum(u_s[0], fb + self.hull[1])
+            else:
+                lo[beyond] = np.maximum(u_s[-1], fb + self.hull[0])
+                hi[beyond] = fb + self.hull[1]
+        u = np.empty(f.shape)
+        if exact.any():
+            u[exact] = u_s[np.searchsorted(f_s, f[exact])]
+        todo = np.flatnonzero(~exact)
+        if todo.size:
+            ff = f[todo]
+
+            def f_pair(v, idx):
+                g, dg = self.values(v)
+                with np.errstate(all="ignore"):
+                    return 1.0 / g - ff[idx], -dg / (g * g)
+
+            u[todo] = bracketed_newton(f_pair, lo[todo], hi[todo], -np.ones(todo.size),
+                                       x0=x0[todo], scale=self.spread,
+                                       what="F(omega) = f (theory eq. (14.37))")
+        return u
+
+    def end(self, k, side):
+        """As ``f`` runs to the ``side`` end of branch ``k``: ``("inf", mean)``,
+        ``("zero", p)`` or ``("edge", v)``."""
+        left, right, lk, rk = self.branches[k]
+        kind, v = (lk, left) if side < 0 else (rk, right)
+        return kind, (self.mean if kind == "inf" else v)
+
+    def pole_slope(self, p):
+        """``|G'(p)|`` at a zero ``p`` of ``G``."""
+        return abs(float(self.values([p])[1][0]))
+
+
+def law_sum_edges(a, b):
+    """Bands of ``a ⊞ b`` from the curves of eq. (14.20) on the branches of
+    eq. (14.37).
+
+    Each curve is parametrized by the point ``u`` of the law whose inverse costs
+    more (a computed law rather than atoms): ``f = F(u)`` is then one evaluation
+    of its Cauchy transform per sample and per refining step, and only the
+    other law's ``F`` is inverted (eq. (14.39)).
+
+    Parameters
+    ----------
+    a, b : LawBranches
+
+    Returns
+    -------
+    list of (float, float, bool, bool)
+        The bands, increasing, with whether each edge is a pole edge (two atoms
+        of masses summing to 1, theory section 14.19).
+
+    Raises
+    ------
+    ConvergenceError
+        If a curve's samples do not settle its sign, or the gap images do not
+        tile the complement of bands (as :func:`curve_bands`).
+    """
+    # p: the law whose point is the parameter, o: the other one
+    p, o = (b, a) if a.cheap and not b.cheap else (a, b)
+    pairs = [(k, l) for k in range(p.count) for l in range(o.count)]
+    own, extras, kk, ll = [], [], [], []
+    for k, l in pairs:
+        fp, fo = p.sampled_values(k), o.sampled_values(l)
+        lo, hi = max(fp[0], fo[0]), min(fp[-1], fo[-1])
+        if not lo < hi:
+            continue
+        # the other law's samples, and the tails of eq. (14.38), as points of p
+        extra = fo[(fo > lo) & (fo < hi)]
+        extra = np.r_[extra, _tails(p, o, k, l, lo, hi)]
+        if lo < 0 < hi:
+            extra = np.r_[extra, 0.0]
+        up = p.sampled_points(k)
+        own.append(up[(fp >= lo) & (fp <= hi)])
+        extras.append(extra)
+        kk.append(k)
+        ll.append(l)
+    if not own:
+        raise ConvergenceError("no pair of branches shares a value of F (theory eq. (14.37))")
+    # one inverse for all the curves
+    sizes = [e.size for e in extras]
+    points = np.split(p.inverse(np.concatenate(extras), np.repeat(kk, sizes)),
+                      np.cumsum(sizes)[:-1])
+    rows = [np.unique(np.r_[u, v]) for u, v in zip(own, points)]
+    kk, ll = np.array(kk), np.array(ll)
+    upad = np.full((len(rows), max(r.size for r in rows)), np.inf)
+    for i, r in enumerate(rows):
+        upad[i, :r.size] = r
+
+    def s_and_x(u, rows):
+        f = p.forward(u)
+        v = o.inverse(f, ll[rows])
+        return sum_criterion(u, p.parts(u, f), v, o.parts(v, f))
+
+    pole_x = np.full(kk.size, np.nan)
+    pole_at = np.full(kk.size, np.nan)
+    for i, (k, l) in enumerate(zip(kk, ll)):
+        mp, mo = _branch_atom(p, k), _branch_atom(o, l)
+        if mp is not None and mo is not None and abs(mp[1] + mo[1] - 1.0) <= ATOM_MARGIN:
+            pole_x[i], pole_at[i] = mp[0] + mo[0], mp[0]
+
+    def limit(r, side):
+        kp, vp = p.end(int(kk[r]), side)
+        ko, vo = o.end(int(ll[r]), side)
+        if "edge" in (kp, ko):
+            # the curve ends where a point reaches an edge of its law's support, where
+            # 1/F' -> 0 and eq. (14.20) tends to 1/F' - 1 <= 0 of the other point: a
+            # positive last sample has its zero within the rounding of that edge
+            # (eq. (14.38)), and x is stationary there
+            row = upad[r][np.isfinite(upad[r])]
+            return float(s_and_x(np.array([row[0] if side < 0 else row[-1]]),
+                                 np.array([r]))[1][0])
+        return _limit(kp, vp, ko, vo, side, int(kk[r]), int(ll[r]))
+
+    closed = np.array([["edge" in (p.end(int(k), side)[0], o.end(int(l), side)[0])
+                        for side in (-1, 1)] for k, l in zip(kk, ll)], dtype=bool)
+    return curve_bands(upad, s_and_x, limit, pole_x, p.finest, TOUCH_ULPS * _EPS,
+                       "eq. (14.20)", closed, pole_at, PEAK_REACH, touch_relative=True)
+
+
+def _branch_atom(law, k):
+    """``(location, mass)`` of the atom on branch ``k`` of ``law``, or None."""
+    left, right, _, _ = law.branches[k]
+    sel = (law.atoms > left) & (law.atoms < right)
+    if not sel.any():
+        return None
+    j = int(np.argmax(sel))
+    return float(law.atoms[j]), float(law.masses[j])
+
+
+def _tails(p, o, k, l, lo, hi):
+    """Values of ``f`` beyond the common samples ``[lo, hi]`` of curve ``(k, l)``
+    where one branch is unbounded and the other ends at a zero ``q`` of ``G``
+    (eq. (14.38)): there eq. (14.20) decays as ``C/f**2``, ``C = 1/|G'(q)| - var``,
+    and its last zero can lie beyond the samples; geometric values out to where
+    ``C/f**2`` is ``TAIL_FACTOR`` times the margin, and beyond ``spread**2/sqrt|C|``."""
+    out = []
+    spread = max(p.spread, o.spread)
+    for side, last in ((-1, lo), (1, hi)):
+        kp, vp = p.end(k, side)
+        ko, vo = o.end(l, side)
+        if {kp, ko} != {"inf", "zero"} or last == 0.0:
+            continue
+        inner, q, outer = (o, vo, p) if kp == "inf" else (p, vp, o)
+        c = 1.0 / inner.pole_slope(q) - outer.var
+        if c == 0.0:
+            continue
+        far = max(np.sqrt(TAIL_FACTOR) * spread ** 2 / np.sqrt(abs(c)),
+                  np.sqrt(abs(c) / (TAIL_FACTOR * S_MARGIN)))
+        if far > abs(last):
+            out.append(side * np.geomspace(abs(last), far, TAIL_SAMPLES + 1)[1:])
+    return np.concatenate(out) if out else np.empty(0)
+
+
+def _limit(ka, va, kb, vb, side, k, l):
+    """``lim x`` as ``f -> side * oo`` on curve ``(k, l)`` whose ends are of kinds
+    ``ka``, ``kb`` (``"inf"`` or ``"zero"``) with values ``va``, ``vb`` (eq. (14.38))."""
+    if ka == "inf" and kb == "inf":
+        return side * np.inf
+    if ka != kb:            # omega - f -> the mean on one branch, a zero of G on the other
+        return va + vb
+    raise ConvergenceError(
+        f"eq. (14.20) is positive at the end of the inner curve ({k}, {l}): the samples "
+        f"do not reach its limit (theory eq. (14.38))")

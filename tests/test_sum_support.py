@@ -1,0 +1,251 @@
+"""Supports of ⊞ of any two laws on the branches of F (theory section 14.29), the
+sizes of a product's unknowns (section 14.30), and the laws of the mixed random
+campaign of benchmarks/RESULTS.md section 27 that raised before them.
+
+Closed forms: the semicircle's ``F(u) = (u + sqrt(u**2 - 4))/2`` (so ``F^{-1}(f) =
+f + 1/f``) and the free sum of two arcsine laws on [-1, 1] (the Kesten-McKay law
+of four free symmetries over 2, on [-sqrt 3, sqrt 3]).  Where no closed form
+exists the independent check is a second formulation (the mirrored subordination
+unknown of theory eq. (14.29), or ``pdf_mp``: the same level solved by
+``mpmath.findroot`` at 30 digits) or the continued density off the axis.
+"""
+
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn import ConvergenceError
+from freeattn.algebra._chebyshev import NARROW_BAND_GAIN, build_representation
+from freeattn.compose import _discrete_sum_support
+from freeattn.compose._analytic import AnalyticLaw, _cauchy_pair
+from freeattn.compose._discrete_sum_support import S_MARGIN, curve_bands
+from freeattn.compose._sum_support import LawBranches, law_sum_edges
+from freeattn.core._options import DEFAULT_OPTIONS
+from freeattn.laws._law_base import Interval
+from user_laws import UserArcsine
+
+EPS = np.finfo(float).eps
+
+#: The sum of an attention law at small beta and two atoms (campaign rng 1, draw 18).
+ATOMS_18 = ([1.359, -0.81], [0.628, 0.372])
+ATTENTION_18 = (0.0024246, 0.25497)
+
+
+def test_branches_of_the_semicircle_and_their_inverse_eq_14_37():
+    # semicircle(1) on [-2, 2]: two branches, (-oo, -2) with F in (-oo, -1) and
+    # (2, oo) with F in (1, oo); F^{-1}(f) = f + 1/f (closed form), to 4 ulps
+    br = LawBranches(freeattn.semicircle(1.0), _cauchy_pair)
+    assert [b[2:] for b in br.branches] == [("inf", "edge"), ("edge", "inf")]
+    assert br.branches[0][1] == -2.0 and br.branches[1][0] == 2.0
+    lo, hi = br.sampled_range(1)
+    # the sample nearest the edge is at 1e-11 of it: F there is 1 + O(sqrt(1e-11))
+    assert 1.0 < lo < 1.0 + 1e-5 and hi > 1e4
+    f = np.array([1.001, 1.5, 3.0, 1e3, 1e6])
+    u = br.inverse(f, np.ones(f.size, dtype=int))
+    np.testing.assert_allclose(u, f + 1.0 / f, rtol=4 * EPS)
+    # forward: F' ~ 1/sqrt(u - 2) amplifies the rounding of u next to the edge
+    # (measured 1.3e-13 at u - 2 = 1e-6)
+    np.testing.assert_allclose(br.forward(u), f, rtol=1e-12)
+
+
+def test_branches_of_a_discrete_law_are_cut_at_the_zeros_of_g_eq_14_37():
+    # three atoms: G has one zero between consecutive atoms (section 14.19), so four
+    # pieces... three branches, each holding one atom, F = 0 there; the zeros agree
+    # with the discrete branches' to 1e-15 relative (both bracketed Newton on G)
+    law = freeattn.point_masses([-1.0, 0.5, 2.0], [0.2, 0.5, 0.3])
+    br = LawBranches(law, _cauchy_pair)
+    ref = _discrete_sum_support._Branches(law.values, law.weights)
+    assert br.count == 3
+    zeros = [b[1] for b in br.branches[:-1]]
+    np.testing.assert_allclose(zeros, ref.poles, rtol=1e-15)
+    for k, atom in enumerate([-1.0, 0.5, 2.0]):
+        assert br.inverse(np.array([0.0]), np.array([k]))[0] == atom
+
+
+def test_two_arcsine_laws_by_the_curves_eq_14_38():
+    # UserArcsine(-1, 1) ⊞ itself is supported on [-sqrt 3, sqrt 3] (closed form); a law
+    # known by its transform alone takes its bands from the curves (section 14.29), whose
+    # ends are the two edges' limits of eq. (14.38)
+    a = UserArcsine(-1.0, 1.0)
+    edges = law_sum_edges(LawBranches(a, _cauchy_pair), LawBranches(a, _cauchy_pair))
+    assert len(edges) == 1 and not edges[0][2] and not edges[0][3]
+    np.testing.assert_allclose(edges[0][:2], [-np.sqrt(3.0), np.sqrt(3.0)], rtol=4 * EPS)
+
+
+def test_narrow_bands_next_to_atoms_are_found_eq_14_38():
+    # The attention law at beta = 0.0024, gamma = 0.255 has mass 1 - gamma in a band
+    # [0, 5.1e-11] beside its bulk [3.0e-6, 7.2e-5]; with the atoms -0.81 and 1.359 the
+    # sum has a band of width ~5e-5 next to each atom and, where the atom's mass and
+    # 1 - gamma add to more than 1, a band of width 2e-11 and 3.6e-11 at it.  The grid
+    # over [-0.81, 1.36] found none of them ("no point of the support").
+    law = freeattn.free_additive(freeattn.point_masses(*ATOMS_18),
+                                 freeattn.attention_law(*ATTENTION_18).squared())
+    ivs = np.array(law.intervals())
+    assert ivs.shape == (4, 2)
+    widths = ivs[:, 1] - ivs[:, 0]
+    assert np.all(widths[[0, 2]] < 1e-10) and np.all(widths[[1, 3]] > 1e-5)
+    # the continued density (eq. (14.3) at x + 1e-12 i, independent of the support)
+    # is positive in the middle of each band and below 1e-3 of it in each gap
+    mids = ivs.mean(axis=1)
+    gaps = 0.5 * (ivs[:-1, 1] + ivs[1:, 0])
+    dens = -np.imag([law.stieltjes(x + 1e-14j) for x in np.r_[mids, gaps]]) / np.pi
+    assert np.all(dens[:4] > 1e2) and np.all(dens[4:] < 1e-3 * dens[:4].min())
+
+
+def test_a_band_narrower_than_the_rounding_raises_at_once_eq_8_30():
+    # eq. (8.30): the two bands of width ~2e-11 at |x| ~ 1 keep eps |x| / W ~ 1e-5 of relative
+    # noise: more than cheb_noise_rtol, so the density raises naming the band (it had
+    # split into more than 1024 panels for 56 s)
+    law = freeattn.free_additive(freeattn.point_masses(*ATOMS_18),
+                                 freeattn.attention_law(*ATTENTION_18).squared())
+    with pytest.raises(ConvergenceError, match=r"narrower than the solver resolves.*8\.30"):
+        law.pdf(0.0)
+
+
+def test_the_band_allowance_of_a_density_known_to_an_absolute_rounding_eq_8_30():
+    # a uniform density on a band of width 1e-4 at x = 1, computed to eps of x: the
+    # mass check allows NARROW_BAND_GAIN eps * 1 / 1e-4 of its mass (3.6e-11); with
+    # the band 1e-12 wide the noise eps/1e-12 exceeds cheb_noise_rtol and it raises
+    width = 1e-4
+    rep = build_representation(lambda x: np.full(x.shape, 1.0 / width),
+                               [Interval(1.0, 1.0 + width)], DEFAULT_OPTIONS,
+                               expected_mass=1.0, zero_scale=1.0)
+    assert rep.edge_allowance == pytest.approx(NARROW_BAND_GAIN * EPS / width, rel=1e-6)
+    assert abs(rep.total - 1.0) <= 1e-12
+    with pytest.raises(ConvergenceError, match="narrower than the solver resolves"):
+        build_representation(lambda x: np.full(x.shape, 1e12), [Interval(1.0, 1.0 + 1e-12)],
+                             DEFAULT_OPTIONS, expected_mass=1.0, zero_scale=1.0)
+
+
+def test_the_upper_edge_of_an_attention_law_plus_atoms_eq_14_38():
+    # campaign rng 0, draw 15 of section 26: raised from the bordered Newton of eq.
+    # (14.5); the curves give the support (-2.5540, 125.66293): the continued density
+    # (x + 1e-9 i) is 6.1e-6 at 1e-3 inside the upper edge (a gap that ends on a curve
+    # whose other end is an edge, eq. (14.38)) and at most 1e-10 at 1e-3
+    # beyond it, and the law builds (mass 1 to 1e-12)
+    a = freeattn.attention_law(1.8137, 0.12051).squared()
+    b = freeattn.point_masses([-2.904, -2.830, 0.686, 1.315], [0.484, 0.174, 0.298, 0.044])
+    law = freeattn.free_additive(a, b)
+    (lo, hi), = law.intervals()
+    assert hi == pytest.approx(125.66293, abs=1e-5)
+    inside = -law.stieltjes(hi - 1e-3 + 1e-9j).imag / np.pi
+    outside = -law.stieltjes(hi + 1e-3 + 1e-9j).imag / np.pi
+    assert inside > 1e-6 and outside < 1e-10
+    assert law.accuracy().mass_error <= 1e-12
+
+
+def test_two_attention_laws_whose_fold_raised_eq_14_38():
+    # campaign rng 2, draws 7 and 26: bordered Newton from the grid did not reach the
+    # fold; both build from the curves (one band; two bands from the first law's split
+    # support), mass 1 to 1e-12
+    for (b1, g1), (b2, g2), bands in (((2.3704, 0.10666), (0.58405, 2.8554), 1),
+                                      ((0.026747, 0.2468), (0.0043167, 1.6129), 2)):
+        law = freeattn.free_additive(freeattn.attention_law(b1, g1).squared(),
+                                     freeattn.attention_law(b2, g2).squared())
+        assert len(law.intervals()) == bands
+        assert law.accuracy().mass_error <= 1e-12
+
+
+def test_flat_runs_are_not_refined_and_hidden_humps_are_eq_14_39():
+    # the rule of eq. (14.39): eq. (14.20) at -1 to rounding along a whole curve: every
+    # other sample is a sampled
+    # maximum, none of which a parabola could lift to 0 (no refinement, no gap); a hump
+    # of height 0.2 between samples 0.05 apart (sampled at -0.78 and -1) is refined and
+    # its gap found, x = v here
+    f = np.linspace(-1.0, 1.0, 41)[None, :]
+    calls = []
+
+    def flat(v, rows):
+        calls.append(v.size)
+        return -1.0 + 1e-16 * np.cos(1e3 * v), v
+
+    with pytest.raises(ConvergenceError, match="outer gaps"):
+        curve_bands(f, flat, lambda r, side: side * np.inf, np.full(1, np.nan), 1e-3, 1.0,
+                    "the test criterion", peak_reach=4.0)
+    assert calls == [f.size]
+
+    def hump(v, rows):
+        return -1.0 + 1.2 * np.exp(-((v - 0.013) / 0.01) ** 2), v
+
+    # limits: the curve ends inside bands on both sides (no outer gap: raises), but
+    # the gap of the hump is refined and bracketed first
+    found = {}
+    orig = _discrete_sum_support._curve_gaps
+
+    def spy(limit, pos, cols, zx, pole):
+        found["zx"] = np.array(zx)
+        return orig(limit, pos, cols, zx, pole)
+
+    _discrete_sum_support._curve_gaps = spy
+    try:
+        with pytest.raises(ConvergenceError, match="outer gaps"):
+            curve_bands(f, hump, lambda r, side: side * np.inf, np.full(1, np.nan), 1e-3,
+                        1.0, "the test criterion", peak_reach=4.0)
+    finally:
+        _discrete_sum_support._curve_gaps = orig
+    # -1 + 1.2 exp(-d**2) = S_MARGIN at d = sqrt(log 1.2) (closed form), to 1e-9
+    d = 0.01 * np.sqrt(np.log(1.2 / (1.0 + S_MARGIN)))
+    np.testing.assert_allclose(np.sort(found["zx"]), [0.013 - d, 0.013 + d], atol=1e-9)
+
+
+@pytest.mark.parametrize("atoms, beta, gamma", [
+    (([0.756, 3.193, 3.928], [0.147, 0.83, 0.023]), 0.040742, 0.13326),
+    (([4.293, 3.046, 1.448], [0.263, 0.507, 0.23]), 0.0032998, 4.3577),
+])
+def test_products_with_an_attention_law_at_small_beta(atoms, beta, gamma):
+    # section 14.30: with the product's scale the interior points were taken as outside
+    # and the bordered Newton of eq. (14.5) stepped x by 0.1 at an edge at 1.4e-5; both
+    # build (mass 1 to 1e-12) and the density agrees with the mirrored formulation
+    # (the other law's subordination point the unknown, eq. (14.29)) to 1e-9
+    a = freeattn.point_masses(*atoms)
+    b = freeattn.attention_law(beta, gamma).squared()
+    law = freeattn.free_multiplicative(a, b)
+    assert isinstance(law, AnalyticLaw)
+    assert law.accuracy().mass_error <= 1e-12
+    mirror = AnalyticLaw(b, a, True)
+    x = np.concatenate([np.linspace(lo, hi, 7)[1:-1] for lo, hi in law.intervals()])
+    np.testing.assert_allclose(law._density(x), mirror._density(x), rtol=1e-9)
+
+
+def test_the_scale_of_a_products_unknown_is_that_of_its_first_factor():
+    # the point 1.3617e-5 lies inside the support of {1.448, 3.046, 4.293} ⊠ the
+    # attention law at beta = 0.0033: Im w = 0.444 against |w| = 0.47; the old scale,
+    # 1/(1e-3 hi_a hi_b) = 4.5e6, put the inside test's threshold at 0.447 (outside);
+    # the new one, 1/lo_a = 0.69, at 1.2e-7
+    a = freeattn.point_masses([4.293, 3.046, 1.448], [0.263, 0.507, 0.23])
+    b = freeattn.attention_law(0.0032998, 4.3577).squared()
+    law = freeattn.free_multiplicative(a, b)
+    pr = law._problem
+    assert pr.scale == 1.0 / 1.448                   # 1/max(lo_a, 1e-3 hi_a)
+    w = law._locate(np.array([1.3e-5, 1.3616867891949144e-05, 1.4e-5]))
+    old = 1.0 / (1e-3 * 4.293 * b.support()[1])
+    assert np.all(np.abs(w.imag) > 1e-7 * (pr.scale + np.abs(w)))
+    assert np.abs(w[1].imag) < 1e-7 * (old + np.abs(w[1]))
+
+
+def test_a_sample_covariance_next_to_its_constituents_hard_edge_eq_8_31():
+    # the attention law at beta = 0.0017 has a band [0, 1.3e-11] with x**(-1/2) at 0;
+    # its sample covariance of ratio 0.358 raised "no root on the Stieltjes branch" at
+    # 1.8e-15.  The linear model of eq. (8.31) gives the density to 1e-13 of pdf_mp
+    # (30 digits; measured 3.3e-16) from 3.5e-19 to 1e-7 of the extent; mass 1 to 1e-12
+    b = freeattn.attention_law(0.0016952, 0.21499).squared()
+    law = freeattn.sample_covariance(b, 0.35832)
+    hi = law.interval_details()[0].hi
+    x = hi * np.array([1e-12, 1e-6, 0.3])
+    ref = np.array([float(law.pdf_mp(v, dps=30)) for v in x])
+    np.testing.assert_allclose(law._density(x), ref, rtol=1e-13)
+    assert law.accuracy().mass_error <= 1e-12
+
+
+def test_roots_the_coefficients_place_too_far_are_selected_again_eq_8_10():
+    # the sample covariance of the attention law at beta = 0.0028 (ratio 0.138): the
+    # degree-7 tower's roots were 2.5e-3 off between 1.8e-4 and 1.8e-3 of the band
+    # [0, 1.1e-10]'s width below its upper edge (density 1-14% low, mass 6.4e-7 short);
+    # now within 1e-12 of pdf_mp (30 digits; measured 1e-15) and mass 1 to 1e-12
+    b = freeattn.attention_law(0.0027962, 0.14032).squared()
+    law = freeattn.sample_covariance(b, 0.13825)
+    hi = law.interval_details()[0].hi
+    x = hi * (1.0 - np.array([1.78e-3, 1e-3, 3.16e-4]))
+    ref = np.array([float(law.pdf_mp(v, dps=30)) for v in x])
+    np.testing.assert_allclose(law._density(x), ref, rtol=1e-12)
+    assert law.accuracy().mass_error <= 1e-12
