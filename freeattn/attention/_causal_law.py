@@ -80,6 +80,9 @@ class CausalLaw(SpectralLaw):
     0.702227
     """
 
+    # the boundary-value problem of theory section 10.5 is solved point by point
+    _pointwise_transform = True
+
     def __init__(self, beta, gamma, options=None):
         super().__init__(DEFAULT_OPTIONS.with_(cheb_tail_rtol=BULK_SAMPLE_RTOL)
                          if options is None else options)

@@ -564,6 +564,10 @@ class AnalyticLaw(SpectralLaw):
         self._last_z = np.empty(0, dtype=complex)
         self._last_w = np.empty(0, dtype=complex)
 
+    @property
+    def _pointwise_transform(self):
+        return self.a._pointwise_transform or self.b._pointwise_transform
+
     def _describe(self):
         op = "⊠" if self.multiplicative else "⊞"
 
@@ -1045,11 +1049,13 @@ class AnalyticLaw(SpectralLaw):
     def _curve_support(self):
         """The bands of a ⊞ from the curves of theory eq. (14.20) on the branches of
         eq. (14.37) (section 14.29), or None: for a ⊠, two discrete laws (section
-        14.19), more than ``MAX_LAW_CURVES`` pairs of branches, or where the
+        14.19), a law whose transform is solved point by point (the causal law:
+        its branches' samples cost seconds, the grid a fraction of a second), more
+        than ``MAX_LAW_CURVES`` pairs of branches, or where the
         curves cannot be followed (a Cauchy transform not accurate next to an
         edge, a curve whose samples do not settle its sign), which the grid
         locator then serves."""
-        if self.multiplicative or self._discrete_pair() is not None:
+        if self.multiplicative or self._discrete_pair() is not None or self._pointwise_transform:
             return None
         from ._sum_support import MAX_LAW_CURVES, LawBranches, law_sum_edges
 

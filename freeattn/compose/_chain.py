@@ -293,6 +293,10 @@ class ProductChainLaw(SpectralLaw):
     factors : tuple of SpectralLaw
     """
 
+    @property
+    def _pointwise_transform(self):
+        return any(f._pointwise_transform for f in self.factors)
+
     def __init__(self, factors, options=None):
         super().__init__(options if options is not None else factors[0].options)
         self.factors = tuple(factors)

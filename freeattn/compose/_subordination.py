@@ -258,6 +258,10 @@ class SubordinationLaw(SpectralLaw):
                                                   infinite_ok=False)
         return (np.where(ok, gg, nan), np.where(ok, dgdz, nan), np.where(ok, tau, nan))
 
+    @property
+    def _pointwise_transform(self):
+        return self.constituent._pointwise_transform
+
     def _describe(self):
         if self._name:
             return self._name

@@ -227,6 +227,11 @@ class SpectralLaw:
     use them for ``pdf`` and ``cdf``.
     """
 
+    #: Whether the law's Cauchy transform is solved point by point (a boundary-value
+    #: problem per point, as the causal law's), so that a method that samples it on
+    #: hundreds of real points costs seconds (theory section 14.29).
+    _pointwise_transform = False
+
     def __init__(self, options=None):
         self.options = DEFAULT_OPTIONS if options is None else options
         self._rep = None
@@ -1549,6 +1554,10 @@ class AffineLaw(SpectralLaw):
     def _closed_form(self):
         return getattr(self.base, "_closed_form", False)
 
+    @property
+    def _pointwise_transform(self):
+        return self.base._pointwise_transform
+
     def _describe(self):
         return f"{self.shift:g} + {self.scale:g} * ({self.base._describe()})"
 
@@ -1718,6 +1727,10 @@ class SingularValueLaw(SpectralLaw):
     squared_law : SpectralLaw
         The law of ``s**2``.
     """
+
+    @property
+    def _pointwise_transform(self):
+        return self._sq._pointwise_transform
 
     def __init__(self, squared_law):
         super().__init__(squared_law.options)
@@ -1917,6 +1930,10 @@ class ZeroPaddedLaw(SpectralLaw):
     t : float
         ``> 0``.
     """
+
+    @property
+    def _pointwise_transform(self):
+        return self.base._pointwise_transform
 
     def __init__(self, base, t):
         super().__init__(base.options)
