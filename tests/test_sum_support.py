@@ -94,8 +94,8 @@ def test_narrow_bands_next_to_atoms_are_found_eq_14_38():
 
 def test_a_band_narrower_than_the_rounding_raises_at_once_eq_8_30():
     # eq. (8.30): the two bands of width ~2e-11 at |x| ~ 1 keep eps |x| / W ~ 1e-5 of relative
-    # noise: more than cheb_noise_rtol, so the density raises naming the band (it had
-    # split into more than 1024 panels for 56 s)
+    # noise: more than the largest rounding floor of a fit (1e-6), so the density raises
+    # naming the band (it had split into more than 1024 panels for 56 s)
     law = freeattn.free_additive(freeattn.point_masses(*ATOMS_18),
                                  freeattn.attention_law(*ATTENTION_18).squared())
     with pytest.raises(ConvergenceError, match=r"narrower than the solver resolves.*8\.30"):
@@ -104,13 +104,17 @@ def test_a_band_narrower_than_the_rounding_raises_at_once_eq_8_30():
 
 def test_the_band_allowance_of_a_density_known_to_an_absolute_rounding_eq_8_30():
     # a uniform density on a band of width 1e-4 at x = 1, computed to eps of x: the
-    # mass check allows NARROW_BAND_GAIN eps * 1 / 1e-4 of its mass (3.6e-11); with
-    # the band 1e-12 wide the noise eps/1e-12 exceeds cheb_noise_rtol and it raises
+    # mass check allows NARROW_BAND_GAIN eps * 1 / W of each panel's mass (two
+    # panels of half the band: 7.1e-11 in all); with the band 1e-12 wide the noise
+    # eps/1e-12 = 2.2e-4 exceeds 1e-6 and it raises
     width = 1e-4
     rep = build_representation(lambda x: np.full(x.shape, 1.0 / width),
                                [Interval(1.0, 1.0 + width)], DEFAULT_OPTIONS,
                                expected_mass=1.0, zero_scale=1.0)
-    assert rep.edge_allowance == pytest.approx(NARROW_BAND_GAIN * EPS / width, rel=1e-6)
+    expected = sum(p.mass * NARROW_BAND_GAIN * EPS / (p.hi - p.lo) for p in rep.panels)
+    assert len(rep.panels) == 2                    # split at the middle (eq. (8.14))
+    assert rep.edge_allowance == pytest.approx(expected, rel=1e-12, abs=0.0)
+    assert rep.edge_allowance == pytest.approx(2 * NARROW_BAND_GAIN * EPS / width, rel=1e-6, abs=0.0)
     assert abs(rep.total - 1.0) <= 1e-12
     with pytest.raises(ConvergenceError, match="narrower than the solver resolves"):
         build_representation(lambda x: np.full(x.shape, 1e12), [Interval(1.0, 1.0 + 1e-12)],
@@ -208,19 +212,20 @@ def test_products_with_an_attention_law_at_small_beta(atoms, beta, gamma):
 
 
 def test_the_scale_of_a_products_unknown_is_that_of_its_first_factor():
-    # the point 1.3617e-5 lies inside the support of {1.448, 3.046, 4.293} ⊠ the
-    # attention law at beta = 0.0033: Im w = 0.444 against |w| = 0.47; the old scale,
-    # 1/(1e-3 hi_a hi_b) = 4.5e6, put the inside test's threshold at 0.447 (outside);
-    # the new one, 1/lo_a = 0.69, at 1.2e-7
+    # section 14.30: the point 1.3617e-5 lies inside the support of {1.448, 3.046,
+    # 4.293} ⊠ the attention law at beta = 0.0033 (support to 5.2e-5).  The old scale
+    # of the atoms' unknown, 1/(1e-3 hi_a hi_b), made the inside test's threshold
+    # 1e-7 (S + |w|) exceed |Im w| at the middle point; with S = 1/hi_a it is far below
     a = freeattn.point_masses([4.293, 3.046, 1.448], [0.263, 0.507, 0.23])
     b = freeattn.attention_law(0.0032998, 4.3577).squared()
-    law = freeattn.free_multiplicative(a, b)
+    law = AnalyticLaw(a, b, True)
     pr = law._problem
-    assert pr.scale == 1.0 / 1.448                   # 1/max(lo_a, 1e-3 hi_a)
-    w = law._locate(np.array([1.3e-5, 1.3616867891949144e-05, 1.4e-5]))
+    assert pr.scale == 1.0 / 4.293
+    x = np.array([1.3e-5, 1.3616867891949144e-05, 1.4e-5])
+    w = law._locate(x)
     old = 1.0 / (1e-3 * 4.293 * b.support()[1])
     assert np.all(np.abs(w.imag) > 1e-7 * (pr.scale + np.abs(w)))
-    assert np.abs(w[1].imag) < 1e-7 * (old + np.abs(w[1]))
+    assert abs(w[1].imag) < 1e-7 * (old + abs(w[1]))      # 0.444 < 0.447: "outside"
 
 
 def test_a_sample_covariance_next_to_its_constituents_hard_edge_eq_8_31():
@@ -262,3 +267,93 @@ def test_a_causal_constituent_keeps_the_grid_and_the_curves_agree_with_it_eq_14_
     curves = law_sum_edges(LawBranches(law.a, _cauchy_pair), LawBranches(law.b, _cauchy_pair))
     assert grid.shape == (2, 2)
     np.testing.assert_allclose(np.array([c[:2] for c in curves]), grid, rtol=1e-13)
+
+
+def test_the_narrower_laws_point_is_the_unknown():
+    # section 14.31: the attention laws at beta = 1.987 (support to 205.8) and 0.0158
+    # (to 1.2e-3): the wide law's point stays within 3e-8 of the axis inside the
+    # support, the grid had no warm start and the density took 5.8 s; in the other
+    # orientation the grid seeds them and the law builds (mass 1 to 1e-12, mass
+    # error of the old orientation 1.3e-10).  The density agrees between the two
+    # orientations to 1e-9 inside the band.
+    a = freeattn.attention_law(1.987, 0.56416).squared()
+    b = freeattn.attention_law(0.015757, 4.4463).squared()
+    law = freeattn.free_additive(a, b)
+    assert law.a is b and law.b is a
+    assert law.accuracy().mass_error <= 1e-12
+    assert law._warm_x.size > 100
+    other = AnalyticLaw(a, b, False)
+    other._curve_support = law._curve_support
+    x = np.linspace(1.0, 200.0, 7)
+    np.testing.assert_allclose(law._density(x), other._density(x), rtol=1e-9)
+    # the same in the scale-free width of a product: atoms near 3.4 and an attention
+    # law reaching 0, whose grid took its hard edge for a gap
+    p = freeattn.free_multiplicative(freeattn.attention_law(2.7277, 0.46028).squared(),
+                                     freeattn.point_masses([3.305, 3.582], [0.822, 0.178]))
+    assert isinstance(p.a, freeattn.point_masses([1.0]).__class__)
+    assert p.intervals()[0][0] == 0.0 and p.accuracy().mass_error <= 1e-12
+
+
+def test_an_edge_beside_a_constituents_edge_by_bisection():
+    # section 14.31: the second band of {4.564, 4.94} ⊠ the attention law at beta = 0.119,
+    # gamma = 0.264 starts where the law's point reaches its edge 0.006853; no fold for
+    # the bordered Newton.  The bisection on the certified test puts the edge at
+    # 0.0334192279069 (to 1e-10 of the full classification, theory 14.31); the continued
+    # density (x + 1e-15 i) is below 1e-8 at 1e-9 below it and above 1e-5 at 1e-9 above
+    law = freeattn.free_multiplicative(
+        freeattn.attention_law(0.11908, 0.26403).squared(),
+        freeattn.point_masses([4.564, 4.94], [0.164, 0.836]))
+    ivs = law.intervals()
+    assert len(ivs) == 2
+    e = ivs[1][0]
+    assert e == pytest.approx(0.0334192279098, rel=1e-10)
+    below = -law.stieltjes(e * (1 - 1e-9) + 1e-15j).imag / np.pi
+    above = -law.stieltjes(e * (1 + 1e-9) + 1e-15j).imag / np.pi
+    assert below < 1e-8 and above > 1e-5
+    assert law.accuracy().mass_error <= 1e-12
+
+
+def test_far_from_the_support_f_is_its_boolean_series_eq_14_40():
+    # eq. (14.40) for the semicircle: Boolean cumulants 1, 0, 1, 0, 2, 0, 5 (Catalan
+    # numbers, closed form); beyond 4 radii F, 1/F' - 1 and u - F(u) follow the closed
+    # form F(u) = (u + sqrt(u**2 - 4))/2 to 1e-13 (the closed form's own cancellation at
+    # u = 1e3 is 2e-11 in 1/F' - 1, so that point is checked against the expansion
+    # -(F' - 1)/F' = -1/u**2 - 2/u**4 - 5/u**6 + O(u**-8) of F' - 1 = 1/u**2 + 3/u**4
+    # + 10/u**6 + ...)
+    br = LawBranches(freeattn.semicircle(1.0), _cauchy_pair)
+    np.testing.assert_allclose(br._boolean[:7], [1, 0, 1, 0, 2, 0, 5], atol=1e-13)
+    u = np.array([8.5, 20.0, -9.0])
+    root = np.sign(u) * np.sqrt(u * u - 4.0)
+    f = (u + root) / 2.0
+    d, e, r = br.parts(u, f)
+    np.testing.assert_allclose(br.forward(u), f, rtol=1e-13)
+    np.testing.assert_allclose(e, 1.0 / ((1.0 + u / root) / 2.0) - 1.0, rtol=1e-13)
+    np.testing.assert_allclose(r, u - f, rtol=1e-13)
+    e_far = br.parts(np.array([1e3]), np.array([1e3]))[1][0]
+    assert e_far == pytest.approx(-1e-6 - 2e-12 - 5e-18, rel=1e-13, abs=0.0)
+
+
+def test_a_support_search_that_raises_takes_the_mirrored_formulation():
+    # section 14.31: where this formulation's support search raises (here forced), the
+    # mirrored one (eq. (14.29)) gives the support and solves the density first:
+    # {2.366, 3.487, 3.696} ⊠ the attention law at beta = 1.398 on [0, 173.540349248445],
+    # the same as free_multiplicative's (to 1e-14), mass 1 to 1e-12
+    a = freeattn.attention_law(1.3981, 0.1183).squared()
+    b = freeattn.point_masses([2.366, 3.487, 3.696], [0.005, 0.491, 0.504])
+    law = AnalyticLaw(a, b, True)
+
+    def fail():
+        raise ConvergenceError("forced")
+
+    law._own_support = fail
+    (lo, hi), = law.intervals()
+    assert law._formulations[0] is law._mirror()
+    ref = freeattn.free_multiplicative(a, b)
+    assert lo == 0.0 and hi == pytest.approx(ref.intervals()[0][1], rel=1e-14, abs=0.0)
+    assert law.accuracy().mass_error <= 1e-12
+    # both failing: one error naming both formulations
+    both = AnalyticLaw(a, b, True)
+    both._own_support = fail
+    both._mirror()._own_support = fail
+    with pytest.raises(ConvergenceError, match="forced and, in the mirrored formulation"):
+        both.intervals()

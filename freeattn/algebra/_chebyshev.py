@@ -1261,7 +1261,7 @@ def _fit_all(density, tasks, options, log_density=None):
                 prev_coef = _shifted_coefficients(
                     vals[sub], None if task.shift is None else task.shift[sub])
                 prev_tail = _tail(prev_coef)
-            floor = _noise_floor(task.map, options)
+            floor = _noise_floor(task.map, options, task.zero_scale)
             if tail <= task.tail_rtol:
                 done.append(task.panel(_chop(coef, options.cheb_tail_rtol / 4), tail))
             elif prev_tail <= floor and tail > prev_tail:
@@ -1343,11 +1343,13 @@ def _graded_cuts(a, b, side, gap):
     return [a] + [b - o for o in offsets[-2::-1]]
 
 
-def _noise_floor(pmap, options):
-    """Largest tail accepted as the rounding floor of a panel's samples (eq. (8.14))."""
+def _noise_floor(pmap, options, zero_scale=None):
+    """Largest tail accepted as the rounding floor of a panel's samples (eq. (8.14));
+    for a density known to an absolute rounding ``eps * zero_scale`` of ``x``, at
+    least that rounding over the panel's width (eq. (8.30))."""
     if pmap.kind == "logend":
         return options.cheb_noise_rtol
-    scale = max(abs(pmap.lo), abs(pmap.hi))
+    scale = max(abs(pmap.lo), abs(pmap.hi), zero_scale or 0.0)
     floor = min(ROUNDING_FLOOR_FACTOR * _EPS * scale / pmap.width, ROUNDING_FLOOR_MAX)
     return max(options.cheb_noise_rtol, floor)
 
@@ -1446,20 +1448,20 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
             task.n = first
     if zero_scale is not None:
         # a density known to an absolute rounding of x (eq. (8.30)): a band of width W
-        # carries eps * zero_scale / W of relative noise, which no fit resolves beyond
-        # cheb_noise_rtol
+        # carries eps * zero_scale / W of relative noise, which no fit takes for its
+        # rounding floor beyond ROUNDING_FLOOR_MAX
         for iv in intervals:
             noise = _EPS * zero_scale / (float(iv.hi) - float(iv.lo))
-            if noise > options.cheb_noise_rtol:
+            if noise > ROUNDING_FLOOR_MAX:
                 raise ConvergenceError(
                     f"the band [{float(iv.lo)!r}, {float(iv.hi)!r}] of width "
                     f"{float(iv.hi) - float(iv.lo):.3e} is narrower than the solver resolves: "
                     f"its density is computed to {_EPS * zero_scale:.1e} of x, a relative "
-                    f"noise of {noise:.1e} > cheb_noise_rtol {options.cheb_noise_rtol:.1e} "
-                    f"(theory eq. (8.30))", residual=noise, tolerance=options.cheb_noise_rtol)
+                    f"noise of {noise:.1e} > {ROUNDING_FLOOR_MAX:.0e} (theory eq. (8.30))",
+                    residual=noise, tolerance=ROUNDING_FLOOR_MAX)
     rep = Representation(_fit_all(density, tasks, options, log_density))
     rep.edge_allowance = _edge_allowance(rep.panels, zero_scale) + _band_allowance(
-        rep.panels, intervals, zero_scale)
+        rep.panels, zero_scale)
     rep.error += rep.edge_allowance
     tol = options.mass_atol + rep.edge_allowance
     if expected_mass is not None and abs(rep.total - expected_mass) > tol:
@@ -1472,23 +1474,19 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
     return rep
 
 
-def _band_allowance(panels, intervals, zero_scale):
-    """Mass the absolute rounding of a density's solver leaves in narrow bands (eq. (8.30)).
+def _band_allowance(panels, zero_scale):
+    """Mass the absolute rounding of a density's solver leaves in narrow panels (eq. (8.30)).
 
     A solver that resolves ``x`` to ``eps * zero_scale`` (a free additive
-    convolution) gives the density on a band of width ``W`` to a relative
-    ``NARROW_BAND_GAIN * eps * zero_scale / W``; each band's mass is allowed that
+    convolution) gives the density on a panel of width ``W`` (a band, or the
+    graded panels next to an edge many decades below the scale) to a relative
+    ``NARROW_BAND_GAIN * eps * zero_scale / W``; each panel's mass is allowed that
     fraction (0 without ``zero_scale``).
     """
     if zero_scale is None or not panels:
         return 0.0
-    lows = np.array([float(iv.lo) for iv in intervals])
-    widths = np.array([float(iv.hi) - float(iv.lo) for iv in intervals])
-    total = 0.0
-    for panel in panels:
-        k = max(int(np.searchsorted(lows, panel.lo, side="right")) - 1, 0)
-        total += abs(panel.mass) * NARROW_BAND_GAIN * _EPS * zero_scale / widths[k]
-    return total
+    return sum(abs(p.mass) * NARROW_BAND_GAIN * _EPS * zero_scale / (p.hi - p.lo)
+               for p in panels if p.hi > p.lo)
 
 
 def _edge_allowance(panels, zero_scale=None):

@@ -27,6 +27,17 @@ from ..laws._law_base import Interval, SpectralLaw
 
 __all__ = ["AnalyticLaw", "analytic_additive", "analytic_multiplicative"]
 
+#: A ⊞ whose second law's support is narrower than this fraction of the first's
+#: (but not a single point, whose ⊞ is a shift) takes the narrower law's
+#: subordination point as the unknown (theory section 14.31): the other one stays within ``~(s_b/s_a)**2`` of the axis inside the
+#: support, below the grid's test of ``INSIDE_RTOL`` for ``s_b/s_a < 3e-4``.
+NARROW_SPREAD_RATIO = 1e-2
+#: ... and a ⊠ whose second law's ``log(hi/lo)`` is below that fraction of the first's
+#: (which is infinite for a support reaching 0) and below this: a spread of a factor
+#: e at most (the campaign's atoms within a factor 1.6 of each other times an attention
+#: law reaching 0 built only in the swapped orientation; a 17-atom token Gram spread over
+#: a factor 25 times MP(1, 1) only in its own).
+NARROW_LOG_SPREAD = 1.0
 #: Points of the real grid on which the support is located before its edges
 #: are solved exactly by bordered Newton (gaps narrower than the grid spacing
 #: over the bounding interval can be missed).
@@ -66,6 +77,11 @@ HARD_EDGE_GRID_START = 1e-9
 #: retried, where it did not converge from the grid point outside the edge or
 #: converged outside the cell.
 EDGE_BISECTIONS = 20
+#: Where bordered Newton fails from the cell and from its bisections, the cell is
+#: bisected on the test of eqs. (14.7), (14.11) until it spans this many ulps of
+#: ``x`` (at most ``EDGE_BISECT_STEPS`` halvings; section 14.31).
+EDGE_BISECT_ULPS = 8
+EDGE_BISECT_STEPS = 80
 #: Slack, relative to the cell's width, of the test that an edge lies in the
 #: grid cell it was started from.
 EDGE_CELL_RTOL = 1e-6
@@ -263,7 +279,10 @@ def _cauchy_pair(law, u):
     if isinstance(law, PointMasses):
         g, d = _point_mass_sums(law, v)
     else:
-        g, d = law._stieltjes_pair(v)
+        # a point where a nested law's solver meets a pole of its transform gives a
+        # non-finite value, which the fixed-point strategies reject (never accept)
+        with np.errstate(all="ignore"):
+            g, d = law._stieltjes_pair(v)
     return np.where(low, np.conj(g), g), np.where(low, np.conj(d), d)
 
 
@@ -550,7 +569,7 @@ class AnalyticLaw(SpectralLaw):
             problem = _SymmetricMultiplicative if a is b else _Multiplicative
             # w = 1/y with y the point where G_a is evaluated: its size is that of
             # a's support, whatever b's (an attention law at small beta lives at 1e-6)
-            self._problem = problem(a, b, 1.0 / max(la, ha * 1e-3))
+            self._problem = problem(a, b, 1.0 / ha)
         else:
             self._bounds = (la + lb, ha + hb)
             scale = max(ha - la, hb - lb, abs(la + lb), abs(ha + hb), np.finfo(float).tiny)
@@ -865,6 +884,26 @@ class AnalyticLaw(SpectralLaw):
         return additive_atoms(self.a.atoms(), self.b.atoms())
 
     def _support_intervals(self):
+        """The support; where this formulation's search raises, the mirrored one's
+        (the other law's subordination point the unknown, eq. (14.29), section 14.31),
+        which then also solves the density first."""
+        try:
+            return self._own_support()
+        except ConvergenceError as err:
+            mirror = self._mirror()
+            if mirror is None:
+                raise
+            try:
+                ivs = mirror._own_support()
+            except ConvergenceError as err2:
+                raise ConvergenceError(f"{err} and, in the mirrored formulation of eq. "
+                                       f"(14.29), {err2}") from err
+            mirror._interval_cache = ivs
+            self.__dict__["_formulations"] = [mirror, self]
+            return ivs
+
+    def _own_support(self):
+        """The support from this formulation (eqs. (14.5), (14.20), (14.34), (14.17))."""
         lo, hi = self._bounds
         pad = 1e-3 * self._xscale
         if self.multiplicative:
@@ -885,7 +924,14 @@ class AnalyticLaw(SpectralLaw):
         curves = self._curve_support()
         if curves is not None:
             # eq. (14.20) on the branches of eq. (14.37): every gap, however narrow
-            # against the grid (which still seeds the warm starts of eq. (14.7))
+            # against the grid, which still seeds the warm starts of eq. (14.7) with
+            # its points inside the bands (next to a narrow law w stays within 1e-9
+            # of the axis inside the support, below the threshold of the grid's test)
+            band = np.zeros(xs.shape, dtype=bool)
+            for lo_b, hi_b, _, _ in curves:
+                band |= (xs > lo_b) & (xs < hi_b)
+            band &= np.isfinite(w) & (pr.sign * w.imag >= 0)
+            self._warm_x, self._warm_w = xs[band], w[band]
             half, pole = Fraction(1, 2), Fraction(-1, 2)
             return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
                          for lo, hi, plo, phi in curves)
@@ -968,11 +1014,22 @@ class AnalyticLaw(SpectralLaw):
             res = FixedPointResult(value, resid, res.iterations + retry.iterations, conv)
             res = FixedPointResult(res.value, res.residual, res.iterations, in_cell(res))
         if not res.converged.all():
-            k = int(np.argmin(res.converged))
-            raise ConvergenceError(
-                f"edge of {self._describe()} near x={float(x_out[k])!r}: bordered Newton "
-                f"(theory eq. (14.5)) did not converge, residual {res.residual[k]:.3e}",
-                point=float(x_out[k]), residual=float(res.residual[k]))
+            # a fold within the rounding of a constituent's edge, where phi' climbs from
+            # far below 1 to 1 over a sliver (section 14.31): the certified test of
+            # eqs. (14.7), (14.11) bisected to the rounding of x
+            again = np.flatnonzero(~res.converged)
+            xb, wb, closed = self._bisect_edges(x_out[again], x_in[again])
+            if not closed.all():
+                k = int(again[np.argmin(closed)])
+                raise ConvergenceError(
+                    f"edge of {self._describe()} near x={float(x_out[k])!r}: bordered Newton "
+                    f"(theory eq. (14.5)) did not converge, residual {res.residual[k]:.3e}, "
+                    f"and the bisection of its cell did not close",
+                    point=float(x_out[k]), residual=float(res.residual[k]))
+            value = res.value.copy()
+            value[again, 0], value[again, 1] = wb.real, xb
+            res = FixedPointResult(value, res.residual, res.iterations,
+                                   np.ones(res.converged.shape, dtype=bool))
         wx = res.value
         xe = wx[:, 1]
         for k in range(len(kinds)):
@@ -1122,6 +1179,32 @@ class AnalyticLaw(SpectralLaw):
                 x_out, w_out = np.where(ins, x_out, mid), np.where(ins, w_out, wm)
         return edge_newton(pr, np.asarray(w_out).real, x_out,
                            x_scale=0.0 if self.multiplicative else None)
+
+    def _bisect_edges(self, x_out, x_in):
+        """Edges by bisection of the cells ``[x_out, x_in]`` on the test of eq. (14.11)
+        (a real attracting fixed point: outside), down to ``EDGE_BISECT_ULPS`` of ``x``
+        (theory section 14.31).  Returns ``(x, w, closed)``: the outer end of each
+        final cell, its real solution, and whether the cell closed."""
+        x_out, x_in = x_out.astype(float), x_in.astype(float)
+        w_out = self._axis(x_out, self._continue(x_out, np.zeros(x_out.size), check=False))
+        for _ in range(EDGE_BISECT_STEPS):
+            open_ = np.abs(x_in - x_out) > EDGE_BISECT_ULPS * np.spacing(
+                np.maximum(np.abs(x_out), np.abs(x_in)))
+            if not open_.any():
+                break
+            idx = np.flatnonzero(open_)
+            mid = 0.5 * (x_out[idx] + x_in[idx])
+            # outside exactly where Newton from the outer end's real solution reaches a
+            # real attracting fixed point (eq. (14.11), certified); a point it does not
+            # certify counts as inside, so the edge is the last certified point
+            wm, status = self._axis_newton(mid, w_out[idx])
+            ins = status != 0
+            x_in[idx[ins]] = mid[ins]
+            out = idx[~ins]
+            x_out[out], w_out[out] = mid[~ins], wm[~ins]
+        closed = np.abs(x_in - x_out) <= EDGE_BISECT_ULPS * np.spacing(
+            np.maximum(np.abs(x_out), np.abs(x_in)))
+        return x_out, w_out, closed
 
     def _hard_edge_exponent(self):
         return hard_edge_exponent((self.a, self.b), self._describe())
@@ -1349,7 +1432,13 @@ def analytic_additive(a, b, *, options=None):
     >>> round(float(law.pdf(0.0)) * 2 * 3.141592653589793, 12)   # 1/(pi sqrt(4 - x^2))
     1.0
     """
-    return AnalyticLaw(_check(a, "a"), _check(b, "b"), False, options)
+    _check(a, "a")
+    _check(b, "b")
+    (la, ha), (lb, hb) = a.support(), b.support()
+    if 0 < hb - lb < NARROW_SPREAD_RATIO * (ha - la):
+        # the unknown is the narrower law's subordination point (section 14.31)
+        a, b = b, a
+    return AnalyticLaw(a, b, False, options)
 
 
 def analytic_multiplicative(a, b, *, options=None):
@@ -1374,4 +1463,14 @@ def analytic_multiplicative(a, b, *, options=None):
         if law.support()[0] < 0:
             raise ValueError(f"{name} must be a law on [0, inf), but its support starts at "
                              f"{law.support()[0]!r}")
+    if 0 < _log_spread(b) < min(NARROW_SPREAD_RATIO * _log_spread(a), NARROW_LOG_SPREAD):
+        # the unknown is the narrower law's subordination point (section 14.31)
+        a, b = b, a
     return AnalyticLaw(a, b, True, options)
+
+
+def _log_spread(law):
+    """``log(hi/lo)`` of a law's support on ``[0, oo)`` (``oo`` where it reaches 0): the
+    width that matters to ⊠, which is scale-free."""
+    lo, hi = law.support()
+    return math.log(hi / lo) if lo > 0 else math.inf

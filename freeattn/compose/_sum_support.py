@@ -21,6 +21,8 @@ bands of width ``1e-5`` around each of them, which a grid over the support misse
 Nothing in this module prints or does I/O.
 """
 
+import math
+
 import numpy as np
 
 from ..core._errors import ConvergenceError
@@ -54,6 +56,13 @@ PEAK_REACH = 4.0
 #: between them can be 1e-11 of the support (eq. (14.39)).
 TOUCH_ULPS = 64
 _EPS = float(np.finfo(float).eps)
+#: Beyond this many times the radius of the support about the mean, ``F`` is the
+#: series of eq. (14.40) in the Boolean cumulants (``1/F' - 1 ~ -var/u**2`` keeps no
+#: digits from ``G**2/(-G') - 1`` there, and a rational tower finds no root at
+#: ``u ~ 1e18``); with ``FAR_TERMS`` of them the series' truncation is ``4**-FAR_TERMS``
+#: of its leading term.
+FAR_FACTOR = 4.0
+FAR_TERMS = 24
 #: Most pairs of branches the method takes (each is a curve of a few hundred
 #: samples, two inverses per sample); larger sums keep the grid locator.
 MAX_LAW_CURVES = 64
@@ -104,6 +113,10 @@ class LawBranches:
         self._exact = (_Branches(law.values, law.weights)
                        if isinstance(law, PointMasses) and law.values.size >= 2 else None)
         self.cheap = self._exact is not None
+        # far from the support F by its Boolean cumulants (eq. (14.40))
+        self.radius = max(hi - self.mean, self.mean - lo, np.finfo(float).tiny)
+        self._boolean = None if self.cheap else _boolean_cumulants(law.moments(FAR_TERMS),
+                                                                   self.mean)
         self.branches = []
         self._samples = []
         edges = [-np.inf] + [v for b in bands for v in b] + [np.inf]
@@ -116,15 +129,43 @@ class LawBranches:
         self.finest = float(pts.min()) if pts.size else self.spread
 
     # -- evaluation ---------------------------------------------------------------
+    def _far(self, u):
+        """Points where the series of eq. (14.40) serves."""
+        return (np.abs(u - self.mean) > FAR_FACTOR * self.radius) & (self._boolean is not None)
+
+    def _series(self, u):
+        """``(F - u + mean, F' - 1)`` at far points by eq. (14.40), without cancellation."""
+        v = u - self.mean
+        inv = 1.0 / v
+        shift = np.zeros(u.shape)
+        slope = np.zeros(u.shape)
+        power = inv.copy()                    # v**(1 - n) for n = 2, 3, ...
+        for n, b in enumerate(self._boolean, start=2):
+            shift -= b * power
+            power = power * inv
+            slope += (n - 1) * b * power
+        return shift, slope
+
     def values(self, u):
         """``(G, G')`` at real points ``u`` (real arrays; infinite at an atom)."""
         u = np.asarray(u, dtype=float)
-        g, d = self._pair(self.law, u.astype(complex))
-        return np.real(g), np.real(d)
+        far = self._far(u)
+        g = np.empty(u.shape)
+        d = np.empty(u.shape)
+        if (~far).any():
+            gn, dn = self._pair(self.law, u[~far].astype(complex))
+            g[~far], d[~far] = np.real(gn), np.real(dn)
+        if far.any():
+            shift, slope = self._series(u[far])
+            f = u[far] - self.mean + shift
+            g[far] = 1.0 / f
+            d[far] = -(1.0 + slope) / (f * f)
+        return g, d
 
     def parts(self, u, f):
         """``(d, e, r)`` at points ``u`` with ``F(u) = f``: ``d = 1/F'(u) = G**2/(-G')``,
-        ``e = d - 1`` and ``r = u - F(u)``; at an atom of mass ``m``: ``(m, m - 1, u)``."""
+        ``e = d - 1`` and ``r = u - F(u)``; at an atom of mass ``m``: ``(m, m - 1, u)``;
+        far from the support from eq. (14.40), free of cancellation."""
         if self._exact is not None:
             return self._exact.parts(u, f)
         u = np.asarray(u, dtype=float)
@@ -133,6 +174,12 @@ class LawBranches:
             d = g * g / -dg
             e = d - 1.0
             r = u - 1.0 / g
+        far = self._far(u)
+        if far.any():
+            shift, slope = self._series(u[far])
+            d[far] = 1.0 / (1.0 + slope)
+            e[far] = -slope / (1.0 + slope)
+            r[far] = self.mean - shift
         hit = np.isin(u, self.atoms)
         if hit.any():
             k = np.searchsorted(self.atoms, u[hit])
@@ -248,6 +295,13 @@ class LawBranches:
         """``(f_min, f_max)`` of the samples of branch ``k``."""
         f = self._samples[k][1]
         return f[0], f[-1]
+
+    def value_bounds(self, k):
+        """``(lo, hi)``: the values of ``F`` on branch ``k`` lie within them; the first
+        (last) sample at an edge end, ``-oo`` (``+oo``) at another (eq. (14.37))."""
+        left, right, lk, rk = self.branches[k]
+        f = self._samples[k][1]
+        return (f[0] if lk == "edge" else -np.inf, f[-1] if rk == "edge" else np.inf)
 
     def sampled_values(self, k):
         """The sampled values of ``F`` on branch ``k``, increasing."""
@@ -371,16 +425,22 @@ def law_sum_edges(a, b):
     own, extras, kk, ll = [], [], [], []
     for k, l in pairs:
         fp, fo = p.sampled_values(k), o.sampled_values(l)
-        lo, hi = max(fp[0], fo[0]), min(fp[-1], fo[-1])
+        # the common values of F: an edge end bounds a branch's at its last sample,
+        # an unbounded end or a zero of G does not (eq. (14.37))
+        lo = max(p.value_bounds(k)[0], o.value_bounds(l)[0])
+        hi = min(p.value_bounds(k)[1], o.value_bounds(l)[1])
         if not lo < hi:
             continue
         # the other law's samples, and the tails of eq. (14.38), as points of p
         extra = fo[(fo > lo) & (fo < hi)]
-        extra = np.r_[extra, _tails(p, o, k, l, lo, hi)]
+        mine = (fp >= lo) & (fp <= hi)
+        both = np.r_[fp[mine], extra]
+        if not both.size:
+            continue
+        extra = np.r_[extra, _tails(p, o, k, l, both.min(), both.max())]
         if lo < 0 < hi:
             extra = np.r_[extra, 0.0]
-        up = p.sampled_points(k)
-        own.append(up[(fp >= lo) & (fp <= hi)])
+        own.append(p.sampled_points(k)[mine])
         extras.append(extra)
         kk.append(k)
         ll.append(l)
@@ -425,6 +485,22 @@ def law_sum_edges(a, b):
                         for side in (-1, 1)] for k, l in zip(kk, ll)], dtype=bool)
     return curve_bands(upad, s_and_x, limit, pole_x, p.finest, TOUCH_ULPS * _EPS,
                        "eq. (14.20)", closed, pole_at, PEAK_REACH, touch_relative=True)
+
+
+def _boolean_cumulants(moments, mean):
+    """The Boolean cumulants ``b_2, ..., b_N`` of a law about its mean (eq. (14.40)),
+    from its moments ``m_0, ..., m_N``; None where they are not finite."""
+    m = np.asarray(moments, dtype=float)
+    n = m.size - 1
+    # moments about the mean by the binomial transform
+    c = np.array([sum(math.comb(k, j) * m[j] * (-mean) ** (k - j) for j in range(k + 1))
+                  for k in range(n + 1)])
+    c[1] = 0.0
+    b = np.zeros(n + 1)
+    for k in range(2, n + 1):
+        b[k] = c[k] - sum(b[j] * c[k - j] for j in range(2, k - 1))
+    out = b[2:]
+    return out if np.isfinite(out).all() else None
 
 
 def _branch_atom(law, k):
