@@ -342,7 +342,7 @@ def test_a_support_search_that_raises_takes_the_mirrored_formulation():
     b = freeattn.point_masses([2.366, 3.487, 3.696], [0.005, 0.491, 0.504])
     law = AnalyticLaw(a, b, True)
 
-    def fail():
+    def fail(grid):
         raise ConvergenceError("forced")
 
     law._own_support = fail

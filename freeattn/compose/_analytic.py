@@ -884,17 +884,22 @@ class AnalyticLaw(SpectralLaw):
         return additive_atoms(self.a.atoms(), self.b.atoms())
 
     def _support_intervals(self):
-        """The support; where this formulation's search raises, the mirrored one's
-        (the other law's subordination point the unknown, eq. (14.29), section 14.31),
-        which then also solves the density first."""
+        """The support; where this formulation's edges cannot be solved, the mirrored
+        one's (the other law's subordination point the unknown, eq. (14.29), section
+        14.31), which then also solves the density first.  A grid whose continuation
+        stalls raises at once (a law the engine cannot solve, as the token law the
+        Dyson system of eq. (13.12) then serves: a second grid would cost as much)."""
+        grid = self._locator_grid()
         try:
-            return self._own_support()
+            return self._own_support(grid)
         except ConvergenceError as err:
+            if grid is None:
+                raise
             mirror = self._mirror()
             if mirror is None:
                 raise
             try:
-                ivs = mirror._own_support()
+                ivs = mirror._own_support(mirror._locator_grid())
             except ConvergenceError as err2:
                 raise ConvergenceError(f"{err} and, in the mirrored formulation of eq. "
                                        f"(14.29), {err2}") from err
@@ -902,8 +907,9 @@ class AnalyticLaw(SpectralLaw):
             self.__dict__["_formulations"] = [mirror, self]
             return ivs
 
-    def _own_support(self):
-        """The support from this formulation (eqs. (14.5), (14.20), (14.34), (14.17))."""
+    def _locator_grid(self):
+        """``(xs, w)``: the locator's grid and its solution (eq. (14.12)); None where the
+        grid's continuation stalls (its error is raised by :meth:`_own_support`)."""
         lo, hi = self._bounds
         pad = 1e-3 * self._xscale
         if self.multiplicative:
@@ -911,7 +917,19 @@ class AnalyticLaw(SpectralLaw):
             xs = product_grid(self._bounds, SUPPORT_GRID)
         else:
             xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
-        w = self._locate(xs)
+        try:
+            return xs, self._locate(xs)
+        except ConvergenceError as err:
+            self._grid_error = err
+            return None
+
+    def _own_support(self, grid):
+        """The support from this formulation (eqs. (14.5), (14.20), (14.34), (14.17)) and
+        its locator ``grid`` (:meth:`_locator_grid`)."""
+        if grid is None:
+            raise self._grid_error
+        lo, hi = self._bounds
+        xs, w = grid
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
         exact_support = self._discrete_pair() is not None or self._atomic_population() is not None
