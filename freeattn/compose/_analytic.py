@@ -942,14 +942,7 @@ class AnalyticLaw(SpectralLaw):
         curves = self._curve_support()
         if curves is not None:
             # eq. (14.20) on the branches of eq. (14.37): every gap, however narrow
-            # against the grid, which still seeds the warm starts of eq. (14.7) with
-            # its points inside the bands (next to a narrow law w stays within 1e-9
-            # of the axis inside the support, below the threshold of the grid's test)
-            band = np.zeros(xs.shape, dtype=bool)
-            for lo_b, hi_b, _, _ in curves:
-                band |= (xs > lo_b) & (xs < hi_b)
-            band &= np.isfinite(w) & (pr.sign * w.imag >= 0)
-            self._warm_x, self._warm_w = xs[band], w[band]
+            # against the grid (which still seeds the warm starts of eq. (14.7))
             half, pole = Fraction(1, 2), Fraction(-1, 2)
             return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
                          for lo, hi, plo, phi in curves)
