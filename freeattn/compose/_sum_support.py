@@ -41,6 +41,9 @@ DECADE_SAMPLES = 6
 #: ``G`` next to it (``sqrt(eps/d)``) leave nothing to sample (an attention law's
 #: ``G`` was 3e-7 off at 2e-13 of its edge, its 40-digit value not monotone there).
 END_RTOL = 1e-11
+#: An end or atom at 0 (or within this fraction of the spread from it) is sampled from
+#: ``END_RTOL`` of this fraction of the spread: its own size gives no scale there.
+NEAR_ZERO_FRACTION = 1e-3
 #: Samples spread evenly (Chebyshev points) over a finite branch.
 INTERIOR_SAMPLES = 32
 #: An unbounded branch is sampled out to this many times the law's spread
@@ -222,7 +225,7 @@ class LawBranches:
         return np.sign(g)
 
     def _end_step(self, v):
-        return END_RTOL * max(abs(v), self.spread * 1e-3)
+        return END_RTOL * max(abs(v), self.spread * NEAR_ZERO_FRACTION)
 
     def _zero(self, lo, hi):
         """The zero of ``G`` in ``(lo, hi)``, where ``G`` decreases from positive to negative."""
@@ -263,9 +266,9 @@ class LawBranches:
             if base is None:
                 base = self.hull[0] if not np.isfinite(left) else self.hull[1]
             side = -1.0 if not np.isfinite(left) else 1.0
-            pts.append(base + side * decades(1e-3 * self.spread, reach))
+            pts.append(base + side * decades(NEAR_ZERO_FRACTION * self.spread, reach))
         for c in self.atoms[(self.atoms > left) & (self.atoms < right)]:
-            near = END_RTOL * max(abs(c), self.spread * 1e-3)
+            near = END_RTOL * max(abs(c), self.spread * NEAR_ZERO_FRACTION)
             for end, side in ((left, -1.0), (right, 1.0)):
                 far = min(0.5 * abs(end - c), reach)
                 if far > near:
