@@ -357,3 +357,23 @@ def test_a_support_search_that_raises_takes_the_mirrored_formulation():
     both._mirror()._own_support = fail
     with pytest.raises(ConvergenceError, match="forced and, in the mirrored formulation"):
         both.intervals()
+
+
+def test_a_tower_whose_critical_points_are_lost_falls_back_to_subordination():
+    # theory section 14.31: the sample covariance (ratio 0.240) of the attention law at
+    # beta = 0.0013 (bands [0, 5.3e-12] and [3.4e-6, 3.1e-5]): the degree-8 tower found no
+    # support interval (eq. (8.12)); the law is analytic subordination (eq. (14.4)), mass 1
+    # to 1e-12, and its density agrees with the tower's own density solve (a different
+    # formulation) to 1e-12 (measured 2.8e-14) in both bands
+    from freeattn.compose._subordination import _collapsed_product
+
+    b = freeattn.attention_law(0.0013262, 0.13819).squared()
+    law = freeattn.sample_covariance(b, 0.24013)
+    assert isinstance(law, AnalyticLaw)
+    assert len(law.intervals()) == 2 and law.accuracy().mass_error <= 1e-12
+    mp = freeattn.marchenko_pastur(1.0, 0.24013)
+    tower = _collapsed_product(mp, b, mp._s_transform(), b._s_transform(), mp.options)
+    with pytest.raises(ConvergenceError, match="critical points of the tower"):
+        tower.intervals()
+    x = np.r_[np.linspace(3.2e-6, 3.2e-5, 6), np.linspace(1e-13, 6e-12, 4)]
+    np.testing.assert_allclose(law._density(x), tower._density(x), rtol=1e-12)

@@ -707,7 +707,33 @@ def free_multiplicative(a, b, *, options=None):
             # constituents (attention laws) it is the explicit eq. (14.21)
             return ProductChainLaw(parts, opts)
         return analytic_multiplicative(a, b, options=opts)
-    return _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
+    law = _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
+    if isinstance(law, SubordinationLaw) and _scales_apart(law.constituent):
+        # a constituent whose bands lie decades apart: the tower's critical points
+        # (eq. (8.12)) can be lost among roots of every size; its support is located
+        # now, and a failure falls back to analytic subordination (theory eq. (14.4))
+        try:
+            law.interval_details()
+        except ConvergenceError:
+            from ._analytic import analytic_multiplicative
+
+            return analytic_multiplicative(a, b, options=opts)
+    return law
+
+
+#: A constituent whose narrowest band is below this fraction of its extent has
+#: bands decades apart (an attention law at small beta: ``[0, 5.3e-12]`` beside
+#: ``[3.4e-6, 3.1e-5]``), where a ⊠'s tower can lose its critical points.
+SCALES_APART_RTOL = 1e-6
+
+
+def _scales_apart(law):
+    """Whether ``law``'s narrowest band is below ``SCALES_APART_RTOL`` of its extent."""
+    ivs = law.interval_details()
+    if len(ivs) < 2:
+        return False
+    extent = max(abs(float(ivs[0].lo)), abs(float(ivs[-1].hi)))
+    return min(float(iv.hi) - float(iv.lo) for iv in ivs) < SCALES_APART_RTOL * extent
 
 
 def _collapsed_product(a, b, sa, sb, opts):
