@@ -1198,9 +1198,13 @@ class AnalyticLaw(SpectralLaw):
         final cell, its real solution, and whether the cell closed."""
         x_out, x_in = x_out.astype(float), x_in.astype(float)
         w_out = self._axis(x_out, self._continue(x_out, np.zeros(x_out.size), check=False))
-        for _ in range(EDGE_BISECT_STEPS):
-            open_ = np.abs(x_in - x_out) > EDGE_BISECT_ULPS * np.spacing(
+
+        def closed():
+            return np.abs(x_in - x_out) <= EDGE_BISECT_ULPS * np.spacing(
                 np.maximum(np.abs(x_out), np.abs(x_in)))
+
+        for _ in range(EDGE_BISECT_STEPS):
+            open_ = ~closed()
             if not open_.any():
                 break
             idx = np.flatnonzero(open_)
@@ -1213,9 +1217,7 @@ class AnalyticLaw(SpectralLaw):
             x_in[idx[ins]] = mid[ins]
             out = idx[~ins]
             x_out[out], w_out[out] = mid[~ins], wm[~ins]
-        closed = np.abs(x_in - x_out) <= EDGE_BISECT_ULPS * np.spacing(
-            np.maximum(np.abs(x_out), np.abs(x_in)))
-        return x_out, w_out, closed
+        return x_out, w_out, closed()
 
     def _hard_edge_exponent(self):
         return hard_edge_exponent((self.a, self.b), self._describe())

@@ -437,7 +437,7 @@ class RationalSolver:
             if stuck.size:
                 cand = self._polish_factored(roots[:, stuck], z[None, stuck],
                                              max_move=RESCUE_MOVE)
-                t2, g2, bad2, failed2, _ = self._select(cand, z[stuck], retry=False)
+                t2, g2, bad2, _, _ = self._select(cand, z[stuck], retry=False)
                 keep = ~bad2
                 t[stuck[keep]], g[stuck[keep]] = t2[keep], g2[keep]
         if self.polisher is not None and good.any():

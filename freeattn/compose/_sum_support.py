@@ -56,7 +56,7 @@ OUTER_REACH = 1e4
 PEAK_REACH = 4.0
 #: Gap images of two curves meet where their ends agree to this many ulps of the
 #: end (the limits of eq. (14.38) at a common end are one formula): the band
-#: between them can be 1e-11 of the support (eq. (14.39)).
+#: between them can be 1e-11 of the support (theory section 14.29).
 TOUCH_ULPS = 64
 _EPS = float(np.finfo(float).eps)
 #: Beyond this many times the radius of the support about the mean, ``F`` is the
@@ -232,11 +232,8 @@ class LawBranches:
         a = lo + (self._end_step(lo) if lo not in self.atoms else 0.0)
         b = hi - (self._end_step(hi) if hi not in self.atoms else 0.0)
 
-        def g_pair(u, idx):
-            g, dg = self.values(u)
-            return g, dg
-
-        return float(bracketed_newton(g_pair, np.array([a]), np.array([b]), np.array([1.0]),
+        return float(bracketed_newton(lambda u, idx: self.values(u), np.array([a]),
+                                      np.array([b]), np.array([1.0]),
                                       scale=self.spread,
                                       what="G = 0 in a gap (theory eq. (14.37))")[0])
 
@@ -276,10 +273,7 @@ class LawBranches:
             pts.append(np.array([c]))
         u = np.unique(np.concatenate(pts))
         u = u[(u > left) & (u < right)]
-        g, _ = self.values(u)
-        with np.errstate(all="ignore"):
-            f = 1.0 / g
-        f = np.where(np.isin(u, self.atoms), 0.0, f)         # F = 0 at an atom
+        f = self.forward(u)
         if not np.isfinite(f).all():
             k = int(np.argmin(np.isfinite(f)))
             raise ConvergenceError(f"G of {self.law._describe()} is not finite at {u[k]!r} "
@@ -293,11 +287,6 @@ class LawBranches:
                 f"{top[k]!r}: its Cauchy transform is not accurate there (theory eq. (14.37))")
         keep = np.r_[True, f[1:] > top[:-1]]
         return u[keep], f[keep]
-
-    def sampled_range(self, k):
-        """``(f_min, f_max)`` of the samples of branch ``k``."""
-        f = self._samples[k][1]
-        return f[0], f[-1]
 
     def value_bounds(self, k):
         """``(lo, hi)``: the values of ``F`` on branch ``k`` lie within them; the first
@@ -404,7 +393,7 @@ def law_sum_edges(a, b):
     Each curve is parametrized by the point ``u`` of the law whose inverse costs
     more (a computed law rather than atoms): ``f = F(u)`` is then one evaluation
     of its Cauchy transform per sample and per refining step, and only the
-    other law's ``F`` is inverted (eq. (14.39)).
+    other law's ``F`` is inverted (theory section 14.29).
 
     Parameters
     ----------
