@@ -1,6 +1,7 @@
 """Supports of ⊞ of any two laws on the branches of F (theory section 14.29), the
-sizes of a product's unknowns (section 14.30), and the laws of the mixed random
-campaign of benchmarks/RESULTS.md section 27 that raised before them.
+sizes of a product's unknowns (section 14.30), a product's lowest bands (section
+14.32), and the laws of the mixed random campaign of benchmarks/RESULTS.md sections
+27 and 28 that raised before them.
 
 Closed forms: the semicircle's ``F(u) = (u + sqrt(u**2 - 4))/2`` (so ``F^{-1}(f) =
 f + 1/f``) and the free sum of two arcsine laws on [-1, 1] (the Kesten-McKay law
@@ -374,3 +375,47 @@ def test_a_tower_whose_critical_points_are_lost_falls_back_to_subordination():
         tower.intervals()
     x = np.r_[np.linspace(3.2e-6, 3.2e-5, 6), np.linspace(1e-13, 6e-12, 4)]
     np.testing.assert_allclose(law._density(x), tower._density(x), rtol=1e-12)
+
+
+def test_a_product_grid_reaches_the_factors_lowest_bands_section_14_32():
+    # theory section 14.32: the squared attention laws at beta = 0.0072 and 0.0096
+    # (gamma 0.197, 0.478) each have a band [0, ~1e-8] of mass 1 - gamma; their product
+    # has three bands, the lowest [0, 2.7e-17] at 5e-11 of the upper bound, below the
+    # grid's old start (1e-9 of it): the build raised (mass 0.478).  The masses of the
+    # bands are those of two free projections of traces gamma_a < gamma_b (closed form):
+    # 1 - gamma_b, gamma_b - gamma_a, gamma_a, to 1e-10; the density agrees with the
+    # analytic subordination of eq. (14.4) (another formulation) to 1e-12 (measured 3e-14)
+    from freeattn.compose._analytic import analytic_multiplicative
+
+    ga, gb = 0.19685, 0.47802
+    a = freeattn.attention_law(0.0071597, ga).squared()
+    b = freeattn.attention_law(0.0095735, gb).squared()
+    law = freeattn.free_multiplicative(a, b)
+    ivs = law.intervals()
+    assert len(ivs) == 3 and ivs[0][0] == 0.0 and ivs[0][1] < 1e-16
+    mass = [law.cdf(hi) - law.cdf(lo) for lo, hi in ivs]
+    np.testing.assert_allclose(mass, [1 - gb, gb - ga, ga], rtol=1e-10)
+    other = analytic_multiplicative(a, b)
+    np.testing.assert_allclose(np.array(other.intervals()), np.array(ivs), rtol=1e-12)
+    x = np.concatenate([lo + (hi - lo) * np.linspace(0.02, 0.98, 5) for lo, hi in ivs])
+    np.testing.assert_allclose(law.pdf(x), other.pdf(x), rtol=1e-12)
+
+
+def test_split_roots_beyond_an_edges_seeded_zone_take_the_rescues_seeds_eq_8_20():
+    # theory section 8.4: MP(1.8144, 2.8911) ⊠ the attention law at beta = 0.0029893,
+    # gamma = 0.17012 has a band [2.4544e-11, 4.15e-10]; between 1e-4 and 2.4e-4 of the
+    # lower edge above it the tower's coefficients split the complex pair into two
+    # real roots, which the re-polish kept: a density of 0 at half the points and a
+    # representation that raised after 1024 panels.  Now no zero there, the density
+    # within 1e-10 of pdf_mp (30 digits; measured 6.8e-12, the edge's conditioning
+    # eps/1e-4) and mass 1 to 1e-12
+    law = freeattn.free_multiplicative(freeattn.marchenko_pastur(1.8144, 2.8911),
+                                       freeattn.attention_law(0.0029893, 0.17012).squared())
+    xe = law.interval_details()[0].lo
+    assert xe == pytest.approx(2.4544e-11, rel=1e-4)
+    dense = xe * (1.0 + np.linspace(1e-4, 2.5e-4, 2000))
+    assert np.all(law._density(dense) > 0.0)
+    x = xe * (1.0 + np.array([1.05e-4, 1.3e-4, 2e-4]))
+    ref = np.array([float(law.pdf_mp(v, dps=30)) for v in x])
+    np.testing.assert_allclose(law._density(x), ref, rtol=1e-10)
+    assert law.accuracy().mass_error <= 1e-12

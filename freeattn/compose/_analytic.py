@@ -376,14 +376,45 @@ def locator_schedule(n):
     return coarse, levels, np.flatnonzero(~solved)
 
 
-def product_grid(bounds, points):
+def lowest_scale(factors):
+    """The scale of the lowest band a ``⊠`` of ``factors`` can have (theory eq. (14.41)).
+
+    Each factor contributes its lowest band's lower end, or, where that band
+    reaches 0, its upper end: a factor whose mass ``p`` sits in a band
+    ``[0, e]`` far below the rest of its support puts mass next to ``e``
+    times the other factors' scales into the product (two such factors: a
+    band near ``e_a e_b``).
+    """
+    scale = 1.0
+    for law in factors:
+        ivs = law.interval_details()
+        if not ivs:
+            return 0.0
+        first = ivs[0]
+        scale *= first.lo if first.lo > 0 else first.hi
+    return scale
+
+
+def product_grid(bounds, points, factors=()):
     """The geometric locator grid of a ``⊠`` over the bounds ``(lo, hi)`` of its support.
 
     Padded by :data:`GRID_PAD` on both sides; a support that may reach 0 (a
-    lower bound 0) starts at :data:`HARD_EDGE_GRID_START` of ``hi`` (eq. (14.6)).
+    lower bound 0) starts at :data:`HARD_EDGE_GRID_START` of ``hi``, or of the
+    :func:`lowest_scale` of ``factors`` where that is below ``hi`` (eqs. (14.6),
+    (14.41)); ``points`` per ``log10(1/HARD_EDGE_GRID_START)``
+    decades, the grid's density kept as it reaches further down.
     """
     lo, hi = bounds
-    start = lo * (1 - GRID_PAD) if lo > 0 else HARD_EDGE_GRID_START * hi
+    if lo > 0:
+        return np.geomspace(lo * (1 - GRID_PAD), hi * (1 + GRID_PAD), points)
+    base = hi
+    if factors:
+        low = lowest_scale(factors)
+        if 0 < low < hi:
+            base = low
+    start = HARD_EDGE_GRID_START * base
+    ratio = np.log(hi / start) / -np.log(HARD_EDGE_GRID_START)
+    points = int(np.ceil(points * max(1.0, ratio)))
     return np.geomspace(start, hi * (1 + GRID_PAD), points)
 
 
@@ -914,7 +945,7 @@ class AnalyticLaw(SpectralLaw):
         pad = 1e-3 * self._xscale
         if self.multiplicative:
             # a support reaching 0 (a hard edge) starts at the first grid point
-            xs = product_grid(self._bounds, SUPPORT_GRID)
+            xs = product_grid(self._bounds, SUPPORT_GRID, (self.a, self.b))
         else:
             xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
         try:

@@ -597,7 +597,7 @@ class ProductChainLaw(SpectralLaw):
             return self._locate_support(lo, self._bounds[1])
 
     def _locate_support(self, lo, hi):
-        xs = product_grid((lo, hi), CHAIN_GRID)
+        xs = product_grid((lo, hi), CHAIN_GRID, self.factors)
         start = xs[0]
         # points beyond the grid on both sides (geometric, to CHAIN_GAP_REACH) for
         # the table of eq. (14.16) and, below a support that may reach 0, towards the

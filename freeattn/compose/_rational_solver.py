@@ -294,7 +294,7 @@ class RationalSolver:
                 if np.isfinite(d2) and d2 != 0:
                     self.soft_edges.append((x, te, d2, EDGE_SEED_RTOL * local))
 
-    def _rescue(self, roots, z):
+    def _rescue(self, roots, z, strict=True):
         """The branch where the coefficient roots did not give it (theory eqs. (8.10), (8.20)).
 
         The expanded polynomial ``N - z D`` of a tall tower can lose most of
@@ -309,6 +309,11 @@ class RationalSolver:
         ``Z(r) + Z'(r) e + Z''(r) e**2/2 = z`` (``Z''`` by a central
         difference): next to a nearly double root the model's roots are the
         complex pair to within its cubic term.
+
+        With ``strict`` (the default) a point left without a root on the branch
+        raises :class:`ConvergenceError`; without it, ``(t, G, bad)`` is returned
+        with ``bad`` marking those points (the re-selection of stuck roots in
+        :meth:`_select`, theory section 8.4).
         """
         polished = self._polish_factored(roots, z[None, :], max_move=RESCUE_MOVE)
         tol = self.options.real_root_rtol * REAL_ROOT_SCORE_FACTOR
@@ -323,7 +328,10 @@ class RationalSolver:
             seeds = [self._polish_factored(r + (-dzs[-1] + sign * disc) / d2, z[None, :],
                                            max_move=RESCUE_MOVE)
                      for sign in (1.0, -1.0)]
-        t, g, _, failed, message = self._select(np.concatenate([polished] + seeds), z)
+        t, g, bad, failed, message = self._select(np.concatenate([polished] + seeds), z,
+                                                  retry=strict)
+        if not strict:
+            return t, g, bad
         if failed.any():
             raise ConvergenceError(message[0], **message[1])
         return t, g
@@ -435,9 +443,11 @@ class RationalSolver:
                 rel = np.abs(zs[-1][idx, cols] - z) / np.abs(z)
             stuck = np.flatnonzero(good & (rel > TOWER_RESIDUAL_RTOL) & (t == t_coeff))
             if stuck.size:
-                cand = self._polish_factored(roots[:, stuck], z[None, stuck],
-                                             max_move=RESCUE_MOVE)
-                t2, g2, bad2, _, _ = self._select(cand, z[stuck], retry=False)
+                # the rescue's candidates: a real root next to a nearly double one
+                # stays real under Newton at a real z, and only the local quadratic
+                # model's seeds reach the complex pair (next to a square-root edge
+                # beyond the zone its seeds serve, eq. (8.20))
+                t2, g2, bad2 = self._rescue(roots[:, stuck], z[stuck], strict=False)
                 keep = ~bad2
                 t[stuck[keep]], g[stuck[keep]] = t2[keep], g2[keep]
         if self.polisher is not None and good.any():
