@@ -120,22 +120,55 @@ EDGE_SEED_MIN_DEGREE = 5
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL, roots=None):
     """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged
     (``roots``: all its roots, when already computed)."""
-    poly = trim(poly)
-    if poly.size < 2:
-        return np.empty(0)
-    if roots is None:
-        roots = all_roots(poly)
-    real = np.sort(roots[np.abs(roots.imag) <= tol * np.abs(roots)].real)
-    pc = tuple(float(c) for c in poly)
-    dc = tuple(k * c for k, c in enumerate(pc))[1:]
+    return _real_roots_of([poly], tol, [roots])[0]
+
+
+def _real_roots_of(polys, tol=REAL_CRITICAL_RTOL, roots=None):
+    """:func:`_real_roots` of several polynomials, polished in one batch.
+
+    Each root takes the same Newton steps as alone (Horner on its own
+    polynomial's coefficients, padded with leading zeros, which Horner's
+    recurrence carries exactly): one polish instead of one per polynomial.
+    """
+    roots = [None] * len(polys) if roots is None else roots
+    reals, coeffs = [], []
+    for poly, rts in zip(polys, roots):
+        poly = trim(poly)
+        if poly.size < 2:
+            reals.append(np.empty(0))
+            continue
+        if rts is None:
+            rts = all_roots(poly)
+        real = np.sort(rts[np.abs(rts.imag) <= tol * np.abs(rts)].real)
+        reals.append(real)
+        coeffs.extend([np.asarray(poly, dtype=float)] * real.size)
+    if not coeffs:
+        return reals
+    size = max(c.size for c in coeffs)
+    pc = np.zeros((size, len(coeffs)))
+    for j, c in enumerate(coeffs):
+        pc[:c.size, j] = c
+    dc = pc[1:] * np.arange(1, size)[:, None]
+
+    def horner(c, x):
+        acc = c[-1] + 0.0 * x
+        for a in c[-2::-1]:
+            acc = acc * x + a
+        return acc
 
     def step_of(x, idx):
-        return hval(pc, x) / hval(dc, x)
+        return horner(pc[:, idx], x) / horner(dc[:, idx], x)
 
     def accept(xn, x, idx):
         # a longer step: a multiple root, whose eigenvalue estimate is kept
         return np.abs(x - xn) <= REAL_ROOT_MAX_STEP * np.maximum(np.abs(x), _TINY)
-    return polish_newton(step_of, real, REAL_ROOT_STEPS, 4 * _EPS, accept=accept)
+    flat = polish_newton(step_of, np.concatenate(reals), REAL_ROOT_STEPS, 4 * _EPS,
+                         accept=accept)
+    out, at = [], 0
+    for real in reals:
+        out.append(flat[at:at + real.size])
+        at += real.size
+    return out
 
 def _cluster(points, rtol=CLUSTER_RTOL):
     """Group sorted reals closer than ``rtol * max(1, |x|)``: (centres, multiplicities)."""
@@ -511,7 +544,11 @@ class RationalSolver:
         crit_poly = trim(padd(pmul(_P.polyder(n) if n.size > 1 else [0.0], d),
                               -pmul(n, _P.polyder(d) if d.size > 1 else [0.0])))
         all_crit = all_roots(crit_poly) if crit_poly.size > 1 else np.empty(0)
-        raw = _real_roots(crit_poly, roots=all_crit)
+        # the critical points and the levels' poles, polished in one batch
+        pole_polys = [poly for (nk, dk, ak, bk) in curve.polys for poly in (dk, bk)
+                      if poly.size > 1]
+        raw, *pole_roots = _real_roots_of([crit_poly] + pole_polys,
+                                          roots=[all_crit] + [None] * len(pole_polys))
         crit = self._polish_critical(raw)
         # Multiplicities (eq. (8.13)) are counted among the coefficient roots,
         # next to each polished point's unpolished origin.
@@ -527,12 +564,8 @@ class RationalSolver:
 
         crit = np.sort(crit)
         crit_c, crit_m = _cluster(crit)
-        poles = []
-        for (nk, dk, ak, bk) in curve.polys:
-            for poly in (dk, bk):
-                if poly.size > 1:
-                    poles.extend(_real_roots(poly))
-        poles = _cluster(np.array(poles))[0] if poles else np.empty(0)
+        poles = np.concatenate(pole_roots) if pole_roots else np.empty(0)
+        poles = _cluster(poles)[0] if poles.size else np.empty(0)
         breaks = np.sort(np.concatenate([crit_c, poles]))
         breaks = _cluster(breaks)[0] if breaks.size else breaks
         # Roots of Z' and of the denominators, for multiplicities at the edges.
@@ -558,12 +591,10 @@ class RationalSolver:
                 mid = 0.5 * (tl + tr)
                 mids.append(mid if mid != 0.0 else tl + INNER_TEST_FRACTION * (tr - tl))
         valid = self._valid(np.array(mids))
-        for tl, tr, ok in zip(ends[:-1], ends[1:], valid):
-            if not ok:
-                continue
-            xl = self._end_value(tl, side=+1)
-            xr = self._end_value(tr, side=-1)
-            pieces.append((xl, xr, tl, tr))
+        left, right = ends[:-1][valid], ends[1:][valid]
+        xl, xr = np.split(self._end_values(np.r_[left, right], np.r_[np.ones(left.size),
+                                                                     -np.ones(right.size)]), 2)
+        pieces = list(zip(xl.tolist(), xr.tolist(), left.tolist(), right.tolist()))
         if not pieces:
             raise ConvergenceError("found no real point outside the support: the curve has no "
                                    "increasing branch (eq. (8.11))")
@@ -619,21 +650,26 @@ class RationalSolver:
             gaps = np.abs(crit[:, None] - crit[None, :]) + np.diag(np.full(crit.size, np.inf))
             limit = np.minimum(limit, 0.5 * gaps.min(axis=1))
 
-        def dz(t):
-            return self.curve.stages(t.astype(complex))[2][-1].real
+        def dz_and_slope(t):
+            # Z'(t) and its central difference, in one evaluation of the stages
+            h = CRITICAL_DIFF_STEP * np.maximum(np.abs(t), _TINY)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                d = self.curve.stages(np.concatenate([t, t + h, t - h]).astype(complex)
+                                      )[2][-1].real.reshape(3, t.size)
+                return d[0], (d[1] - d[2]) / (2.0 * h)
 
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            d0 = np.abs(dz(crit))
+        # Z' and Z'' at each point's current value (the step of the next round)
+        cur, slope = dz_and_slope(crit)
+        d0 = np.abs(cur)
 
         def step_of(ta, idx):
-            h = CRITICAL_DIFF_STEP * np.maximum(np.abs(ta), _TINY)
-            return dz(ta) / ((dz(ta + h) - dz(ta - h)) / (2.0 * h))
+            return cur[idx] / slope[idx]
 
         def accept(tn, ta, idx):
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                dn = np.abs(dz(tn))
-            ok = np.isfinite(dn) & (dn < d0[idx]) & (np.abs(tn - crit[idx]) <= limit[idx])
-            d0[idx[ok]] = dn[ok]
+            dn, sn = dz_and_slope(tn)
+            an = np.abs(dn)
+            ok = np.isfinite(an) & (an < d0[idx]) & (np.abs(tn - crit[idx]) <= limit[idx])
+            d0[idx[ok]], cur[idx[ok]], slope[idx[ok]] = an[ok], dn[ok], sn[ok]
             return ok
         return polish_newton(step_of, crit, FACTORED_MAX_ITER, accept=accept,
                              active=np.ones(crit.shape, dtype=bool))
@@ -645,17 +681,22 @@ class RationalSolver:
         return np.all((dz > 0) & np.isfinite(dz), axis=0) & self.curve.partner_valid(
             zs, gs, self.options.branch_rtol)
 
-    def _end_value(self, t, side):
-        """``lim Z`` at an end of an increasing t-interval (``side=+1``: left end)."""
-        if np.isinf(t):
-            return t
-        dval = _P.polyval(t, self.den)
-        nval = _P.polyval(t, self.num)
-        if abs(dval) <= 1e-12 * np.abs(self.den) @ (abs(t) ** np.arange(self.den.size)):
-            return -np.inf if side > 0 else np.inf
-        z = self.curve.z_of(np.array([complex(t)]))[0]
-        value = z.real if np.isfinite(z) else nval / dval
-        return float(value)
+    def _end_values(self, t, side):
+        """``lim Z`` at ends ``t`` of increasing t-intervals (``side=+1``: a left end)."""
+        out = np.array(t, dtype=float)
+        fin = np.flatnonzero(np.isfinite(out))
+        if not fin.size:
+            return out
+        tf = out[fin]
+        dval = _P.polyval(tf, self.den)
+        nval = _P.polyval(tf, self.num)
+        pole = np.abs(dval) <= 1e-12 * (np.abs(tf)[:, None] ** np.arange(self.den.size)
+                                        @ np.abs(self.den))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            z = self.curve.z_of(tf.astype(complex))
+            value = np.where(np.isfinite(z), z.real, nval / dval)
+        out[fin] = np.where(pole, np.where(side[fin] > 0, -np.inf, np.inf), value)
+        return out
 
     def _exponent(self, t, all_crit, a_roots, b_roots, x):
         """Density exponent at the edge reached at leaf point ``t`` (eq. (8.13))."""
