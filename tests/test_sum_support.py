@@ -378,7 +378,7 @@ def test_a_tower_whose_critical_points_are_lost_falls_back_to_subordination():
 
 
 def test_a_product_grid_reaches_the_factors_lowest_bands_section_14_32():
-    # theory section 14.32: the squared attention laws at beta = 0.0072 and 0.0096
+    # theory section 14.32, eq. (14.41): the squared attention laws at beta = 0.0072 and 0.0096
     # (gamma 0.197, 0.478) each have a band [0, ~1e-8] of mass 1 - gamma; their product
     # has three bands, the lowest [0, 2.7e-17] at 5e-11 of the upper bound, below the
     # grid's old start (1e-9 of it): the build raised (mass 0.478).  The masses of the
@@ -390,6 +390,16 @@ def test_a_product_grid_reaches_the_factors_lowest_bands_section_14_32():
     ga, gb = 0.19685, 0.47802
     a = freeattn.attention_law(0.0071597, ga).squared()
     b = freeattn.attention_law(0.0095735, gb).squared()
+    # eq. (14.41): the upper ends of both factors' lowest bands [0, e] (exact products);
+    # a factor whose lowest band starts above 0 (MP(1, 2.9) beside its atom) gives its
+    # lower end
+    from freeattn.compose._analytic import lowest_scale
+
+    ea, eb = a.intervals()[0][1], b.intervals()[0][1]
+    assert a.intervals()[0][0] == 0.0 and b.intervals()[0][0] == 0.0
+    assert lowest_scale((a, b)) == ea * eb
+    mp = freeattn.marchenko_pastur(1.8144, 2.8911)
+    assert lowest_scale((mp, a)) == mp.intervals()[0][0] * ea
     law = freeattn.free_multiplicative(a, b)
     ivs = law.intervals()
     assert len(ivs) == 3 and ivs[0][0] == 0.0 and ivs[0][1] < 1e-16
