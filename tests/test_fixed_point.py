@@ -260,6 +260,35 @@ def test_bordered_newton_finds_the_closed_form_edges():
     assert np.all(np.abs(out[:, 2]) <= _fixed_point.EDGE_FOLD_ATOL)
 
 
+class _CyclingEdge(_fixed_point.EdgeProblem):
+    """No fold at all: rows ``(w, x)``, residuals ``w`` and ``x**3 - 2 x + 2``, whose
+    Newton iteration from ``x = 0`` is the textbook super-attracting 2-cycle 0 -> 1 -> 0
+    (``N'(0) = f f''/f'**2 = 0``)."""
+
+    def residual(self, v):
+        w, x = v.T
+        out = np.stack([w, x ** 3 - 2.0 * x + 2.0], axis=1)
+        return out, np.isfinite(out).all(axis=1), np.ones(v.shape[0])
+
+
+def test_a_bordered_newton_that_cycles_stops_after_its_stall_rounds(monkeypatch):
+    """theory section 14.31: a start beside an edge with no fold oscillates; its merit
+    (|f| = 2, 1, 2, 1, ...) sets new minima only in its last digits while the cycle
+    settles (the difference Jacobian perturbs it at 1e-7), then none, so the point
+    stops unconverged within 2 EDGE_STALL_STEPS rounds (measured 13) instead of
+    running all of max_steps; without the rule (a stall count never reached) it runs
+    all 60 rounds, each one transform call plus halvings.  The converging closed-form
+    edges above are unaffected (same test file)."""
+    start = np.array([[0.0, 0.0]])
+    res = _fixed_point.bordered_newton(_CyclingEdge(), start, max_steps=60)
+    assert not res.converged.any()
+    assert res.iterations <= 2 * _fixed_point.EDGE_STALL_STEPS
+    monkeypatch.setattr(_fixed_point, "EDGE_STALL_STEPS", 10 ** 9)
+    assert _fixed_point.bordered_newton(_CyclingEdge(), start, max_steps=60).iterations == 60
+    assert res.value[0, 1] == pytest.approx(0.0, abs=1e-6) or \
+        res.value[0, 1] == pytest.approx(1.0, abs=1e-6)
+
+
 @pytest.mark.parametrize("module, build", [
     (_dyson, lambda: freeattn.attention_law(0.5, 0.25,
                                             tokens=freeattn.point_masses([0.5, 1.5])).squared()),

@@ -69,6 +69,11 @@ EDGE_RTOL = 4e-16
 EDGE_STEP_RTOL = 64 * np.finfo(float).eps
 #: Most halvings of a bordered-Newton step (:func:`bordered_newton`).
 MAX_EDGE_HALVINGS = 40
+#: A bordered-Newton point whose merit has not reached a new minimum for this
+#: many rounds stops, unconverged (a start beside an edge with no fold, theory
+#: section 14.31, oscillates there; a converging one sets a new minimum every
+#: round or two).
+EDGE_STALL_STEPS = 8
 #: The final check of an edge: residual of the fixed-point equations relative to
 #: the size of ``w``, and the fold condition (``1 - phi'`` or a determinant),
 #: which the last step leaves at the rounding of the difference Jacobian.
@@ -563,7 +568,9 @@ def bordered_newton(problem, v0, max_steps=MAX_EDGE_STEPS, halvings=MAX_EDGE_HAL
     ``halvings`` times, until the trial is valid and its merit
     ``sum |F|/size + |fold|`` at most doubles (``halvings = 0``: full steps).  A
     point is done when its step passes :meth:`EdgeProblem.done`; the result is
-    then checked by :meth:`EdgeProblem.accept`.
+    then checked by :meth:`EdgeProblem.accept`.  A point stops unconverged where
+    its system is singular, no halving gives an acceptable step, or its merit
+    has set no new minimum for :data:`EDGE_STALL_STEPS` rounds.
 
     Returns
     -------
@@ -573,9 +580,13 @@ def bordered_newton(problem, v0, max_steps=MAX_EDGE_STEPS, halvings=MAX_EDGE_HAL
     """
     v = np.array(v0, dtype=float)
     conv = np.zeros(v.shape[0], dtype=bool)
+    # stopped unconverged: a singular system, no acceptable step, or a stall
+    stopped = np.zeros(v.shape[0], dtype=bool)
+    best = np.full(v.shape[0], np.inf)
+    since = np.zeros(v.shape[0], dtype=int)
     it = 0
     for it in range(1, max_steps + 1):
-        act = np.flatnonzero(~conv)
+        act = np.flatnonzero(~conv & ~stopped)
         if not act.size:
             break
         va = v[act]
@@ -590,6 +601,9 @@ def bordered_newton(problem, v0, max_steps=MAX_EDGE_STEPS, halvings=MAX_EDGE_HAL
         bad = ~regular | ~np.isfinite(step).all(axis=1)
         step[bad] = 0.0
         m0 = _edge_merit(out, size)
+        better = m0 < best[act]
+        best[act[better]] = m0[better]
+        since[act] = np.where(better, 0, since[act] + 1)
         lam = np.ones(act.size)
         acc = bad.copy() if halvings else np.ones(act.size, dtype=bool)
         for _ in range(halvings):
@@ -605,8 +619,7 @@ def bordered_newton(problem, v0, max_steps=MAX_EDGE_STEPS, halvings=MAX_EDGE_HAL
         taken = lam[:, None] * step
         v[act] = va - taken
         conv[act[problem.done(taken, va) & ~bad & (lam > 0)]] = True
-        if (bad | (lam == 0)).all():
-            break
+        stopped[act[(bad | (lam == 0) | (since[act] >= EDGE_STALL_STEPS)) & ~conv[act]]] = True
     out, valid, size = problem.residual(v)
     ok = conv & problem.accept(v, out, valid, size)
     return FixedPointResult(v, _edge_merit(out, size), it, ok)
