@@ -14,7 +14,9 @@ any other exception (a defect: the engine must not let one out).  A draw still
 running after ``--timeout`` seconds (default 60) is stopped and reported.
 
 The table lists every draw that did not build, then counts by outcome, the worst
-mass error and the slowest draws.
+mass error and the slowest draws.  With ``--depth 2`` each operand is, with probability 1/2, itself
+such a composition (a positive one under ⊠ and populations): the nested laws of deep
+attention stacks.
 """
 
 import argparse
@@ -48,15 +50,28 @@ def _law(rng, positive):
     return f"fa.attention_law({beta:.5g}, {gamma:.5g}).squared()"
 
 
-def draw(rng):
-    """One random composition, as the Python expression that builds it."""
+def _operand(rng, positive, depth):
+    """An operand: an elementary law, or (depth > 1, with probability 1/2) a
+    composition of depth ``depth - 1`` (positive ones only under ⊠ and populations)."""
+    if depth > 1 and rng.integers(2):
+        return draw(rng, depth - 1, positive)
+    return _law(rng, positive)
+
+
+def draw(rng, depth=1, positive=False):
+    """One random composition, as the Python expression that builds it (``depth``:
+    nested compositions up to that depth; ``positive``: a law on ``[0, oo)``)."""
     op = ["add", "mul", "cov"][rng.integers(3)]
+    if positive and op == "add":
+        op = "mul"
     if op == "add":
-        return f"fa.free_additive({_law(rng, False)}, {_law(rng, False)})"
+        return (f"fa.free_additive({_operand(rng, False, depth)}, "
+                f"{_operand(rng, False, depth)})")
     if op == "mul":
-        return f"fa.free_multiplicative({_law(rng, True)}, {_law(rng, True)})"
+        return (f"fa.free_multiplicative({_operand(rng, True, depth)}, "
+                f"{_operand(rng, True, depth)})")
     ratio = np.exp(rng.uniform(np.log(0.1), np.log(10.0)))
-    return f"fa.sample_covariance({_law(rng, True)}, {ratio:.5g})"
+    return f"fa.sample_covariance({_operand(rng, True, depth)}, {ratio:.5g})"
 
 
 class _Timeout(Exception):
@@ -100,6 +115,9 @@ def main(argv=None):
     parser.add_argument("--seeds", default="0,1,2,3",
                         help="comma-separated seeds of numpy.random.default_rng")
     parser.add_argument("--draws", type=int, default=50, help="draws per seed (default 50)")
+    parser.add_argument("--depth", type=int, default=1,
+                        help="nesting of compositions (default 1: two elementary laws; "
+                             "2: each operand a depth-1 composition with probability 1/2)")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds after which a draw is stopped (default 60)")
     args = parser.parse_args(argv)
@@ -109,12 +127,13 @@ def main(argv=None):
     for seed in seeds:
         rng = np.random.default_rng(seed)
         for i in range(draws):
-            row = run_one(draw(rng), args.timeout)
+            row = run_one(draw(rng, args.depth), args.timeout)
             row.update(seed=seed, draw=i)
             rows.append(row)
             print(f"{seed} {i:3d} {row['seconds']:6.2f} s {row['outcome']}", file=sys.stderr,
                   flush=True)
-    result = {"machine": machine_info(), "seeds": seeds, "draws": draws, "rows": rows}
+    result = {"machine": machine_info(), "seeds": seeds, "draws": draws, "depth": args.depth,
+              "rows": rows}
     return publish(result, render, args, "campaign.json")
 
 

@@ -429,3 +429,30 @@ def test_split_roots_beyond_an_edges_seeded_zone_take_the_rescues_seeds_eq_8_20(
     ref = np.array([float(law.pdf_mp(v, dps=30)) for v in x])
     np.testing.assert_allclose(law._density(x), ref, rtol=1e-10)
     assert law.accuracy().mass_error <= 1e-12
+
+
+def test_branches_through_an_atom_of_a_composed_law_eq_14_37():
+    # MP(1.4808, 1.3506) ⊠ the squared attention law at beta = 1.0967 keeps MP's atom
+    # at 0 (mass 1 - 1/1.3506, closed form); its branch of F runs through the atom, where
+    # the tower's solver has no root (G has a pole): G there is infinite, not an error.
+    # The sum with the attention law at beta = 0.0158 then has two bands (the curves of
+    # eq. (14.20); the grid, spacing 0.023, missed the band [3.7e-5, 7.5e-4] and the
+    # build raised on a mass of 0.74), the lower one of the atom's mass (to 1e-10), and
+    # the density agrees with the other orientation of eq. (14.29) to 1e-10 (measured
+    # 3.2e-12)
+    a = freeattn.free_multiplicative(freeattn.marchenko_pastur(1.4808, 1.3506),
+                                     freeattn.attention_law(1.0967, 1.8377).squared())
+    br = LawBranches(a, _cauchy_pair)
+    g, d = br.values(np.array([0.0, -1.0]))
+    assert g[0] == np.inf and d[0] == -np.inf and np.isfinite(g[1])
+    b = freeattn.attention_law(0.015778, 1.2228).squared()
+    law = freeattn.free_additive(a, b)
+    ivs = law.intervals()
+    assert len(ivs) == 2 and ivs[0][1] < 1e-3
+    atom = 1.0 - 1.0 / 1.3506
+    assert law.cdf(ivs[0][1]) - law.cdf(ivs[0][0]) == pytest.approx(atom, rel=1e-10)
+    other = AnalyticLaw(law.b, law.a, False)
+    other._curve_support = law._curve_support
+    x = np.r_[np.linspace(*ivs[0], 7)[1:-1], np.linspace(*ivs[1], 7)[1:-1]]
+    np.testing.assert_allclose(law.pdf(x), other.pdf(x), rtol=1e-10)
+    assert law.accuracy().mass_error <= 1e-12

@@ -155,9 +155,13 @@ class LawBranches:
         far = self._far(u)
         g = np.empty(u.shape)
         d = np.empty(u.shape)
-        if (~far).any():
-            gn, dn = self._pair(self.law, u[~far].astype(complex))
-            g[~far], d[~far] = np.real(gn), np.real(dn)
+        # at an atom G has a pole (a composed law's solver has no root there)
+        pole = np.isin(u, self.atoms) & ~far
+        g[pole], d[pole] = np.inf, -np.inf
+        near = ~far & ~pole
+        if near.any():
+            gn, dn = self._pair(self.law, u[near].astype(complex))
+            g[near], d[near] = np.real(gn), np.real(dn)
         if far.any():
             shift, slope = self._series(u[far])
             f = u[far] - self.mean + shift
