@@ -223,7 +223,11 @@ class SubordinationLaw(SpectralLaw):
                 return nan, nan, nan
 
         def phi(tau):
-            gb, dgb = b._stieltjes_pair(tau)
+            # G_b(conj tau) = conj G_b(tau): a seed or step a rounding below the axis
+            # (a real z left of 0, whose tau is real) is read on the upper side
+            low = tau.imag < 0
+            gb, dgb = b._stieltjes_pair(np.where(low, np.conj(tau), tau))
+            gb, dgb = np.where(low, np.conj(gb), gb), np.where(low, np.conj(dgb), dgb)
             return level.apply_at_pole(tau, gb, dgb)
 
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
