@@ -482,3 +482,35 @@ def test_the_hard_edge_model_left_of_0_reads_its_constituent_on_the_upper_side_e
     other._curve_support = law._curve_support
     x = np.linspace(lo, hi, 9)[1:-1]
     np.testing.assert_allclose(law.pdf(x), other.pdf(x), rtol=1e-10)
+
+
+def test_g_next_to_an_atom_off_the_tower_comes_from_the_representation_eq_8_16():
+    # MP(1.7448, 2.0072) ⊠ MP(1.7301, 1.3429) has an atom at 0 (mass 1 - 1/2.0072) and
+    # its support from 0.08; at real u within 1e-12 of the atom its tower finds no root
+    # on the branch, and G' was not available there (the curves of eq. (14.20) of its sum
+    # with a sample covariance gave up; the grid missed the band [1.7e-6, 4.9e-5]).  G and
+    # G' there come from the Cauchy integral of the representation (eq. (8.16)) plus the
+    # atom: G u/m - 1 = R u/m with |R| below 0.5/0.08 (the continuous mass over the
+    # distance to the support)
+    a = freeattn.free_multiplicative(freeattn.marchenko_pastur(1.7448, 2.0072),
+                                     freeattn.marchenko_pastur(1.7301, 1.3429))
+    a.intervals()
+    u = np.array([-1.0880912231758385e-16, -1e-12])
+    with pytest.raises(ConvergenceError):
+        a._solved_pair(u + 0j)
+    g, d = a._stieltjes_pair(u + 0j)
+    m = 1.0 - 1.0 / 2.0072
+    assert np.all(np.abs(g.real * u / m - 1.0) <= (0.5 / 0.08) * np.abs(u) / m)
+    assert np.all(np.abs(d.real * u * u / -m - 1.0) <= 1e-9)
+    # the sum: an atom at 0 of mass p_a + p_b - 1 and two bands of masses 1 - p_b and
+    # 1 - p_a (closed forms, p the atoms' masses), to 1e-9 (the lower band's edge sits
+    # at 6e-8 of the law's extent, where its density keeps eps S/W, eq. (8.30))
+    b = freeattn.sample_covariance(freeattn.attention_law(0.0022837, 5.0065).squared(),
+                                   5.7143)
+    law = freeattn.free_additive(a, b)
+    ivs = law.intervals()
+    pb = 1.0 - 1.0 / 5.7143
+    assert len(ivs) == 2
+    np.testing.assert_allclose(law.atoms()[1], [m + pb - 1.0], rtol=1e-12)
+    mass = [law.cdf(hi) - law.cdf(lo) for lo, hi in ivs]
+    np.testing.assert_allclose(mass, [1.0 - pb, 1.0 - m], rtol=1e-9)

@@ -418,7 +418,25 @@ class SubordinationLaw(SpectralLaw):
         return self._stieltjes_pair(z)[1]
 
     def _stieltjes_pair(self, z):
-        """``G`` and ``G' = (dG/dtau)/(dz/dtau)`` from one solve."""
+        """``G`` and ``G' = (dG/dtau)/(dz/dtau)`` from one solve; at real points off the
+        support where the solver finds no branch, both from the representation (eq.
+        (8.16)), as :meth:`_stieltjes_exact` does."""
+        try:
+            return self._solved_pair(z)
+        except ConvergenceError:
+            off = self._outside_real(z)
+            if not off.any():
+                raise
+            g = np.empty(z.shape, dtype=complex)
+            dg = np.empty(z.shape, dtype=complex)
+            if (~off).any():
+                g[~off], dg[~off] = self._solved_pair(z[~off])
+            g[off] = self._stieltjes_from_representation(z[off])
+            dg[off] = SpectralLaw._stieltjes_derivative(self, z[off])
+            return g, dg
+
+    def _solved_pair(self, z):
+        """:meth:`_stieltjes_pair` from the solver alone."""
         if isinstance(self._solver, RationalSolver):
             t, g = self._solver.solve(z)
             zs, gs, dzs, dgs = self._solver.curve.stages(t)
