@@ -514,3 +514,24 @@ def test_g_next_to_an_atom_off_the_tower_comes_from_the_representation_eq_8_16()
     np.testing.assert_allclose(law.atoms()[1], [m + pb - 1.0], rtol=1e-12)
     mass = [law.cdf(hi) - law.cdf(lo) for lo, hi in ivs]
     np.testing.assert_allclose(mass, [1.0 - pb, 1.0 - m], rtol=1e-9)
+
+
+def test_a_sliver_image_at_an_atoms_pole_is_rounding_not_an_overlap_eq_14_20():
+    # four atoms ⊞ the sample covariance (ratio 1.7564) of the attention law at
+    # beta = 0.0025: a curve through the pole of the atom -2.207 has an image of width
+    # 6e-16 (3 ulps) at the atom, inside the outer gap (-oo, -2.2069999185); it raised
+    # "gap images overlap" (and the grid then found no point of the support, whose
+    # bands are 5e-6 to 5e-5 wide).  The bands' masses are the atoms' masses, the one at
+    # -0.973 less the sum's atom there, whose mass is 0.623 + p_b - 1 with p_b the
+    # sample covariance's atom at 0, 1 - 1/1.7564 (closed forms), to 1e-9
+    a = freeattn.point_masses([1.52, -0.973, -2.207, -0.68], [0.018, 0.623, 0.349, 0.01])
+    b = freeattn.sample_covariance(freeattn.attention_law(0.0024928, 0.8548).squared(), 1.7564)
+    law = freeattn.free_additive(a, b)
+    ivs = law.intervals()
+    assert len(ivs) == 4
+    pb = 1.0 - 1.0 / 1.7564
+    loc, mass = law.atoms()
+    np.testing.assert_allclose(loc, [-0.973])
+    np.testing.assert_allclose(mass, [0.623 + pb - 1.0], rtol=1e-12)
+    masses = [law.cdf(hi) - law.cdf(lo) for lo, hi in ivs]
+    np.testing.assert_allclose(masses, [0.349, 0.623 - mass[0], 0.01, 0.018], rtol=1e-9)
