@@ -73,6 +73,13 @@ GRID_PAD = 1e-3
 #: the geometric locator grid starts at this fraction of the upper bound; a
 #: first grid point inside the support means a hard edge at 0 (eq. (14.6)).
 HARD_EDGE_GRID_START = 1e-9
+#: Below ``HARD_EDGE_GRID_START`` of the upper bound (where the grid reaches down to the
+#: factors' lowest bands, eq. (14.41)) a grid point is inside the support only where
+#: its unknowns' imaginary parts are at least this fraction of their size: next to a
+#: degenerate limit at 0 the solves there carry noise of ``~1e-6`` relative (the
+#: attention law at ``beta = 0.0235`` times a sample covariance with an atom at 0),
+#: inside a band near 0 the fraction is of order 1 (theory section 14.32).
+EXTENSION_INSIDE_RTOL = 1e-3
 #: Bisections of a grid cell holding an edge before the bordered Newton is
 #: retried, where it did not converge from the grid point outside the edge or
 #: converged outside the cell.
@@ -393,6 +400,15 @@ def lowest_scale(factors):
         first = ivs[0]
         scale *= first.lo if first.lo > 0 else first.hi
     return scale
+
+
+def below_plain_grid(xs, bounds):
+    """The points of a ``⊠`` grid below where it starts without the factors' lowest
+    scale (:data:`HARD_EDGE_GRID_START` of the upper bound; eq. (14.41))."""
+    lo, hi = bounds
+    if lo > 0:
+        return np.zeros(np.shape(xs), dtype=bool)
+    return np.asarray(xs) < HARD_EDGE_GRID_START * hi
 
 
 def product_grid(bounds, points, factors=()):
@@ -944,15 +960,20 @@ class AnalyticLaw(SpectralLaw):
         lo, hi = self._bounds
         pad = 1e-3 * self._xscale
         if self.multiplicative:
-            # a support reaching 0 (a hard edge) starts at the first grid point
+            # a support reaching 0 (a hard edge) starts at the first grid point; where
+            # the continuation stalls below the plain grid (eq. (14.41)), the plain grid
             xs = product_grid(self._bounds, SUPPORT_GRID, (self.a, self.b))
+            grids = [xs]
+            if below_plain_grid(xs[:1], self._bounds)[0]:
+                grids.append(product_grid(self._bounds, SUPPORT_GRID))
         else:
-            xs = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
-        try:
-            return xs, self._locate(xs)
-        except ConvergenceError as err:
-            self._grid_error = err
-            return None
+            grids = [np.linspace(lo - pad, hi + pad, SUPPORT_GRID)]
+        for xs in grids:
+            try:
+                return xs, self._locate(xs)
+            except ConvergenceError as err:
+                self._grid_error = err
+        return None
 
     def _own_support(self, grid):
         """The support from this formulation (eqs. (14.5), (14.20), (14.34), (14.17)) and
@@ -963,6 +984,9 @@ class AnalyticLaw(SpectralLaw):
         xs, w = grid
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
+        if self.multiplicative:
+            low = below_plain_grid(xs, self._bounds)
+            inside[low] &= np.abs(w[low].imag) > EXTENSION_INSIDE_RTOL * np.abs(w[low])
         exact_support = self._discrete_pair() is not None or self._atomic_population() is not None
         poles = np.empty(0) if exact_support else pole_candidates(self.a, self.b,
                                                                   self.multiplicative)
