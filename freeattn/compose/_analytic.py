@@ -411,6 +411,17 @@ def below_plain_grid(xs, bounds):
     return np.asarray(xs) < HARD_EDGE_GRID_START * hi
 
 
+def extension_inside(inside, low, solid):
+    """Which grid points below the plain grid (``low``) are inside (theory section 14.32):
+    all of them where the plain grid's first point is inside (the hard edge it sees
+    reaches 0; the unknowns' imaginary parts can be small there), else those with a
+    ``solid`` imaginary part."""
+    plain = np.flatnonzero(~low)
+    if plain.size and inside[plain[0]]:
+        return np.ones(int(low.sum()), dtype=bool)
+    return inside[low] & solid
+
+
 def product_grid(bounds, points, factors=()):
     """The geometric locator grid of a ``⊠`` over the bounds ``(lo, hi)`` of its support.
 
@@ -986,7 +997,8 @@ class AnalyticLaw(SpectralLaw):
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
         if self.multiplicative:
             low = below_plain_grid(xs, self._bounds)
-            inside[low] &= np.abs(w[low].imag) > EXTENSION_INSIDE_RTOL * np.abs(w[low])
+            inside[low] = extension_inside(inside, low, np.abs(w[low].imag)
+                                           > EXTENSION_INSIDE_RTOL * np.abs(w[low]))
         exact_support = self._discrete_pair() is not None or self._atomic_population() is not None
         poles = np.empty(0) if exact_support else pole_candidates(self.a, self.b,
                                                                   self.multiplicative)

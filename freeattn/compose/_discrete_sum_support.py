@@ -450,7 +450,7 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what, closed=None, pole_a
         touch = xscale * abs(merged[-1][1]) if touch_relative and merged else (
             TOUCH_RTOL * xscale)
         if merged and lo <= merged[-1][1] + touch:
-            if hi <= merged[-1][1] + touch and hi - lo <= touch:
+            if hi <= merged[-1][1] and hi - lo <= touch:
                 # a sliver within the rounding of x (a curve through an atom's pole,
                 # whose image collapses onto the atom) inside the gap before it
                 continue
