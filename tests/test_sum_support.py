@@ -537,18 +537,21 @@ def test_a_sliver_image_at_an_atoms_pole_is_rounding_not_an_overlap_eq_14_20():
     np.testing.assert_allclose(masses, [0.349, 0.623 - mass[0], 0.01, 0.018], rtol=1e-9)
 
 
-def test_noise_below_the_plain_grid_is_no_hard_edge_section_14_32():
+def test_an_isolated_band_lighter_than_an_atom_keeps_the_plain_grid_eq_14_41():
     # theory section 14.32: the attention law at beta = 0.0235 (a band [0, 8.6e-8] of
     # mass 0.142) times a sample covariance with an atom at 0 (mass 1 - 1/2.2981) and its
-    # bulk from 1.04: the grid of eq. (14.41) reaches 8.9e-17, where the chain's unknowns
-    # tend to a degenerate real limit and carry noise of 1e-6 relative in their imaginary
-    # parts; read as "inside", it made a hard edge at 0 ("reaches 0 although no factor's
-    # does").  Below the plain grid only a solid imaginary part counts: one band from
-    # 7.6e-5, of mass 1/2.2981 and the atom 1 - 1/2.2981 (closed forms), to 1e-12
+    # bulk from 1.04: the atom absorbs the lighter band, so eq. (14.41) keeps the plain
+    # grid; reaching 8.9e-17, the chain's unknowns there carried noise (imaginary parts
+    # 1e-8 to 0.25 of their size) that made a hard edge at 0 ("reaches 0 although no
+    # factor's does").  One band from 7.6e-5, of mass 1/2.2981, and the atom
+    # 1 - 1/2.2981 (closed forms), to 1e-12
+    from freeattn.compose._analytic import lowest_scale
+
     a = freeattn.attention_law(0.023526, 0.85816).squared()
     b = freeattn.sample_covariance(
         freeattn.point_masses([3.836, 3.518, 4.582, 4.149], [0.226, 0.297, 0.068, 0.409]),
         2.2981)
+    assert lowest_scale((a, b)) is None
     law = freeattn.free_multiplicative(a, b)
     (lo, hi), = law.intervals()
     assert lo == pytest.approx(7.5858e-5, rel=1e-4)

@@ -73,13 +73,6 @@ GRID_PAD = 1e-3
 #: the geometric locator grid starts at this fraction of the upper bound; a
 #: first grid point inside the support means a hard edge at 0 (eq. (14.6)).
 HARD_EDGE_GRID_START = 1e-9
-#: Below ``HARD_EDGE_GRID_START`` of the upper bound (where the grid reaches down to the
-#: factors' lowest bands, eq. (14.41)) a grid point is inside the support only where
-#: its unknowns' imaginary parts are at least this fraction of their size: next to a
-#: degenerate limit at 0 the solves there carry noise of ``~1e-6`` relative (the
-#: attention law at ``beta = 0.0235`` times a sample covariance with an atom at 0),
-#: inside a band near 0 the fraction is of order 1 (theory section 14.32).
-EXTENSION_INSIDE_RTOL = 1e-3
 #: Bisections of a grid cell holding an edge before the bordered Newton is
 #: retried, where it did not converge from the grid point outside the edge or
 #: converged outside the cell.
@@ -384,22 +377,32 @@ def locator_schedule(n):
 
 
 def lowest_scale(factors):
-    """The scale of the lowest band a ``⊠`` of ``factors`` can have (theory eq. (14.41)).
+    """The scale of the lowest band a ``⊠`` of ``factors`` can have, or None where it is
+    that of the plain grid (theory eq. (14.41)).
 
     Each factor contributes its lowest band's lower end, or, where that band
-    reaches 0, its upper end: a factor whose mass ``p`` sits in a band
-    ``[0, e]`` far below the rest of its support puts mass next to ``e``
-    times the other factors' scales into the product (two such factors: a
-    band near ``e_a e_b``).
+    reaches 0, its upper end.  Only a factor whose band ``[0, e]`` lies apart from
+    the rest of its support (a gap above it) with more mass than any factor's atom
+    at 0 puts mass far below the product's upper bound: it acts as a projection
+    of its other mass, and the atoms at 0 (``⊠`` keeps the largest) absorb a
+    smaller one.
     """
-    scale = 1.0
+    scale, isolated, atom = 1.0, 0.0, 0.0
     for law in factors:
         ivs = law.interval_details()
         if not ivs:
-            return 0.0
+            return None
+        loc, mass = law.atoms()
+        at_zero = float(np.sum(mass[loc == 0.0]))
+        atom = max(atom, at_zero)
         first = ivs[0]
-        scale *= first.lo if first.lo > 0 else first.hi
-    return scale
+        if first.lo > 0:
+            scale *= first.lo
+            continue
+        scale *= first.hi
+        if len(ivs) > 1:
+            isolated = max(isolated, float(law.cdf(first.hi)) - at_zero)
+    return scale if isolated > atom else None
 
 
 def below_plain_grid(xs, bounds):
@@ -409,17 +412,6 @@ def below_plain_grid(xs, bounds):
     if lo > 0:
         return np.zeros(np.shape(xs), dtype=bool)
     return np.asarray(xs) < HARD_EDGE_GRID_START * hi
-
-
-def extension_inside(inside, low, solid):
-    """Which grid points below the plain grid (``low``) are inside (theory section 14.32):
-    all of them where the plain grid's first point is inside (the hard edge it sees
-    reaches 0; the unknowns' imaginary parts can be small there), else those with a
-    ``solid`` imaginary part."""
-    plain = np.flatnonzero(~low)
-    if plain.size and inside[plain[0]]:
-        return np.ones(int(low.sum()), dtype=bool)
-    return inside[low] & solid
 
 
 def product_grid(bounds, points, factors=()):
@@ -435,10 +427,9 @@ def product_grid(bounds, points, factors=()):
     if lo > 0:
         return np.geomspace(lo * (1 - GRID_PAD), hi * (1 + GRID_PAD), points)
     base = hi
-    if factors:
-        low = lowest_scale(factors)
-        if 0 < low < hi:
-            base = low
+    low = lowest_scale(factors) if factors else None
+    if low is not None and 0 < low < hi:
+        base = low
     start = HARD_EDGE_GRID_START * base
     ratio = np.log(hi / start) / -np.log(HARD_EDGE_GRID_START)
     points = int(np.ceil(points * max(1.0, ratio)))
@@ -995,10 +986,6 @@ class AnalyticLaw(SpectralLaw):
         xs, w = grid
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
-        if self.multiplicative:
-            low = below_plain_grid(xs, self._bounds)
-            inside[low] = extension_inside(inside, low, np.abs(w[low].imag)
-                                           > EXTENSION_INSIDE_RTOL * np.abs(w[low]))
         exact_support = self._discrete_pair() is not None or self._atomic_population() is not None
         poles = np.empty(0) if exact_support else pole_candidates(self.a, self.b,
                                                                   self.multiplicative)

@@ -20,8 +20,7 @@ import numpy as np
 from ..core._errors import ConvergenceError
 from ..laws._law_base import AffineLaw, Interval, SpectralLaw
 from ._fixed_point import SystemProblem, newton_system, secant
-from ._analytic import (EXTENSION_INSIDE_RTOL, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL,
-                        _cauchy_pair, below_plain_grid, extension_inside, hard_edge_exponent,
+from ._analytic import (WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair, hard_edge_exponent,
                         locator_schedule, product_grid)
 
 __all__ = ["ProductChainLaw", "product_chain"]
@@ -611,12 +610,6 @@ class ProductChainLaw(SpectralLaw):
         ext = np.r_[below, above]
         om, om_ext = self._locate(xs, ext)
         inside = self._inside(om, xs)
-        low = below_plain_grid(xs, (lo, hi))
-        if low.any():
-            # below the plain grid's start (eq. (14.41)): only a solid imaginary part
-            g = self._g_from(om[:, low], xs[low].astype(complex))
-            inside[low] = extension_inside(inside, low,
-                                           np.abs(g.imag) * xs[low] > EXTENSION_INSIDE_RTOL)
         if not inside.any():
             raise ConvergenceError(f"no point of the support of {self._describe()} found on "
                                    f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
