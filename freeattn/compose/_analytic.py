@@ -96,6 +96,11 @@ WARM_NEWTON_STEPS = 12
 #: An off-axis point is warm-started from the last call's nearest point when
 #: they are this close (relative to ``|z|``).
 WARM_NEIGHBOUR_RTOL = 0.05
+#: Real points solved by :meth:`AnalyticLaw._solve` kept (sorted by ``x``) as Newton
+#: starts for later real points (a law nested in a sum is sampled on hundreds of real
+#: points by the curves of eq. (14.20)); a root is taken only where eq. (14.11) or
+#: (14.7) certifies it, elsewhere the point is continued.
+AXIS_TABLE = 4096
 #: A boundary value enters the table of warm starts (eq. (14.7)) when its ``Im w``
 #: is above this fraction of ``|w| + scale`` (clearly inside the support).
 WARM_INSIDE_RTOL = 1e-6
@@ -631,6 +636,9 @@ class AnalyticLaw(SpectralLaw):
         # the last off-axis solve, sorted by Re z: warm starts of _solve
         self._last_z = np.empty(0, dtype=complex)
         self._last_w = np.empty(0, dtype=complex)
+        # real points solved by _solve, sorted by x: Newton starts at y = 0
+        self._axis_x = np.empty(0)
+        self._axis_w = np.empty(0, dtype=complex)
 
     @property
     def _pointwise_transform(self):
@@ -679,12 +687,51 @@ class AnalyticLaw(SpectralLaw):
                 w[bad] = self._continue(z[bad].real, z[bad].imag)
         real = z.imag <= 0
         if real.any():
-            w[real] = self._continue(z[real].real, np.zeros(int(real.sum())))
+            w[real] = self._solve_real(z[real].real)
         up = z.imag > 0
         if up.any():
             order = np.argsort(z[up].real)
             self._last_z, self._last_w = z[up][order], w[up][order]
         return w, self._g(w, z)
+
+    def _solve_real(self, x):
+        """``w(x + i0)`` at real points: Newton at ``y = 0`` from the nearest real point
+        solved before, kept where eq. (14.11) (a real attracting fixed point: outside)
+        or eq. (14.7) (the interior one) certifies the root; the other points are
+        continued (eq. (14.3)).  The points join the table of ``AXIS_TABLE``."""
+        w = np.empty(x.shape, dtype=complex)
+        todo = np.ones(x.shape, dtype=bool)
+        if self._axis_x.size:
+            pos = np.clip(np.searchsorted(self._axis_x, x), 1, max(self._axis_x.size - 1, 1))
+            left = np.maximum(pos - 1, 0)
+            right = np.minimum(pos, self._axis_x.size - 1)
+            pick = np.where(np.abs(x - self._axis_x[left]) <= np.abs(x - self._axis_x[right]),
+                            left, right)
+            guess = self._axis_w[pick]
+            # between two solved points: their linear interpolation
+            xl, xr = self._axis_x[left], self._axis_x[right]
+            wl, wr = self._axis_w[left], self._axis_w[right]
+            between = (xl < x) & (x < xr)
+            with np.errstate(all="ignore"):
+                frac = (x - xl) / (xr - xl)
+            guess = np.where(between, wl + frac * (wr - wl), guess)
+            wg, status = self._axis_newton(x, guess)
+            hit = status >= 0
+            w[hit] = wg[hit]
+            todo = ~hit
+        if todo.any():
+            w[todo] = self._continue(x[todo], np.zeros(int(todo.sum())))
+        keep = np.isfinite(w)
+        if keep.any():
+            xs = np.r_[self._axis_x, x[keep]]
+            ws = np.r_[self._axis_w, w[keep]]
+            xs, first = np.unique(xs, return_index=True)
+            ws = ws[first]
+            if xs.size > AXIS_TABLE:
+                sel = np.linspace(0, xs.size - 1, AXIS_TABLE).astype(int)
+                xs, ws = xs[sel], ws[sel]
+            self._axis_x, self._axis_w = xs, ws
+        return w
 
     def _g(self, w, z):
         with np.errstate(all="ignore"):
