@@ -96,6 +96,10 @@ WARM_NEWTON_STEPS = 12
 #: An off-axis point is warm-started from the last call's nearest point when
 #: they are this close (relative to ``|z|``).
 WARM_NEIGHBOUR_RTOL = 0.05
+#: Real points this close to an edge (relative to the law's scale) or outside the
+#: support take ``G`` and ``G'`` from the representation where the solve fails
+#: (:meth:`AnalyticLaw._stieltjes_pair`, eq. (8.16)).
+EDGE_REPRESENTATION_RTOL = 1e-9
 #: Real points solved by :meth:`AnalyticLaw._solve` kept (sorted by ``x``) as Newton
 #: starts for later real points (a law nested in a sum is sampled on hundreds of real
 #: points by the curves of eq. (14.20)); a root is taken only where eq. (14.11) or
@@ -714,7 +718,7 @@ class AnalyticLaw(SpectralLaw):
             between = (xl < x) & (x < xr)
             with np.errstate(all="ignore"):
                 frac = (x - xl) / (xr - xl)
-            guess = np.where(between, wl + frac * (wr - wl), guess)
+                guess = np.where(between, wl + frac * (wr - wl), guess)
             wg, status = self._axis_newton(x, guess)
             hit = status >= 0
             w[hit] = wg[hit]
@@ -1492,8 +1496,33 @@ class AnalyticLaw(SpectralLaw):
         return self._solve(z)[1]
 
     def _stieltjes_pair(self, zs):
-        """``(G, G')`` from one subordination solve (``G'`` by the chain rule)."""
+        """``(G, G')`` from one subordination solve (``G'`` by the chain rule); at real
+        points outside the support or within ``EDGE_REPRESENTATION_RTOL`` of its scale
+        from an edge, where the solve fails (a fold: the continuation's Newton keeps
+        half the digits), from the representation (eq. (8.16)), once the support is
+        known."""
         zs = np.asarray(zs, dtype=complex)
+        try:
+            return self._solved_pair(zs)
+        except ConvergenceError:
+            if self._interval_cache is None:
+                raise
+            off = (zs.imag == 0) & ~np.isin(zs.real, self.atoms()[0])
+            reach = EDGE_REPRESENTATION_RTOL * self._xscale
+            for lo, hi in self.intervals():
+                off &= ~((zs.real > lo + reach) & (zs.real < hi - reach))
+            if not off.any():
+                raise
+            g = np.empty(zs.shape, dtype=complex)
+            d = np.empty(zs.shape, dtype=complex)
+            if (~off).any():
+                g[~off], d[~off] = self._solved_pair(zs[~off])
+            g[off] = self._stieltjes_from_representation(zs[off])
+            d[off] = SpectralLaw._stieltjes_derivative(self, zs[off])
+            return g, d
+
+    def _solved_pair(self, zs):
+        """:meth:`_stieltjes_pair` from the subordination solve alone."""
         w, g = self._solve(zs)
         with np.errstate(all="ignore"):
             d = self._problem.cauchy_derivative(w, zs)
