@@ -1513,13 +1513,7 @@ class AnalyticLaw(SpectralLaw):
                 off &= ~((zs.real > lo + reach) & (zs.real < hi - reach))
             if not off.any():
                 raise
-            g = np.empty(zs.shape, dtype=complex)
-            d = np.empty(zs.shape, dtype=complex)
-            if (~off).any():
-                g[~off], d[~off] = self._solved_pair(zs[~off])
-            g[off] = self._stieltjes_from_representation(zs[off])
-            d[off] = SpectralLaw._stieltjes_derivative(self, zs[off])
-            return g, d
+            return self._pair_beside_solver(zs, self._solved_pair, off)
 
     def _solved_pair(self, zs):
         """:meth:`_stieltjes_pair` from the subordination solve alone."""

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..algebra._rational import all_roots, batched_roots, hval, padd, pmul, trim
+from ..algebra._rational import all_roots, batched_roots, padd, pmul, trim
 from ..core._errors import ConvergenceError
 from ..laws._law_base import SOFT, Interval
 from ._fixed_point import polish_newton

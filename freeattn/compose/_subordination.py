@@ -427,13 +427,7 @@ class SubordinationLaw(SpectralLaw):
             off = self._outside_real(z)
             if not off.any():
                 raise
-            g = np.empty(z.shape, dtype=complex)
-            dg = np.empty(z.shape, dtype=complex)
-            if (~off).any():
-                g[~off], dg[~off] = self._solved_pair(z[~off])
-            g[off] = self._stieltjes_from_representation(z[off])
-            dg[off] = SpectralLaw._stieltjes_derivative(self, z[off])
-            return g, dg
+            return self._pair_beside_solver(z, self._solved_pair, off)
 
     def _solved_pair(self, z):
         """:meth:`_stieltjes_pair` from the solver alone."""

@@ -1220,6 +1220,18 @@ class SpectralLaw:
         """``(G(z), G'(z))`` at finite points (one solve where the law can share it)."""
         return self._stieltjes(zs), self._stieltjes_derivative(zs)
 
+    def _pair_beside_solver(self, zs, solved, off):
+        """``(G, G')`` from ``solved(z)`` except at the points ``off`` (real points where
+        the law's solver found no root), which take both from the representation's
+        Cauchy integral and the atoms (theory eq. (8.16))."""
+        g = np.empty(zs.shape, dtype=complex)
+        d = np.empty(zs.shape, dtype=complex)
+        if (~off).any():
+            g[~off], d[~off] = solved(zs[~off])
+        g[off] = self._stieltjes_from_representation(zs[off])
+        d[off] = SpectralLaw._stieltjes_derivative(self, zs[off])
+        return g, d
+
     def _stieltjes_derivative(self, zs):
         """``G'(z)`` (generic: from the representation and the atoms)."""
         loc, mass = self.atoms()
