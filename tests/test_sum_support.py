@@ -610,3 +610,21 @@ def test_a_nested_sum_at_its_own_edge_takes_g_from_the_representation_eq_8_16():
     g, d = inner._stieltjes_pair(z)
     near = inner._solved_pair(np.array([e * (1 - 1e-9) + 0j]))[0]
     assert np.isfinite(d).all() and abs(g[0] - near[0]) <= 1e-4 * abs(near[0])
+
+
+def test_a_product_without_a_hard_edge_lifts_a_stalled_grid_section_14_32():
+    # theory section 14.32: the attention law at beta = 0.0893 times a sample covariance
+    # (ratio 5.15, atom at 0 of mass 1 - 1/5.1502) of the attention law at beta = 0.0038:
+    # no factor gives the product a hard edge (eq. (14.6)), and the continuation next to 0
+    # stalled at 2.3e-14 (a degenerate limit), which raised.  A grid starting 1e3 higher
+    # locates one band from 4.06e-8 (the mirrored formulation of eq. (14.29) gives the
+    # same edges to 5e-16, benchmarks/RESULTS.md section 28), of mass 1/5.1502 beside the
+    # atom 1 - 1/5.1502 (closed forms), to 1e-12
+    law = freeattn.free_multiplicative(
+        freeattn.attention_law(0.08928, 0.70204).squared(),
+        freeattn.sample_covariance(freeattn.attention_law(0.0038362, 6.7776).squared(), 5.1502))
+    assert not law._may_reach_zero()
+    (lo, hi), = law.intervals()
+    assert lo == pytest.approx(4.0617486289245e-08, rel=1e-12)
+    np.testing.assert_allclose(law.atoms()[1], [1.0 - 1.0 / 5.1502], rtol=1e-12)
+    assert law.cdf(hi) - law.cdf(lo) == pytest.approx(1.0 / 5.1502, rel=1e-12)

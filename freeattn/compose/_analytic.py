@@ -73,6 +73,11 @@ GRID_PAD = 1e-3
 #: the geometric locator grid starts at this fraction of the upper bound; a
 #: first grid point inside the support means a hard edge at 0 (eq. (14.6)).
 HARD_EDGE_GRID_START = 1e-9
+#: Where no factor gives a product a hard edge at 0 and the continuation stalls next
+#: to 0 (a degenerate limit of its unknowns), its support is located on grids that
+#: start these factors above ``HARD_EDGE_GRID_START`` of the upper bound (theory
+#: section 14.32); a first point inside such a grid raises.
+SUPPORT_START_LIFTS = (1e3, 1e6)
 #: Bisections of a grid cell holding an edge before the bordered Newton is
 #: retried, where it did not converge from the grid point outside the edge or
 #: converged outside the cell.
@@ -1019,6 +1024,12 @@ class AnalyticLaw(SpectralLaw):
             grids = [xs]
             if below_plain_grid(xs[:1], self._bounds)[0]:
                 grids.append(product_grid(self._bounds, SUPPORT_GRID))
+            if not lo > 0 and not self._may_reach_zero():
+                # no factor gives the product a hard edge (eq. (14.6)): where the
+                # continuation stalls next to 0 (a degenerate limit), grids that start
+                # higher, up to SUPPORT_START_LIFTS
+                grids += [xs[-1] * np.geomspace(HARD_EDGE_GRID_START * lift, 1.0, SUPPORT_GRID)
+                          for lift in SUPPORT_START_LIFTS]
         else:
             grids = [np.linspace(lo - pad, hi + pad, SUPPORT_GRID)]
         for xs in grids:
@@ -1027,6 +1038,15 @@ class AnalyticLaw(SpectralLaw):
             except ConvergenceError as err:
                 self._grid_error = err
         return None
+
+    def _may_reach_zero(self):
+        """Whether the product's support may reach 0 (a factor's hard edge or atom, eq.
+        (14.6))."""
+        try:
+            self._hard_edge_exponent()
+        except ConvergenceError:
+            return False
+        return True
 
     def _own_support(self, grid):
         """The support from this formulation (eqs. (14.5), (14.20), (14.34), (14.17)) and
