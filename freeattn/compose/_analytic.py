@@ -73,6 +73,12 @@ GRID_PAD = 1e-3
 #: the geometric locator grid starts at this fraction of the upper bound; a
 #: first grid point inside the support means a hard edge at 0 (eq. (14.6)).
 HARD_EDGE_GRID_START = 1e-9
+#: Below ``HARD_EDGE_GRID_START`` of the upper bound (the grid of eq. (14.41)) a point
+#: is inside only where every unknown's imaginary part is at least this fraction of
+#: its size: in a band there they are of order 1 (0.87 at the bottom of one of mass
+#: 1e-3), the noise of a degenerate limit is 1e-8 to 1e-6 in one of them at least
+#: (theory section 14.32).
+EXTENSION_INSIDE_RTOL = 1e-3
 #: Where no factor gives a product a hard edge at 0 and the continuation stalls next
 #: to 0 (a degenerate limit of its unknowns), its support is located on grids that
 #: start these factors above ``HARD_EDGE_GRID_START`` of the upper bound (theory
@@ -428,14 +434,26 @@ def below_plain_grid(xs, bounds):
     return np.asarray(xs) < HARD_EDGE_GRID_START * hi
 
 
-def product_grid(bounds, points, factors=()):
+def extension_inside(inside, low, solid, hard_possible=True):
+    """Which points below the plain grid (``low``) are inside (theory section 14.32): all
+    of them where the plain grid's first point is inside and the product may reach 0
+    (the hard edge it sees), else those inside with a ``solid`` imaginary part."""
+    plain = np.flatnonzero(~low)
+    if hard_possible and plain.size and inside[plain[0]]:
+        return np.ones(int(low.sum()), dtype=bool)
+    return inside[low] & solid
+
+
+def product_grid(bounds, points, factors=(), deeper=False):
     """The geometric locator grid of a ``⊠`` over the bounds ``(lo, hi)`` of its support.
 
     Padded by :data:`GRID_PAD` on both sides; a support that may reach 0 (a
     lower bound 0) starts at :data:`HARD_EDGE_GRID_START` of ``hi``, or of the
     :func:`lowest_scale` of ``factors`` where that is below ``hi`` (eqs. (14.6),
     (14.41)); ``points`` per ``log10(1/HARD_EDGE_GRID_START)``
-    decades, the grid's density kept as it reaches further down.
+    decades, the grid's density kept as it reaches further down.  ``deeper``: that
+    many decades further down again (a band whose soft lower edge lies below the
+    first grid point of a product that cannot reach 0, section 14.32).
     """
     lo, hi = bounds
     if lo > 0:
@@ -444,7 +462,7 @@ def product_grid(bounds, points, factors=()):
     low = lowest_scale(factors) if factors else None
     if low is not None and 0 < low < hi:
         base = low
-    start = HARD_EDGE_GRID_START * base
+    start = HARD_EDGE_GRID_START * base * (HARD_EDGE_GRID_START if deeper else 1.0)
     ratio = np.log(hi / start) / -np.log(HARD_EDGE_GRID_START)
     points = int(np.ceil(points * max(1.0, ratio)))
     return np.geomspace(start, hi * (1 + GRID_PAD), points)
@@ -1057,6 +1075,11 @@ class AnalyticLaw(SpectralLaw):
         xs, w = grid
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
+        if self.multiplicative:
+            low = below_plain_grid(xs, self._bounds)
+            if low.any():
+                inside[low] = extension_inside(
+                    inside, low, np.abs(w[low].imag) >= EXTENSION_INSIDE_RTOL * np.abs(w[low]))
         exact_support = self._discrete_pair() is not None or self._atomic_population() is not None
         poles = np.empty(0) if exact_support else pole_candidates(self.a, self.b,
                                                                   self.multiplicative)

@@ -20,7 +20,8 @@ import numpy as np
 from ..core._errors import ConvergenceError
 from ..laws._law_base import AffineLaw, Interval, SpectralLaw
 from ._fixed_point import SystemProblem, newton_system, secant
-from ._analytic import (WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair, hard_edge_exponent,
+from ._analytic import (EXTENSION_INSIDE_RTOL, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL,
+                        _cauchy_pair, below_plain_grid, extension_inside, hard_edge_exponent,
                         locator_schedule, product_grid)
 
 __all__ = ["ProductChainLaw", "product_chain"]
@@ -596,8 +597,18 @@ class ProductChainLaw(SpectralLaw):
             self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
             return self._locate_support(lo, self._bounds[1])
 
-    def _locate_support(self, lo, hi):
-        xs = product_grid((lo, hi), CHAIN_GRID, self.factors)
+    def _may_reach_zero(self):
+        """Whether the product's support may reach 0 (a factor's hard edge or atom, eq.
+        (14.6))."""
+        try:
+            self._hard_edge_exponent()
+        except ConvergenceError:
+            return False
+        return True
+
+    def _locate_support(self, lo, hi, deeper=False):
+        xs = product_grid((lo, hi), CHAIN_GRID, self.factors, deeper)
+        may_reach = not lo > 0 and self._may_reach_zero()
         start = xs[0]
         # points beyond the grid on both sides (geometric, to CHAIN_GAP_REACH) for
         # the table of eq. (14.16) and, below a support that may reach 0, towards the
@@ -610,6 +621,13 @@ class ProductChainLaw(SpectralLaw):
         ext = np.r_[below, above]
         om, om_ext = self._locate(xs, ext)
         inside = self._inside(om, xs)
+        low = below_plain_grid(xs, (lo, hi))
+        if low.any():
+            # below the plain grid (eq. (14.41)): every unknown's imaginary part solid
+            om_low = om[:, low]
+            solid = np.all(np.abs(om_low.imag) >= EXTENSION_INSIDE_RTOL * np.abs(om_low),
+                           axis=0)
+            inside[low] = extension_inside(inside, low, solid, may_reach)
         if not inside.any():
             raise ConvergenceError(f"no point of the support of {self._describe()} found on "
                                    f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
@@ -626,6 +644,10 @@ class ProductChainLaw(SpectralLaw):
         if inside[-1]:
             raise _SupportAtBound()
         hard = bool(not lo > 0 and inside[0])
+        if hard and not may_reach and not deeper:
+            # no factor gives a hard edge (eq. (14.6)): the band's soft lower edge lies
+            # below the grid; nine decades further down (section 14.32)
+            return self._locate_support(lo, hi, deeper=True)
         edges = []
         if hard:
             edges.append((0.0, "lo", self._hard_edge_exponent()))
