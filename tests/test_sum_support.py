@@ -18,7 +18,7 @@ import freeattn
 from freeattn import ConvergenceError
 from freeattn.algebra._chebyshev import NARROW_BAND_GAIN, build_representation
 from freeattn.compose import _discrete_sum_support
-from freeattn.compose._analytic import AnalyticLaw, _cauchy_pair
+from freeattn.compose._analytic import AnalyticLaw, _cauchy_pair, may_reach_zero
 from freeattn.compose._discrete_sum_support import S_MARGIN, curve_bands
 from freeattn.compose._sum_support import LawBranches, law_sum_edges
 from freeattn.core._options import DEFAULT_OPTIONS
@@ -623,7 +623,7 @@ def test_a_product_without_a_hard_edge_lifts_a_stalled_grid_section_14_32():
     law = freeattn.free_multiplicative(
         freeattn.attention_law(0.08928, 0.70204).squared(),
         freeattn.sample_covariance(freeattn.attention_law(0.0038362, 6.7776).squared(), 5.1502))
-    assert not law._may_reach_zero()
+    assert not may_reach_zero((law.a, law.b))
     (lo, hi), = law.intervals()
     assert lo == pytest.approx(4.0617486289245e-08, rel=1e-12)
     np.testing.assert_allclose(law.atoms()[1], [1.0 - 1.0 / 5.1502], rtol=1e-12)
@@ -646,7 +646,7 @@ def test_a_band_below_the_grid_of_a_product_that_cannot_reach_0_section_14_32():
         freeattn.free_multiplicative(
             freeattn.attention_law(0.0013649, 0.15256).squared(),
             freeattn.point_masses([4.96, 3.687, 4.367, 0.438], [0.3, 0.147, 0.088, 0.465])))
-    assert not law._may_reach_zero()
+    assert not may_reach_zero(law.factors)
     ivs = law.intervals()
     assert len(ivs) == 2 and ivs[0][0] > 0.0
     gamma, p = 0.15256, 1.0 - 1.0 / 2.925

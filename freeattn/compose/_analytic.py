@@ -468,6 +468,16 @@ def product_grid(bounds, points, factors=(), deeper=False):
     return np.geomspace(start, hi * (1 + GRID_PAD), points)
 
 
+def may_reach_zero(factors):
+    """Whether a product of ``factors`` may have its support reach 0: a hard edge that
+    eq. (14.6) gives an exponent (:func:`hard_edge_exponent` does not raise)."""
+    try:
+        hard_edge_exponent(factors, "the product")
+    except ConvergenceError:
+        return False
+    return True
+
+
 def hard_edge_exponent(factors, what):
     """Exponent ``-k/(k + 1)`` of the density of a ``⊠`` of ``factors`` at a hard edge at 0.
 
@@ -1042,7 +1052,7 @@ class AnalyticLaw(SpectralLaw):
             grids = [xs]
             if below_plain_grid(xs[:1], self._bounds)[0]:
                 grids.append(product_grid(self._bounds, SUPPORT_GRID))
-            if not lo > 0 and not self._may_reach_zero():
+            if not lo > 0 and not may_reach_zero((self.a, self.b)):
                 # no factor gives the product a hard edge (eq. (14.6)): where the
                 # continuation stalls next to 0 (a degenerate limit), grids that start
                 # higher, up to SUPPORT_START_LIFTS
@@ -1057,15 +1067,6 @@ class AnalyticLaw(SpectralLaw):
                 self._grid_error = err
         return None
 
-    def _may_reach_zero(self):
-        """Whether the product's support may reach 0 (a factor's hard edge or atom, eq.
-        (14.6))."""
-        try:
-            self._hard_edge_exponent()
-        except ConvergenceError:
-            return False
-        return True
-
     def _own_support(self, grid):
         """The support from this formulation (eqs. (14.5), (14.20), (14.34), (14.17)) and
         its locator ``grid`` (:meth:`_locator_grid`)."""
@@ -1079,7 +1080,8 @@ class AnalyticLaw(SpectralLaw):
             low = below_plain_grid(xs, self._bounds)
             if low.any():
                 inside[low] = extension_inside(
-                    inside, low, np.abs(w[low].imag) >= EXTENSION_INSIDE_RTOL * np.abs(w[low]))
+                    inside, low, np.abs(w[low].imag) >= EXTENSION_INSIDE_RTOL * np.abs(w[low]),
+                    may_reach_zero((self.a, self.b)))
         exact_support = self._discrete_pair() is not None or self._atomic_population() is not None
         poles = np.empty(0) if exact_support else pole_candidates(self.a, self.b,
                                                                   self.multiplicative)

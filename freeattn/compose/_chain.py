@@ -22,7 +22,7 @@ from ..laws._law_base import AffineLaw, Interval, SpectralLaw
 from ._fixed_point import SystemProblem, newton_system, secant
 from ._analytic import (EXTENSION_INSIDE_RTOL, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL,
                         _cauchy_pair, below_plain_grid, extension_inside, hard_edge_exponent,
-                        locator_schedule, product_grid)
+                        locator_schedule, may_reach_zero, product_grid)
 
 __all__ = ["ProductChainLaw", "product_chain"]
 
@@ -597,18 +597,9 @@ class ProductChainLaw(SpectralLaw):
             self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
             return self._locate_support(lo, self._bounds[1])
 
-    def _may_reach_zero(self):
-        """Whether the product's support may reach 0 (a factor's hard edge or atom, eq.
-        (14.6))."""
-        try:
-            self._hard_edge_exponent()
-        except ConvergenceError:
-            return False
-        return True
-
     def _locate_support(self, lo, hi, deeper=False):
         xs = product_grid((lo, hi), CHAIN_GRID, self.factors, deeper)
-        may_reach = not lo > 0 and self._may_reach_zero()
+        may_reach = not lo > 0 and may_reach_zero(self.factors)
         start = xs[0]
         # points beyond the grid on both sides (geometric, to CHAIN_GAP_REACH) for
         # the table of eq. (14.16) and, below a support that may reach 0, towards the
