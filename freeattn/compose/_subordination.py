@@ -420,10 +420,12 @@ class SubordinationLaw(SpectralLaw):
     def _stieltjes_pair(self, z):
         """``G`` and ``G' = (dG/dtau)/(dz/dtau)`` from one solve; at real points off the
         support where the solver finds no branch, both from the representation (eq.
-        (8.16)), as :meth:`_stieltjes_exact` does."""
+        (8.16)), as :meth:`_stieltjes_exact` does, once the support is known."""
         try:
             return self._solved_pair(z)
         except ConvergenceError:
+            if self._interval_cache is None:
+                raise                   # within the support's own search
             off = self._outside_real(z)
             if not off.any():
                 raise
