@@ -543,8 +543,9 @@ def test_an_isolated_band_lighter_than_an_atom_keeps_the_plain_grid_eq_14_41():
     # bulk from 1.04: the atom absorbs the lighter band, so eq. (14.41) keeps the plain
     # grid; reaching 8.9e-17, the chain's unknowns there carried noise (imaginary parts
     # 1e-8 to 0.25 of their size) that made a hard edge at 0 ("reaches 0 although no
-    # factor's does").  One band from 7.6e-5, of mass 1/2.2981, and the atom
-    # 1 - 1/2.2981 (closed forms), to 1e-12
+    # factor's does").  One band from 7.5858e-5 (its edge on the plain grid before eq.
+    # (14.41), to 1e-4: no hard edge), of mass 1/2.2981, and the atom 1 - 1/2.2981
+    # (closed forms), to 1e-12
     from freeattn.compose._analytic import lowest_scale
 
     a = freeattn.attention_law(0.023526, 0.85816).squared()

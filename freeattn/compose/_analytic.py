@@ -739,19 +739,16 @@ class AnalyticLaw(SpectralLaw):
         w = np.empty(x.shape, dtype=complex)
         todo = np.ones(x.shape, dtype=bool)
         if self._axis_x.size:
-            pos = np.clip(np.searchsorted(self._axis_x, x), 1, max(self._axis_x.size - 1, 1))
-            left = np.maximum(pos - 1, 0)
-            right = np.minimum(pos, self._axis_x.size - 1)
-            pick = np.where(np.abs(x - self._axis_x[left]) <= np.abs(x - self._axis_x[right]),
-                            left, right)
-            guess = self._axis_w[pick]
-            # between two solved points: their linear interpolation
+            # the two solved neighbours: their linear interpolation between them, the
+            # nearer one beyond the table's ends
+            right = np.minimum(np.searchsorted(self._axis_x, x), self._axis_x.size - 1)
+            left = np.maximum(right - 1, 0)
             xl, xr = self._axis_x[left], self._axis_x[right]
             wl, wr = self._axis_w[left], self._axis_w[right]
-            between = (xl < x) & (x < xr)
             with np.errstate(all="ignore"):
                 frac = (x - xl) / (xr - xl)
-                guess = np.where(between, wl + frac * (wr - wl), guess)
+                guess = np.where((xl < x) & (x < xr), wl + frac * (wr - wl),
+                                 np.where(np.abs(x - xl) <= np.abs(x - xr), wl, wr))
             wg, status = self._axis_newton(x, guess)
             hit = status >= 0
             w[hit] = wg[hit]

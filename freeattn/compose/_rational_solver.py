@@ -150,14 +150,9 @@ def _real_roots_of(polys, tol=REAL_CRITICAL_RTOL, roots=None):
         pc[:c.size, j] = c
     dc = pc[1:] * np.arange(1, size)[:, None]
 
-    def horner(c, x):
-        acc = c[-1] + 0.0 * x
-        for a in c[-2::-1]:
-            acc = acc * x + a
-        return acc
-
     def step_of(x, idx):
-        return horner(pc[:, idx], x) / horner(dc[:, idx], x)
+        # real values in complex arithmetic with zero imaginary parts: exact
+        return (_horner(pc[:, idx], x) / _horner(dc[:, idx], x)).real
 
     def accept(xn, x, idx):
         # a longer step: a multiple root, whose eigenvalue estimate is kept
