@@ -653,3 +653,81 @@ def test_a_band_below_the_grid_of_a_product_that_cannot_reach_0_section_14_32():
     gamma, p = 0.15256, 1.0 - 1.0 / 2.925
     masses = [law.cdf(hi) - law.cdf(lo) for lo, hi in ivs]
     np.testing.assert_allclose(masses, [1.0 - gamma - p, gamma], rtol=1e-12)
+
+
+def test_zeros_of_a_sums_g_are_a_constituents_zeros_shifted_by_the_partners_mean_eq_14_43():
+    # theory eq. (14.43): a real zero of G of a ⊞ b lies at zeta + mean(b), zeta a zero of
+    # G_a, with G' = G_a'(zeta) / (1 + var(b) G_a'(zeta)).  Three atoms ⊞ MP(0.01, 0.3)
+    # (mean 0.01, variance 3e-5, closed forms) by analytic subordination: the law's own
+    # solved G changes sign across each candidate within 1e-9 (|G| there 3e-9, its
+    # rounding 1e-15), and a central difference of it (step 1e-7, truncation and
+    # rounding ~1e-9 relative) gives the slope to 1e-8
+    from freeattn.compose._analytic import analytic_additive
+    from freeattn.compose._discrete_sum_support import _Branches
+    from freeattn.compose._sum_support import _known_zeros
+
+    pm = freeattn.point_masses([-1.299, -0.075, 2.349], [0.132, 0.43, 0.438])
+    mp = freeattn.marchenko_pastur(0.01, 0.3)
+    law = analytic_additive(pm, mp)
+    law.intervals()
+    at, slope = _known_zeros(law)
+    zeta = _Branches(pm.values, pm.weights).poles
+    np.testing.assert_allclose(at, zeta + 0.01, rtol=0, atol=4e-16)
+    for p, s in zip(at, slope):
+        g = law._stieltjes_pair(np.array([p - 1e-9, p + 1e-9]) + 0j)[0].real
+        assert g[0] > 0 > g[1]
+        g = law._stieltjes_pair(np.array([p - 1e-7, p + 1e-7]) + 0j)[0].real
+        assert abs((g[1] - g[0]) / 2e-7 - s) <= 1e-8 * abs(s)
+    # the branches of F end at the candidates themselves (no solve there)
+    br = LawBranches(law, _cauchy_pair)
+    ends = [right for _, right, _, kind in br.branches if kind == "zero"]
+    assert ends == list(at)
+    g, d = br.values(at)
+    assert np.all(g == 0) and np.all(d == slope)
+
+
+def test_measured_noise_accepts_a_residual_at_the_rounding_of_phi_and_nothing_more_eq_14_42():
+    # theory eq. (14.42) on a map with noise of known size: phi(w) = w/2 + 1 + noise
+    # (fixed point 2, phi' = 1/2); a residual at the noise is accepted, one 100 times
+    # above it is not, nor noise above 1e-8 of |w| + scale, nor a point next to a fold
+    from freeattn.compose._analytic import _measured_noise
+
+    class Noisy:
+        scale = 1.0
+
+        def __init__(self, amp, slope=0.5):
+            self.amp, self.slope = amp, slope
+            self.rng = np.random.default_rng(7)
+
+        def phi(self, w, z):
+            w = np.asarray(w)
+            p = self.slope * (w - 2.0) + 2.0 + self.amp * self.rng.standard_normal(w.shape)
+            return p, np.full(w.shape, self.slope + 0j)
+
+    def accepted(pr, w):
+        w = np.array([w + 0j])
+        r = w - pr.phi(w, w)[0]
+        return bool(_measured_noise(pr, w, w, r, pr.scale + np.abs(w))[0])
+
+    assert accepted(Noisy(1e-10), 2.0)
+    assert not accepted(Noisy(1e-10), 2.0 + 2e-8)          # residual 1e-8 = 100 noise
+    assert not accepted(Noisy(1e-7), 2.0)                  # noise above 1e-8 * 3
+    assert not accepted(Noisy(1e-10, slope=0.95), 2.0)     # |1 - phi'| = 0.05 < 0.1
+
+
+def test_a_root_beside_a_pole_of_the_subordination_point_is_accepted_at_the_noise_eq_14_42():
+    # three atoms ⊞ the squared attention law at beta = 0.045732, gamma = 0.23081 (theory
+    # section 14.33): at x = -1.06203791 the real root is w = -965.139, whose residual
+    # stays 3e-7 whatever the step (the rounding of the attention law's h amplified next
+    # to a zero of the atoms' G).  Newton at y = 0 from -965.13 is accepted as the
+    # boundary fixed point of eq. (14.11) (it went to the continuation before) and equals
+    # the continued value to 1e-9 (the noise over |w|: 3e-10)
+    inner = freeattn.free_additive(
+        freeattn.point_masses([-1.299, -0.075, 2.349], [0.132, 0.43, 0.438]),
+        freeattn.attention_law(0.045732, 0.23081).squared())
+    inner.intervals()
+    x = np.array([-1.06203791])
+    w, status = inner._axis_newton(x, np.array([-965.13 + 0j]))
+    assert status[0] == 0
+    cont = inner._continue(x, np.zeros(1))
+    assert abs(w[0] - cont[0]) <= 1e-9 * abs(cont[0])

@@ -172,6 +172,20 @@ FOLD_RESIDUAL_RTOL = 1e-13
 #: ``BOUNDARY_RTOL`` (eq. (14.27); measured 83 next to a narrow band's edge over
 #: 20 000 atoms).
 SUM_CONDITION_MAX = BOUNDARY_RTOL / FOLD_RESIDUAL_RTOL
+#: Above that floor a residual is still rounding where it is the measured noise of
+#: ``phi`` (eq. (14.42)): the second difference of ``w - phi(w)`` over steps of
+#: ``NOISE_STEP`` relative (its curvature term is ~1e-24 of ``|w|``), which the
+#: residual may exceed by ``NOISE_FACTOR``, and only where that noise is at most
+#: ``NOISE_MAX_RTOL`` of ``|w| + scale`` (beyond, no root is trusted).
+NOISE_STEP = 2.0 ** -40
+#: ... measured at this many steps (the largest second difference counts), and
+#: accepted only with ``|1 - phi'| >= NOISE_FOLD_MARGIN`` (away from a fold, where
+#: the residual over ``|1 - phi'|`` bounds the error; at a fold the representation
+#: serves, eq. (8.16)).
+NOISE_PROBES = 4
+NOISE_FOLD_MARGIN = 0.1
+NOISE_FACTOR = 4.0
+NOISE_MAX_RTOL = 1e-8
 #: A continuation level whose Newton error estimate is above ``LEVEL_RTOL`` but
 #: below this (relative) is tested against that rounding floor too: next to a
 #: fold the estimate is the floor over ``|1 - phi'|`` (3e-5: 1e-8 measured).
@@ -252,7 +266,8 @@ def _at_rounding_floor(pr, w, z):
     ``SUM_CONDITION_MAX``, so the floor never exceeds ``BOUNDARY_RTOL``).
     """
     with np.errstate(all="ignore"):
-        f = np.abs(w - pr.phi(w, z)[0])
+        r = w - pr.phi(w, z)[0]
+    f = np.abs(r)
     size = pr.scale + np.abs(w)
     floor = f <= FOLD_RESIDUAL_RTOL * size
     if (~floor).any():
@@ -260,7 +275,36 @@ def _at_rounding_floor(pr, w, z):
         cond = np.minimum(_sum_condition(pr.phi_arguments(w[idx], z[idx])[2]),
                           SUM_CONDITION_MAX)
         floor[idx] = f[idx] <= FOLD_RESIDUAL_RTOL * cond * size[idx]
+    if (~floor).any():
+        idx = np.flatnonzero(~floor)
+        floor[idx] = _measured_noise(pr, w[idx], z[idx], r[idx], size[idx])
     return floor
+
+
+def _measured_noise(pr, w, z, r, size):
+    """Whether the residuals ``r = w - phi(w, z)`` are the measured rounding noise
+    of ``phi`` (eq. (14.42)).
+
+    Next to a zero of a constituent's ``G`` (a pole of its ``F``) the rounding of
+    a nested constituent is amplified by ``h'`` of the outer one, and ``w`` grows
+    like ``1/(x - p)``: the residual stays far above ``FOLD_RESIDUAL_RTOL``
+    whatever the step.  The noise is measured, not modelled: the second
+    differences of ``w - phi(w)`` over ``0, s, ..., NOISE_PROBES s`` (``s = NOISE_STEP |w|``) are
+    rounding (their curvature term is ``phi'' s**2``); the residual may be
+    ``NOISE_FACTOR`` times the largest, where that is at most ``NOISE_MAX_RTOL`` of
+    ``size`` and ``|1 - phi'| >= NOISE_FOLD_MARGIN``.
+    """
+    step = NOISE_STEP * np.maximum(np.abs(w), pr.scale)
+    k = np.arange(0, NOISE_PROBES + 1)[:, None]
+    wk = w[None, :] + k * step[None, :]
+    with np.errstate(all="ignore"):
+        p, dp = pr.phi(wk.ravel(), np.broadcast_to(z, wk.shape).ravel())
+        rk = np.concatenate([r[None, :], (wk[1:] - p.reshape(wk.shape)[1:])])
+        noise = np.max(np.abs(rk[2:] - 2.0 * rk[1:-1] + rk[:-2]), axis=0)
+        # away from a fold only: there the residual over |1 - phi'| bounds the error
+        away = np.abs(1.0 - dp.reshape(wk.shape)[0]) >= NOISE_FOLD_MARGIN
+    return ((np.abs(r) <= NOISE_FACTOR * noise) & (noise <= NOISE_MAX_RTOL * size) & away
+            & np.isfinite(noise))
 
 
 def _sum_condition(arguments):
@@ -806,11 +850,17 @@ class AnalyticLaw(SpectralLaw):
             with np.errstate(all="ignore"):
                 p, d, args = pr.phi_arguments(wr, self._pz(x[near].astype(complex)))
                 sz = pr.scale + np.abs(wr)
-                ok = (np.abs(wr - p) <= BOUNDARY_RTOL * sz * np.abs(1.0 - d)) & (
-                    np.abs(p.imag) <= AXIS_REAL_RTOL * sz) & (
+                solved = np.abs(wr - p) <= BOUNDARY_RTOL * sz * np.abs(1.0 - d)
+                ok = (np.abs(p.imag) <= AXIS_REAL_RTOL * sz) & (
                     np.abs(d.imag) <= AXIS_REAL_RTOL) & (d.real < 1.0 - WARM_JACOBIAN_MIN)
             for law, u in args:
                 ok &= _real_analytic_at(law, u)
+            # a residual at the rounding of phi (eq. (14.42)) is as solved as it gets
+            noisy = np.flatnonzero(ok & ~solved)
+            if noisy.size:
+                solved[noisy] = _at_rounding_floor(
+                    pr, wr[noisy], self._pz(x[near][noisy].astype(complex)))
+            ok &= solved
             w[near[ok]] = wr[ok]
             status[near[ok]] = 0
         return w, status

@@ -116,6 +116,9 @@ class LawBranches:
         self._exact = (_Branches(law.values, law.weights)
                        if isinstance(law, PointMasses) and law.values.size >= 2 else None)
         self.cheap = self._exact is not None
+        # the zeros of G known from the constituents of a ⊞ (eq. (14.43)): sorted
+        # candidates and G' at each
+        self._known = _known_zeros(law)
         # far from the support F by its Boolean cumulants (eq. (14.40))
         self.radius = max(hi - self.mean, self.mean - lo, np.finfo(float).tiny)
         self._boolean = None if self.cheap else _boolean_cumulants(law.moments(FAR_TERMS),
@@ -150,7 +153,12 @@ class LawBranches:
         return shift, slope
 
     def values(self, u):
-        """``(G, G')`` at real points ``u`` (real arrays; infinite at an atom)."""
+        """``(G, G')`` at real points ``u`` (real arrays; infinite at an atom; at a
+        zero of eq. (14.43), 0 and its slope)."""
+        return self._solved_values(u, known=True)
+
+    def _solved_values(self, u, known=False):
+        """:meth:`values`, the known zeros of eq. (14.43) only with ``known``."""
         u = np.asarray(u, dtype=float)
         far = self._far(u)
         g = np.empty(u.shape)
@@ -159,6 +167,13 @@ class LawBranches:
         pole = np.isin(u, self.atoms) & ~far
         g[pole], d[pole] = np.inf, -np.inf
         near = ~far & ~pole
+        if known and self._known is not None:
+            # at a zero from eq. (14.43) a solver's subordination point is infinite
+            at, slope = self._known
+            hit = near & np.isin(u, at)
+            if hit.any():
+                g[hit], d[hit] = 0.0, slope[np.searchsorted(at, u[hit])]
+                near &= ~hit
         if near.any():
             gn, dn = self._pair(self.law, u[near].astype(complex))
             g[near], d[near] = np.real(gn), np.real(dn)
@@ -235,9 +250,25 @@ class LawBranches:
         """The zero of ``G`` in ``(lo, hi)``, where ``G`` decreases from positive to negative."""
         a = lo + (self._end_step(lo) if lo not in self.atoms else 0.0)
         b = hi - (self._end_step(hi) if hi not in self.atoms else 0.0)
+        x0 = None
+        if self._known is not None:
+            # the one zero in (lo, hi) is among the candidates of eq. (14.43): where
+            # only one candidate lies there, it is the zero, kept where the law's own
+            # G has its signs at the first samples beside it (the nearest the
+            # branches are sampled, END_RTOL); else Newton starts there
+            at = self._known[0]
+            inside = at[(at > lo) & (at < hi)]
+            if inside.size == 1:
+                p = float(inside[0])
+                step = self._end_step(p)
+                if a < p - step and p + step < b:
+                    g = self._solved_values(np.array([p - step, p + step]))[0]
+                    if g[0] > 0 > g[1]:
+                        return p
+                x0 = np.array([p])
 
-        return float(bracketed_newton(lambda u, idx: self.values(u), np.array([a]),
-                                      np.array([b]), np.array([1.0]),
+        return float(bracketed_newton(lambda u, idx: self._solved_values(u), np.array([a]),
+                                      np.array([b]), np.array([1.0]), x0=x0,
                                       scale=self.spread,
                                       what="G = 0 in a gap (theory eq. (14.37))")[0])
 
@@ -481,6 +512,59 @@ def law_sum_edges(a, b):
                         for side in (-1, 1)] for k, l in zip(kk, ll)], dtype=bool)
     return curve_bands(upad, s_and_x, limit, pole_x, p.finest, TOUCH_ULPS * _EPS,
                        "eq. (14.20)", closed, pole_at, PEAK_REACH, touch_relative=True)
+
+
+def _constituent_zeros(law):
+    """``(zeta, G'(zeta))`` at every zero of ``G`` of ``law`` on the real line: none
+    for one atom or for a law on one interval without atoms (``G`` has one sign off
+    its support), the zeros between the atoms of a discrete law, and those of
+    :class:`LawBranches` for any other law whose transform is not itself a nested
+    composition (None for those: their zeros are what is being solved)."""
+    from ._analytic import AnalyticLaw, _cauchy_pair
+    from ._chain import ProductChainLaw
+
+    loc, _ = law.atoms()
+    if isinstance(law, PointMasses):
+        if law.values.size < 2:
+            return np.empty(0), np.empty(0)
+        br = _Branches(law.values, law.weights)
+        return br.poles, br._g_dg(br.poles)[1]
+    if len(loc) == 0 and len(law.interval_details()) == 1:
+        return np.empty(0), np.empty(0)
+    if isinstance(law, (AnalyticLaw, ProductChainLaw)) or law._pointwise_transform:
+        return None
+    br = LawBranches(law, _cauchy_pair)
+    zeta = np.array([right for _, right, _, kind in br.branches[:-1] if kind == "zero"])
+    return zeta, br.values(zeta)[1]
+
+
+def _known_zeros(law):
+    """Candidates for the zeros of ``G`` of an additive subordination law and ``G'``
+    there (theory eq. (14.43)), or None.
+
+    At a real zero ``p`` of ``G`` of ``a ⊞ b`` one subordination point stays at a
+    zero ``zeta`` of its constituent's ``G`` while the other runs to infinity:
+    ``p = zeta + mean(partner)`` and ``G'(p) = G_c'(zeta) / (1 + var(partner)
+    G_c'(zeta))``.  Every zero is among these candidates, not every candidate a
+    zero.
+    """
+    from ._analytic import AnalyticLaw
+
+    if not isinstance(law, AnalyticLaw) or law.multiplicative:
+        return None
+    at, slope = [], []
+    for c, partner in ((law.a, law.b), (law.b, law.a)):
+        zeros = _constituent_zeros(c)
+        if zeros is None:
+            return None
+        zeta, dg = zeros
+        var = float(partner.var())
+        with np.errstate(all="ignore"):
+            at.append(zeta + float(partner.mean()))
+            slope.append(dg / (1.0 + var * dg))
+    at, slope = np.concatenate(at), np.concatenate(slope)
+    order = np.argsort(at)
+    return at[order], slope[order]
 
 
 def _boolean_cumulants(moments, mean):
