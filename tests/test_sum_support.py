@@ -670,7 +670,7 @@ def test_zeros_of_a_sums_g_are_a_constituents_zeros_shifted_by_the_partners_mean
     mp = freeattn.marchenko_pastur(0.01, 0.3)
     law = analytic_additive(pm, mp)
     law.intervals()
-    at, slope = _known_zeros(law)
+    at, slope = _known_zeros(law, _cauchy_pair)
     zeta = _Branches(pm.values, pm.weights).poles
     np.testing.assert_allclose(at, zeta + 0.01, rtol=0, atol=4e-16)
     for p, s in zip(at, slope):

@@ -693,6 +693,12 @@ class AnalyticLaw(SpectralLaw):
         ``"additive"`` or ``"multiplicative"``.
     """
 
+    _nested_solve = True
+
+    @property
+    def _additive_constituents(self):
+        return None if self.multiplicative else (self.a, self.b)
+
     def __init__(self, a, b, multiplicative, options=None):
         super().__init__(options if options is not None else a.options)
         self.a, self.b = a, b

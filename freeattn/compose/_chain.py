@@ -294,6 +294,8 @@ class ProductChainLaw(SpectralLaw):
     factors : tuple of SpectralLaw
     """
 
+    _nested_solve = True
+
     @property
     def _pointwise_transform(self):
         return any(f._pointwise_transform for f in self.factors)

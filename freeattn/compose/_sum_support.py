@@ -118,7 +118,7 @@ class LawBranches:
         self.cheap = self._exact is not None
         # the zeros of G known from the constituents of a ⊞ (eq. (14.43)): sorted
         # candidates and G' at each
-        self._known = _known_zeros(law)
+        self._known = _known_zeros(law, pair)
         # far from the support F by its Boolean cumulants (eq. (14.40))
         self.radius = max(hi - self.mean, self.mean - lo, np.finfo(float).tiny)
         self._boolean = None if self.cheap else _boolean_cumulants(law.moments(FAR_TERMS),
@@ -514,15 +514,12 @@ def law_sum_edges(a, b):
                        "eq. (14.20)", closed, pole_at, PEAK_REACH, touch_relative=True)
 
 
-def _constituent_zeros(law):
+def _constituent_zeros(law, pair):
     """``(zeta, G'(zeta))`` at every zero of ``G`` of ``law`` on the real line: none
     for one atom or for a law on one interval without atoms (``G`` has one sign off
     its support), the zeros between the atoms of a discrete law, and those of
     :class:`LawBranches` for any other law whose transform is not itself a nested
     composition (None for those: their zeros are what is being solved)."""
-    from ._analytic import AnalyticLaw, _cauchy_pair
-    from ._chain import ProductChainLaw
-
     loc, _ = law.atoms()
     if isinstance(law, PointMasses):
         if law.values.size < 2:
@@ -531,14 +528,14 @@ def _constituent_zeros(law):
         return br.poles, br._g_dg(br.poles)[1]
     if len(loc) == 0 and len(law.interval_details()) == 1:
         return np.empty(0), np.empty(0)
-    if isinstance(law, (AnalyticLaw, ProductChainLaw)) or law._pointwise_transform:
+    if law._nested_solve or law._pointwise_transform:
         return None
-    br = LawBranches(law, _cauchy_pair)
+    br = LawBranches(law, pair)
     zeta = np.array([right for _, right, _, kind in br.branches[:-1] if kind == "zero"])
     return zeta, br.values(zeta)[1]
 
 
-def _known_zeros(law):
+def _known_zeros(law, pair):
     """Candidates for the zeros of ``G`` of an additive subordination law and ``G'``
     there (theory eq. (14.43)), or None.
 
@@ -548,13 +545,12 @@ def _known_zeros(law):
     G_c'(zeta))``.  Every zero is among these candidates, not every candidate a
     zero.
     """
-    from ._analytic import AnalyticLaw
-
-    if not isinstance(law, AnalyticLaw) or law.multiplicative:
+    parts = law._additive_constituents
+    if parts is None:
         return None
     at, slope = [], []
-    for c, partner in ((law.a, law.b), (law.b, law.a)):
-        zeros = _constituent_zeros(c)
+    for c, partner in (parts, parts[::-1]):
+        zeros = _constituent_zeros(c, pair)
         if zeros is None:
             return None
         zeta, dg = zeros

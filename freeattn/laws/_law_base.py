@@ -231,6 +231,13 @@ class SpectralLaw:
     #: problem per point, as the causal law's), so that a method that samples it on
     #: hundreds of real points costs seconds (theory section 14.29).
     _pointwise_transform = False
+    #: Whether the law's Cauchy transform is itself a composition's fixed point
+    #: (an analytic subordination or a product chain): its zeros on the real line
+    #: are what a sum with it solves, not data (theory eq. (14.43)).
+    _nested_solve = False
+    #: ``(a, b)`` where the law is ``a ⊞ b`` solved by analytic subordination (the
+    #: constituents of eq. (14.43)), else None.
+    _additive_constituents = None
 
     def __init__(self, options=None):
         self.options = DEFAULT_OPTIONS if options is None else options
