@@ -289,8 +289,8 @@ def _measured_noise(pr, w, z, r, size):
     a nested constituent is amplified by ``h'`` of the outer one, and ``w`` grows
     like ``1/(x - p)``: the residual stays far above ``FOLD_RESIDUAL_RTOL``
     whatever the step.  The noise is measured, not modelled: the second
-    differences of ``w - phi(w)`` over ``0, s, ..., NOISE_PROBES s`` (``s = NOISE_STEP |w|``) are
-    rounding (their curvature term is ``phi'' s**2``); the residual may be
+    differences of ``w - phi(w)`` over ``0, s, ..., NOISE_PROBES s``
+    (``s = NOISE_STEP max(|w|, scale)``) are rounding (their curvature term is ``phi'' s**2``); the residual may be
     ``NOISE_FACTOR`` times the largest, where that is at most ``NOISE_MAX_RTOL`` of
     ``size`` and ``|1 - phi'| >= NOISE_FOLD_MARGIN``.
     """

@@ -119,6 +119,8 @@ class LawBranches:
         # the zeros of G known from the constituents of a ⊞ (eq. (14.43)): sorted
         # candidates and G' at each
         self._known = _known_zeros(law, pair)
+        # the candidates _zero took as zeros, with G' there: G's value at them
+        self._zeros_at = {}
         # far from the support F by its Boolean cumulants (eq. (14.40))
         self.radius = max(hi - self.mean, self.mean - lo, np.finfo(float).tiny)
         self._boolean = None if self.cheap else _boolean_cumulants(law.moments(FAR_TERMS),
@@ -158,7 +160,7 @@ class LawBranches:
         return self._solved_values(u, known=True)
 
     def _solved_values(self, u, known=False):
-        """:meth:`values`, the known zeros of eq. (14.43) only with ``known``."""
+        """:meth:`values`, the zeros taken from eq. (14.43) only with ``known``."""
         u = np.asarray(u, dtype=float)
         far = self._far(u)
         g = np.empty(u.shape)
@@ -167,12 +169,12 @@ class LawBranches:
         pole = np.isin(u, self.atoms) & ~far
         g[pole], d[pole] = np.inf, -np.inf
         near = ~far & ~pole
-        if known and self._known is not None:
-            # at a zero from eq. (14.43) a solver's subordination point is infinite
-            at, slope = self._known
-            hit = near & np.isin(u, at)
+        if known and self._zeros_at:
+            # at a zero taken from eq. (14.43) a solver's subordination point is infinite
+            hit = near & np.isin(u, list(self._zeros_at))
             if hit.any():
-                g[hit], d[hit] = 0.0, slope[np.searchsorted(at, u[hit])]
+                g[hit] = 0.0
+                d[hit] = [self._zeros_at[v] for v in u[hit].tolist()]
                 near &= ~hit
         if near.any():
             gn, dn = self._pair(self.law, u[near].astype(complex))
@@ -256,14 +258,15 @@ class LawBranches:
             # only one candidate lies there, it is the zero, kept where the law's own
             # G has its signs at the first samples beside it (the nearest the
             # branches are sampled, END_RTOL); else Newton starts there
-            at = self._known[0]
-            inside = at[(at > lo) & (at < hi)]
+            at, slope = self._known
+            inside = np.flatnonzero((at > lo) & (at < hi))
             if inside.size == 1:
-                p = float(inside[0])
+                p = float(at[inside[0]])
                 step = self._end_step(p)
                 if a < p - step and p + step < b:
                     g = self._solved_values(np.array([p - step, p + step]))[0]
                     if g[0] > 0 > g[1]:
+                        self._zeros_at[p] = float(slope[inside[0]])
                         return p
                 x0 = np.array([p])
 
@@ -530,7 +533,11 @@ def _constituent_zeros(law, pair):
         return np.empty(0), np.empty(0)
     if law._nested_solve or law._pointwise_transform:
         return None
-    br = LawBranches(law, pair)
+    try:
+        br = LawBranches(law, pair)
+    except ConvergenceError:
+        # the zeros are then solved in the sum's own branches, as before
+        return None
     zeta = np.array([right for _, right, _, kind in br.branches[:-1] if kind == "zero"])
     return zeta, br.values(zeta)[1]
 
