@@ -138,14 +138,29 @@ def test_the_attention_law_beside_its_split_builds_in_one_round_eq_8_14(monkeypa
     calls = []
     original = rs.RationalSolver.solve
 
-    def counting(self, z):
+    def counting(self, z, **kwargs):
         calls.append(z.size)
-        return original(self, z)
+        return original(self, z, **kwargs)
     law = attention_law(1e-3 * (1 + 1e-12), 0.9975556650172209).squared()
     monkeypatch.setattr(rs.RationalSolver, "solve", counting)
     rep = law._representation()
     assert len(calls) == 1
     assert abs(rep.total - law._continuous_mass()) <= law.options.mass_atol + rep.edge_allowance
+
+
+def test_eigvals_is_numpy_eigvals_without_its_argument_handling():
+    """``eigvals`` calls the gufunc behind ``numpy.linalg.eigvals`` (LAPACK geev): the
+    same eigenvalues bit for bit, as complex numbers, for float and complex, single
+    and stacked matrices; a NaN entry raises numpy's own LinAlgError."""
+    rng = np.random.default_rng(12)
+    cases = (rng.standard_normal((3, 3)), rng.standard_normal((5, 4, 4)), np.diag([1.0, 2.0]),
+             rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3)))
+    for a in cases:
+        got = rational.eigvals(a)
+        assert got.dtype == np.complex128
+        assert np.array_equal(got, np.linalg.eigvals(a).astype(complex))
+    with pytest.raises(np.linalg.LinAlgError):
+        rational.eigvals(np.array([[np.nan, 1.0], [0.0, 1.0]]))
 
 
 def test_all_roots_is_numpy_roots_of_the_reversed_coefficients():

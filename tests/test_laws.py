@@ -513,7 +513,8 @@ def test_pdf_raises_on_a_root_below_the_real_axis(monkeypatch):
     sq = attention_law(0.9, 0.7, options=options).squared()
     solver = sq.normalized._solver
     true_solve = solver.solve
-    monkeypatch.setattr(solver, "solve", lambda z: tuple(np.conj(v) for v in true_solve(z)))
+    monkeypatch.setattr(solver, "solve",
+                        lambda z, **kw: tuple(np.conj(v) for v in true_solve(z, **kw)))
     with pytest.raises(ConvergenceError, match="not on the Stieltjes branch"):
         sq.pdf(0.5 * (sq.support()[0] + sq.support()[1]))
 

@@ -199,7 +199,8 @@ class RationalSolver:
         self.extent = None
         #: ``polisher(tau, z, g)`` refines the outermost subordination point by
         #: Newton on ``Phi(tau) = z`` with the constituent's closed-form transform
-        #: (set by the law when its constituent has one).
+        #: (set by the law when its constituent has one); returns ``(G, taken)``,
+        #: ``G`` keeping ``g`` where ``taken`` is False.
         self.polisher = None
         #: ``hard_edge_branch(z)`` returns ``G`` (NaN where it fails) next to a
         #: hard edge at 0, where the tower keeps no digits (set by the law).
@@ -209,10 +210,12 @@ class RationalSolver:
         self.soft_edges = []
 
     # -- the branch ---------------------------------------------------------------------
-    def solve(self, z):
+    def solve(self, z, leaf=True):
         """Leaf variable ``t`` of the Stieltjes branch at each ``z`` (1-d, ``Im z >= 0``).
 
-        Returns ``(t, G)``.
+        Returns ``(t, G)``.  With ``leaf=False`` only ``G`` is wanted: where the
+        :attr:`polisher` gives ``G``, the leaf variable is not polished on the
+        factored tower (``t`` is then the coefficient root; ``G`` is the same).
         """
         if self.hard_edge_branch is not None and self.extent is not None:
             # Next to the hard edge the local model's Newton is exact to rounding
@@ -228,11 +231,11 @@ class RationalSolver:
                 rest = np.ones(z.shape, dtype=bool)
                 rest[sel[fixed]] = False
                 if rest.any():
-                    t[rest], g[rest] = self._solve_tower(z[rest])
+                    t[rest], g[rest] = self._solve_tower(z[rest], leaf)
                 return t, g
-        return self._solve_tower(z)
+        return self._solve_tower(z, leaf)
 
-    def _solve_tower(self, z):
+    def _solve_tower(self, z, leaf=True):
         """:meth:`solve` by the roots of the tower's polynomial (eqs. (8.10)-(8.11))."""
         opts = self.options
         coeffs = self.num[:, None] - z[None, :] * self.den[:, None]
@@ -242,7 +245,7 @@ class RationalSolver:
         coeffs = coeffs[:top + 1]
         roots = batched_roots(coeffs)
         roots = self._newton(coeffs, roots + 1j * opts.root_nudge * np.abs(roots))
-        t, g, bad, failed, message = self._select(roots, z)
+        t, g, bad, failed, message = self._select(roots, z, leaf=leaf)
         if self.soft_edges:
             # every point within the zone of a square-root edge, seeded by that edge
             which = np.full(z.shape, -1)
@@ -383,10 +386,13 @@ class RationalSolver:
         return polish_newton(step_of, t, POLISH_MAX_ITER, self.options.newton_rtol,
                              NEWTON_STALL_RATIO)
 
-    def _select(self, roots, z, retry=True):
+    def _select(self, roots, z, retry=True, leaf=True):
         """The admissible root: all subordination points in the closed upper half-plane
         (eq. (8.10)); with ``retry``, roots stuck far from ``Z(t) = z`` are polished
-        with the rescue's reach and selected again."""
+        with the rescue's reach and selected again.  Without ``leaf`` (only ``G``
+        wanted, :meth:`solve`) the :attr:`polisher` runs first and the factored
+        polish only where it left ``G`` alone: the same ``G`` at every point, since the
+        polisher starts from the coefficient root's subordination point either way."""
         opts = self.options
         zs, gs, _, _ = self.curve.stages(roots, derivatives=False)
         # The outermost partner point from the given z, not from Z(t) recomputed with
@@ -458,8 +464,13 @@ class RationalSolver:
         t = roots[idx, cols]
         g = gs[-1][idx, cols]
         good = ~failed
+        rest = good.copy()              # the points whose leaf is polished
+        if self.polisher is not None and not leaf and good.any():
+            taken = np.zeros(z.shape, dtype=bool)
+            g[good], taken[good] = self.polisher(zs[-2][idx, cols][good], z[good], g[good])
+            rest &= ~taken
         t_coeff = t.copy()
-        t[good], g[good] = self._polish_factored(t[good], z[good], g[good])
+        t[rest], g[rest] = self._polish_factored(t[rest], z[rest], g[rest])
         if retry:
             # A root the coefficients placed farther than the factored polish may move
             # (its residual on the factored tower far above rounding relative to z, and
@@ -469,7 +480,7 @@ class RationalSolver:
             # polished with the rescue's reach and the selection is made again.
             with np.errstate(divide="ignore", invalid="ignore"):
                 rel = np.abs(zs[-1][idx, cols] - z) / np.abs(z)
-            stuck = np.flatnonzero(good & (rel > TOWER_RESIDUAL_RTOL) & (t == t_coeff))
+            stuck = np.flatnonzero(rest & (rel > TOWER_RESIDUAL_RTOL) & (t == t_coeff))
             if stuck.size:
                 # the rescue's candidates: a real root next to a nearly double one
                 # stays real under Newton at a real z, and only the local quadratic
@@ -478,9 +489,9 @@ class RationalSolver:
                 t2, g2, bad2 = self._rescue(roots[:, stuck], z[stuck], strict=False)
                 keep = ~bad2
                 t[stuck[keep]], g[stuck[keep]] = t2[keep], g2[keep]
-        if self.polisher is not None and good.any():
+        if self.polisher is not None and leaf and good.any():
             tau = zs[-2][idx, cols]
-            g[good] = self.polisher(tau[good], z[good], g[good])
+            g[good] = self.polisher(tau[good], z[good], g[good])[0]
         return t, g, failed | (good & decreasing[idx, cols]), failed, message
 
     def _polish_factored(self, t, z, g=None, max_move=FACTORED_MAX_MOVE):

@@ -153,7 +153,8 @@ class SubordinationLaw(SpectralLaw):
         the hard edge ``tau -> 0``: ``eps/|tau|``); the outermost level with
         the constituent's closed-form transform has no such cancellation.
         Points where a step would leave the upper half-plane or grow keep the
-        tower's value.
+        tower's value.  Returns ``(G, taken)``: ``taken`` marks the points whose
+        ``G`` comes from the two steps.
         """
         b = self.constituent
         level = self.level
@@ -175,7 +176,8 @@ class SubordinationLaw(SpectralLaw):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             gb = b._stieltjes(tau)
             _, gg, _, _ = level.apply(tau, gb, np.ones_like(tau), np.zeros_like(tau))
-        return np.where(ok & np.isfinite(gg), gg, g)
+        taken = ok & np.isfinite(gg)
+        return np.where(taken, gg, g), taken
 
     def _hard_edge_branch(self, z):
         """``G`` of :meth:`_hard_edge_solve` (the solver's hook, theory eq. (8.27))."""
@@ -336,7 +338,7 @@ class SubordinationLaw(SpectralLaw):
         if isinstance(self._solver, GenericSolver):
             g = self._generic_boundary(z)
         else:
-            _, g = self._solver.solve(z)
+            _, g = self._solver.solve(z, leaf=False)
         bad = ~np.isfinite(g) | (g.imag > self.options.branch_rtol * np.abs(g))
         if bad.any():
             k = int(np.argmax(bad))
@@ -350,7 +352,7 @@ class SubordinationLaw(SpectralLaw):
         out = np.empty(z.shape, dtype=complex)
         if (~near).any():
             try:
-                out[~near] = self._solver.solve(z[~near])[1]
+                out[~near] = self._solved_g(z[~near])
             except ConvergenceError:
                 # Real points off the support where the solver found no branch
                 # (the tower of MP^⊠3 at 5.6e-17, below its support [0.032, 0.32],
@@ -361,11 +363,17 @@ class SubordinationLaw(SpectralLaw):
                     raise
                 rest = ~near & ~off
                 if rest.any():
-                    out[rest] = self._solver.solve(z[rest])[1]
+                    out[rest] = self._solved_g(z[rest])
                 near = near | off
         if near.any():
             out[near] = self._stieltjes_from_representation(z[near])
         return out
+
+    def _solved_g(self, z):
+        """``G`` from the solver alone (a rational tower's leaf need not be polished)."""
+        if isinstance(self._solver, RationalSolver):
+            return self._solver.solve(z, leaf=False)[1]
+        return self._solver.solve(z)[1]
 
     def _off_support(self, z):
         """Real points outside every interval of the support (False without intervals)."""
