@@ -719,12 +719,12 @@ def polish_newton(step_of, t, max_steps, rtol=0.0, stall_ratio=np.inf, accept=No
     last = np.full(t.shape, np.inf)
     taken = np.zeros(t.shape, dtype=int) if counts else None
     stalls = stall_ratio != np.inf
-    for _ in range(max_steps):
-        idx = np.flatnonzero(act)
-        if not idx.size:
-            break
-        ta = t[idx]
-        with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):            # a step may overflow: then not finite
+        for _ in range(max_steps):
+            idx = np.flatnonzero(act)
+            if not idx.size:
+                break
+            ta = t[idx]
             step = step_of(ta, idx)
             size = np.abs(step)
             tn = ta - step
@@ -733,14 +733,14 @@ def polish_newton(step_of, t, max_steps, rtol=0.0, stall_ratio=np.inf, accept=No
                 ok &= size <= stall_ratio * last[idx]
                 last[idx] = size
             done = size <= rtol * np.abs(ta)
-        if accept is not None and ok.any():
-            sel = np.flatnonzero(ok)
-            ok[sel] = accept(tn[sel], ta[sel], idx[sel])
-        moved = idx[ok]
-        t[moved] = tn[ok]
-        if counts:
-            taken[moved] += 1
-        act[idx[~ok | done]] = False
+            if accept is not None and ok.any():
+                sel = np.flatnonzero(ok)
+                ok[sel] = accept(tn[sel], ta[sel], idx[sel])
+            moved = idx[ok]
+            t[moved] = tn[ok]
+            if counts:
+                taken[moved] += 1
+            act[idx[~ok | done]] = False
     return (t.reshape(shape), taken.reshape(shape)) if counts else t.reshape(shape)
 
 

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core._checks import as_real_array, real_scalar
-from ._law_base import HARD, SOFT, Interval, SpectralLaw
+from ._law_base import FAR_RADIUS, HARD, SOFT, Interval, SpectralLaw
 from ..algebra._moment_series import from_fractions, power_sums
 from ..algebra._rational import RationalTransform
 
@@ -89,6 +89,17 @@ class PointMasses(SpectralLaw):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return -(self.weights[None, :] / (z[:, None] - self.values[None, :]) ** 2).sum(
                 axis=1)
+
+    def _stieltjes_pair(self, zs):
+        # G and G' from one difference z - a_i: the values of _stieltjes_exact and
+        # _stieltjes_derivative (the subordination polish calls this per Newton step);
+        # a point in the far field keeps the series of SpectralLaw._stieltjes
+        if (np.abs(zs) > FAR_RADIUS * self._scale()).any():
+            return super()._stieltjes_pair(zs)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            d = zs[:, None] - self.values[None, :]
+            return ((self.weights[None, :] / d).sum(axis=1),
+                    -(self.weights[None, :] / d ** 2).sum(axis=1))
 
     def _mp_stieltjes(self, z):
         import mpmath
