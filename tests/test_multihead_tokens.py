@@ -91,14 +91,22 @@ def _series_moments(beta, h, gk, gv, go, g_moments, order=2):
     e1, e2, gV, eps = (f0 + sum(cf * t ** (i + 1) for i, cf in enumerate(cs))
                        for f0, cs in zip(far, unknowns))
     # eq. (9.25): <g^k/(e2 - z + e1 g)> = -t sum_j t^j <g^k (e2 + e1 g)^j>
-    geo = sum(t ** j * (e2 + e1 * x) ** j for j in range(K + 1))
+    geo, power = sp.Integer(1), sp.Integer(1)
+    for _ in range(K):
+        power = trunc(power * t * (e2 + e1 * x))
+        geo += power
     phi1, phi2 = trunc(-t * avg(x * geo)), trunc(-t * avg(geo))
     u1, u2 = b2 * phi1, a2 * phi2
     gO = 1 - (gv / go) * (1 - gV)                                   # eq. (9.28)
     a = (go / h) * gO * gV
     inv_den = inverse(a * u1 * eps)
     A, B = trunc(a * u2), trunc(a * u1 * inv_den)
-    inv_d = sum((-(A * x + B * x ** 2)) ** j for j in range(K + 1))  # 1/D(g), eq. (9.26)
+    # 1/D(g) of eq. (9.26) as a geometric series in D - 1 = A g + B g**2 = O(t),
+    # truncated after every product (the same series as the untruncated sum)
+    inv_d, power = sp.Integer(1), sp.Integer(1)
+    for _ in range(K):
+        power = trunc(-power * (A * x + B * x ** 2))
+        inv_d += power
     S1, S2 = trunc(avg(x * inv_d)), trunc(avg(x ** 2 * inv_d))
     p1, p2 = trunc((gk / h) * eps * inv_den), S1
     pi = trunc(u1 * p1 + u2 * p2)
