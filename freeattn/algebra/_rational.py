@@ -119,11 +119,13 @@ def eigvals(a):
     ``geev`` through the same gufunc), without that function's argument
     handling, which costs ~17 microseconds a call against ~4 for a 3 x 3 matrix
     (the engine makes a dozen such calls per law).  Input with a NaN or
-    infinity, or a ``geev`` that did not converge (NaN eigenvalues), goes
-    through ``numpy.linalg.eigvals`` itself, which raises ``LinAlgError``.
+    infinity (which LAPACK would report on stderr), or a ``geev`` that did not
+    converge (NaN eigenvalues), goes through ``numpy.linalg.eigvals`` itself,
+    which raises ``LinAlgError``.
     """
     a = np.asarray(a)
-    if _umath_linalg is not None and a.dtype in (np.float64, np.complex128):
+    if (_umath_linalg is not None and a.dtype in (np.float64, np.complex128)
+            and np.isfinite(a).all()):
         with np.errstate(all="ignore"):
             w = _umath_linalg.eigvals(a, signature="d->D" if a.dtype == np.float64 else "D->D")
         if np.isfinite(w).all():
