@@ -358,15 +358,15 @@ def test_the_lower_edge_at_beta_0_15_takes_the_seeded_branch():
     """theory section 8.4: the multi-head law at beta = 0.15 (h = 4, gamma_K = gamma_V
     = 1/2, gamma_O = 1) raised on its mass check (off by 1.48e-11): next to the
     lower edge of its tower (degree 12) the coefficient roots gave another root from
-    1e-7 of the edge inwards (density 8.5e-4 for 9.4e-5 at 1e-8) -- with the
-    eigenvalue kernels of one OpenBLAS build; with its Haswell kernels (AMD EPYC
-    Zen 2) they keep the branch (26 eps/d at 1e-8), i.e. the coefficient roots there
-    depend on the LAPACK kernel.  With Newton on the factored tower seeded by the
+    1e-7 of the edge inwards (density 8.5e-4 for 9.4e-5 at 1e-8) on the machine of
+    that measurement; on an AMD EPYC Zen 2 (OpenBLAS's Haswell, Sandybridge and
+    Nehalem kernels alike) they keep the branch (26 eps/d at 1e-8): the coefficient
+    roots there depend on the CPU and LAPACK build.  With Newton on the factored tower seeded by the
     edge's quadratic model (EDGE_SEED_RTOL) the law builds, mass 1 within 1e-13
     (measured 2.2e-15 and 4.9e-15 on the two machines), and the tower's density
     agrees with its own 40-digit mpmath solve within EDGE_SEED_CONDITION eps/d; so do
     the seeds alone, without any coefficient root (measured 4-19 eps/d), which makes
-    the result independent of the kernel."""
+    the result independent of the machine."""
     import mpmath
 
     law = freeattn.multihead_law(0.15, heads=4, gamma_k=0.5, gamma_v=0.5, gamma_o=1.0)

@@ -359,10 +359,11 @@ def test_a_support_search_that_raises_takes_the_mirrored_formulation():
 
 def test_a_tower_whose_critical_points_are_lost_falls_back_to_subordination(monkeypatch):
     # theory section 14.31: the sample covariance (ratio 0.240) of the attention law at
-    # beta = 0.0013 (bands [0, 6.1e-12] and [3.1e-6, 3.2e-5]).  With the eigenvalue
-    # kernels of one OpenBLAS build the degree-8 tower found no support interval
-    # (eq. (8.12)) and the law fell back to analytic subordination (eq. (14.4)); with
-    # its Haswell kernels (AMD EPYC Zen 2) the tower keeps its critical points.  Either
+    # beta = 0.0013 (bands [0, 6.1e-12] and [3.1e-6, 3.2e-5]).  On the machine of the
+    # first measurement the degree-8 tower found no support interval (eq. (8.12)) and
+    # the law fell back to analytic subordination (eq. (14.4)); on an AMD EPYC Zen 2
+    # (OpenBLAS's Haswell, Sandybridge and Nehalem kernels alike) the tower keeps its
+    # critical points: its roots depend on the CPU and LAPACK build.  Either
     # way the law has both bands, mass 1 to 1e-12, its edges agree with the analytic
     # subordination's to 1e-12 (measured 4e-16) and its density with the other
     # formulation's to 1e-12 (measured 1.4e-14)
