@@ -272,11 +272,20 @@ def test_noise_kind_is_checked():
         harmonic_equivalent_matrix(16, 8, 0.5, noise="uniform", rng=0)
 
 
-def test_benchmark_row_runs_at_a_tiny_size():
+def test_benchmark_row_runs_at_a_tiny_size(monkeypatch):
     # benchmarks/finite_width.py (the script behind the table of theory section 15.4): one
-    # row at n = 64 has the three distances in (0, 1] and a positive time.
+    # row at n = 64 has the three distances in (0, 1] and, with a fake clock that
+    # advances 1.25 s at every reading, the time per draw read off it.
     from conftest import load_script
     module = load_script("benchmarks/finite_width.py")
+    readings = []
+
+    class Clock:
+        @staticmethod
+        def perf_counter():
+            readings.append(1.25 * len(readings))
+            return readings[-1]
+    monkeypatch.setattr(module, "time", Clock)
     row = module.row(64, 16, 0.5, 1)
     assert all(0 < row[key] <= 1 for key in ("paper", "gaussian", "signed", "noise"))
-    assert row["seconds_per_draw"] > 0
+    assert row["seconds_per_draw"] == (readings[-1] - readings[0]) / 1 == 1.25
