@@ -1100,7 +1100,8 @@ class SpectralLaw:
     def _stieltjes(self, zs):
         """``G`` at finite points of the closed upper half-plane (``inf`` at an atom)."""
         out = np.empty(zs.shape, dtype=complex)
-        very_far = np.abs(zs) > VERY_FAR_RADIUS * self._scale()
+        size, scale = np.abs(zs), self._scale()
+        very_far = size > VERY_FAR_RADIUS * scale
         if very_far.any():
             out[very_far] = 1.0 / zs[very_far]
             if very_far.all():
@@ -1108,7 +1109,7 @@ class SpectralLaw:
             out[~very_far] = self._stieltjes(zs[~very_far])
             return out
         exact_mom = None
-        far = np.abs(zs) > FAR_RADIUS * self._scale()
+        far = size > FAR_RADIUS * scale
         if far.any():
             exact_mom = self._exact_scaled_moments(FAR_TERMS)
         if exact_mom is not None and far.any():
