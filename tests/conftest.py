@@ -23,3 +23,16 @@ def load_script(relative_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+class FakeClock:
+    """A ``time`` module for a module under test: ``perf_counter`` advances 1.25 s at
+    every reading, and the readings are kept (a recorded duration is then a known
+    difference, never wall-clock time)."""
+
+    def __init__(self):
+        self.readings = []
+
+    def perf_counter(self):
+        self.readings.append(100.0 + 1.25 * len(self.readings))
+        return self.readings[-1]

@@ -276,16 +276,10 @@ def test_benchmark_row_runs_at_a_tiny_size(monkeypatch):
     # benchmarks/finite_width.py (the script behind the table of theory section 15.4): one
     # row at n = 64 has the three distances in (0, 1] and, with a fake clock that
     # advances 1.25 s at every reading, the time per draw read off it.
-    from conftest import load_script
+    from conftest import FakeClock, load_script
     module = load_script("benchmarks/finite_width.py")
-    readings = []
-
-    class Clock:
-        @staticmethod
-        def perf_counter():
-            readings.append(1.25 * len(readings))
-            return readings[-1]
-    monkeypatch.setattr(module, "time", Clock)
+    clock = FakeClock()
+    monkeypatch.setattr(module, "time", clock)
     row = module.row(64, 16, 0.5, 1)
     assert all(0 < row[key] <= 1 for key in ("paper", "gaussian", "signed", "noise"))
-    assert row["seconds_per_draw"] == (readings[-1] - readings[0]) / 1 == 1.25
+    assert row["seconds_per_draw"] == (clock.readings[-1] - clock.readings[0]) / 1 == 1.25

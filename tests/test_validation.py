@@ -269,23 +269,13 @@ def test_convergence_fields(conv_report):
             assert fit.slope_se == pytest.approx(se, rel=1e-8)
 
 
-class _Clock:
-    """A ``time`` module whose ``perf_counter`` advances 1.25 s at every reading."""
-
-    def __init__(self):
-        self.readings = []
-
-    def perf_counter(self):
-        self.readings.append(100.0 + 1.25 * len(self.readings))
-        return self.readings[-1]
-
-
 def test_reports_record_the_clock_between_start_and_end(monkeypatch):
     """A report's ``seconds`` is the difference of the module's clock between the start
     and the end of the run (read from a fake clock: no wall-clock time is asserted)."""
+    from conftest import FakeClock
     from freeattn.montecarlo import _validation
 
-    clock = _Clock()
+    clock = FakeClock()
     monkeypatch.setattr(_validation, "time", clock)
     r = validate(1.0, 1.0, 20, 1, models=("attention",), rng=3, progress=False)
     assert r.seconds == clock.readings[-1] - clock.readings[0] == 1.25

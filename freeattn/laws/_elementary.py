@@ -81,25 +81,27 @@ class PointMasses(SpectralLaw):
     def _atoms(self):
         return self.values, self.weights
 
-    def _stieltjes_exact(self, z):
+    def _terms(self, z, powers):
+        """``sum_i w_i / (z - a_i)**k`` for each ``k`` of ``powers`` (1 or 2), from one
+        array of differences."""
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return (self.weights[None, :] / (z[:, None] - self.values[None, :])).sum(axis=1)
+            d = z[:, None] - self.values[None, :]
+            return [(self.weights[None, :] / (d if k == 1 else d ** 2)).sum(axis=1)
+                    for k in powers]
+
+    def _stieltjes_exact(self, z):
+        return self._terms(z, (1,))[0]
 
     def _stieltjes_derivative(self, z):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return -(self.weights[None, :] / (z[:, None] - self.values[None, :]) ** 2).sum(
-                axis=1)
+        return -self._terms(z, (2,))[0]
 
     def _stieltjes_pair(self, zs):
-        # G and G' from one difference z - a_i: the values of _stieltjes_exact and
-        # _stieltjes_derivative (the subordination polish calls this per Newton step);
-        # a point in the far field keeps the series of SpectralLaw._stieltjes
+        # G and G' from one difference z - a_i (the subordination polish calls this per
+        # Newton step); a point in the far field keeps the series of SpectralLaw._stieltjes
         if (np.abs(zs) > FAR_RADIUS * self._scale()).any():
             return super()._stieltjes_pair(zs)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            d = zs[:, None] - self.values[None, :]
-            return ((self.weights[None, :] / d).sum(axis=1),
-                    -(self.weights[None, :] / d ** 2).sum(axis=1))
+        g, s2 = self._terms(zs, (1, 2))
+        return g, -s2
 
     def _mp_stieltjes(self, z):
         import mpmath
