@@ -737,3 +737,18 @@ def test_g_without_the_leaf_is_the_same_g():
         # the factored polish ran on the polisher's rejects only (measured: 6 and 55 of
         # the 332 points, the latter off the support of the sum)
         assert sum(calls) < 0.25 * z.size
+
+
+def test_stacked_horner_equals_polyval_row_by_row():
+    # the S-level at its pole (theory eq. (8.27)) evaluates S's numerator, denominator
+    # and their derivatives in one Horner pass (shorter rows padded with zeros): the
+    # same operations as numpy's polyval on each, so the same values bit for bit
+    from freeattn.algebra._levels import _horner_rows, _stacked_columns
+
+    rng = np.random.default_rng(3)
+    polys = (rng.standard_normal(4), rng.standard_normal(2), rng.standard_normal(3),
+             rng.standard_normal(1))
+    v = rng.standard_normal(50) + 1j * rng.standard_normal(50)
+    rows = _horner_rows(_stacked_columns(polys), v)
+    for c, row in zip(polys, rows):
+        assert np.array_equal(row, np.polynomial.polynomial.polyval(v, c))

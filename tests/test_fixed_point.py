@@ -16,7 +16,9 @@ import freeattn
 from freeattn.attention import _causal
 from freeattn.compose import (_chain, _dyson, _fixed_point, _generic_solver, _rational_solver,
                               _rectangular, _subordination)
+from freeattn.attention._token_law import TokenHeadLaw
 from freeattn.compose._fixed_point import FIXED_POINT_RTOL, SystemProblem, newton_system
+from freeattn.core._options import DEFAULT_OPTIONS
 from user_laws import UserArcsine
 
 def _count_calls(monkeypatch, module, name):
@@ -290,8 +292,10 @@ def test_a_bordered_newton_that_cycles_stops_after_its_stall_rounds(monkeypatch)
 
 
 @pytest.mark.parametrize("module, build", [
-    (_dyson, lambda: freeattn.attention_law(0.5, 0.25,
-                                            tokens=freeattn.point_masses([0.5, 1.5])).squared()),
+    # the Dyson system of the two-band token law (theory eq. (13.12)), built directly:
+    # the engine solves this law itself now
+    (_dyson, lambda: TokenHeadLaw(0.5, 0.25, freeattn.point_masses([0.5, 1.5]),
+                                  DEFAULT_OPTIONS)),
     (_rectangular, lambda: freeattn.rectangular_free_additive(
         freeattn.point_masses([1.0, 2.0]), freeattn.point_masses([0.5, 1.5]), 0.3)),
     # a law known through its transform alone: the analytic edges of eq. (14.5) (a ⊠;

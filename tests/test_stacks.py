@@ -17,6 +17,7 @@ import sympy
 from scipy.stats import ks_2samp
 
 import freeattn
+from freeattn import ConvergenceError
 from freeattn.montecarlo._models import iter_models, resolve_models
 from freeattn.attention._stack_law import (attention_stack_law, free_multiplicative_moments,
                                  single_layer_moments, stack_moments, token_moments)
@@ -451,10 +452,14 @@ def test_stack_law_against_a_haar_rotated_free_product(layers, n, ks_max):
     (1.0, 1.0, freeattn.point_masses([1.0])),
     (0.5, 0.5, freeattn.point_masses([1.0])),
     (1.0, 0.5, freeattn.point_masses([0.5, 1.5])),
+    # two bands: the engine's continuation used to stall in their gap; the nested
+    # product's near-axis points now start from its gap tables (theory eq. (14.44))
+    (0.5, 0.25, freeattn.point_masses([0.5, 1.5])),
 ])
 def test_token_dyson_system_agrees_with_the_engine(beta, gamma, tokens):
     # eq. (13.12) against eq. (13.7) where the engine solves it; measured 1.5e-15 in
-    # the edges and 1e-12 in the density (x = 1e-6 next to the hard edge included)
+    # the edges and 1e-12 in the density (x = 1e-6 next to the hard edge included;
+    # two bands: 1.1e-15 and 1.7e-13 on 400 points per band)
     from freeattn.attention._token_law import TokenHeadLaw
     from freeattn.core._options import DEFAULT_OPTIONS
 
@@ -467,14 +472,20 @@ def test_token_dyson_system_agrees_with_the_engine(beta, gamma, tokens):
 
 
 @pytest.mark.statistical
-def test_two_band_token_law_falls_back_to_the_dyson_system():
-    # beta = 0.5, gamma = 1/4, Gram {1/2, 3/2}: the engine's continuation stalls in the
-    # gap of the two bands; the law of eq. (13.12) is returned.  Mean theta1 and m2 of
-    # eq. (13.8) (quadrature, rtol 1e-10); the linear model with Haar-rotated tokens
-    # (n = 800, two draws, seeds 0-1; noise: seeds 1000-1001) measured at KS 0.0025
-    # from it and 0.013 from the isotropic law: within 2x the noise, 3x further
+def test_two_band_token_law_falls_back_to_the_dyson_system(monkeypatch):
+    # beta = 0.5, gamma = 1/4, Gram {1/2, 3/2}, where the engine fails (forced here:
+    # the engine builds this law now, test above): the law of eq. (13.12) is
+    # returned.  Mean theta1 and m2 of eq. (13.8) (quadrature, rtol 1e-10); the
+    # linear model with Haar-rotated tokens (n = 800, two draws, seeds 0-1; noise:
+    # seeds 1000-1001) measured at KS 0.0025 from it and 0.013 from the isotropic
+    # law: within 2x the noise, 3x further
+    from freeattn.attention import _token_law
     from freeattn.attention._token_law import TokenHeadLaw
 
+    def fail(build, what):
+        raise ConvergenceError(f"forced: {what}")
+
+    monkeypatch.setattr(_token_law, "engine_build", fail)
     tokens = freeattn.point_masses([0.5, 1.5])
     law = freeattn.attention_law(0.5, 0.25, tokens=tokens).squared()
     assert isinstance(law, TokenHeadLaw)

@@ -51,6 +51,27 @@ POLE_SHIFT_ULPS = 64
 _EPS = float(np.finfo(float).eps)
 
 
+def _stacked_columns(polys):
+    """Coefficient columns of several polynomials (increasing degree), the shorter
+    ones padded with zeros at the top, highest degree first: the input of
+    :func:`_horner_rows`."""
+    m = max(len(c) for c in polys)
+    coef = np.zeros((len(polys), m))
+    for i, c in enumerate(polys):
+        coef[i, :len(c)] = c
+    return tuple(coef[:, j, None] for j in range(m - 1, -1, -1))
+
+
+def _horner_rows(columns, v):
+    """The polynomials of :func:`_stacked_columns` at ``v`` by one Horner pass over
+    all of them (a row each): the same operations as ``numpy.polynomial.polynomial.
+    polyval`` per polynomial (a padded zero stays an exact zero at finite ``v``)."""
+    acc = columns[0] + v * 0
+    for col in columns[1:]:
+        acc = col + acc * v
+    return acc
+
+
 class AffineLevel:
     """``z = shift + scale * tau``, ``G = G_b(tau) / scale`` with ``scale > 0`` (eq. (8.7))."""
 
@@ -228,14 +249,12 @@ class SLevel:
             qv = np.polynomial.Polynomial(self.transform.den)(shift).coef
             if abs(qv[0]) <= POLE_SHIFT_ULPS * _EPS * float(np.abs(self.transform.den).sum()):
                 qv[0] = 0.0
-            self._pole_polys = (pv, qv, _P.polyder(pv), _P.polyder(qv))
-        pv, qv, dpv, dqv = self._pole_polys
-        pval = _P.polyval
+            self._pole_polys = _stacked_columns((pv, qv, _P.polyder(pv), _P.polyder(qv)))
         v = tau * gb
         dv = gb + tau * dgb
-        num, den = pval(v, pv), pval(v, qv)
+        num, den, dnum, dden = _horner_rows(self._pole_polys, v)
         sw = num / den
-        dsw = (pval(v, dpv) * den - num * pval(v, dqv)) / (den * den) * dv
+        dsw = (dnum * den - num * dden) / (den * den) * dv
         z = tau / sw
         return z, gb * sw, 1.0 / sw - tau * dsw / (sw * sw), dgb * sw + gb * dsw
 

@@ -339,7 +339,8 @@ def _cauchy_pair(law, u):
     """``(G(u), G'(u))`` for any complex ``u`` (``G(conj u) = conj G(u)``)."""
     u = np.asarray(u, dtype=complex)
     low = u.imag < 0
-    v = np.where(low, np.conj(u), u)
+    flip = low.any()
+    v = np.where(low, np.conj(u), u) if flip else u
     if isinstance(law, PointMasses):
         g, d = _point_mass_sums(law, v)
     else:
@@ -347,6 +348,8 @@ def _cauchy_pair(law, u):
         # non-finite value, which the fixed-point strategies reject (never accept)
         with np.errstate(all="ignore"):
             g, d = law._stieltjes_pair(v)
+    if not flip:
+        return g, d
     return np.where(low, np.conj(g), g), np.where(low, np.conj(d), d)
 
 

@@ -100,6 +100,16 @@ CHAIN_GAP_REACH = 1e4
 #: ``CHAIN_GAP_POINTS`` geometric points down to ``CHAIN_HARD_REACH`` of it.
 CHAIN_HARD_REACH = 1e-12
 CHAIN_GAP_POINTS = 64
+#: Points per decade of the table on the negative axis (a ratio 1.33: every
+#: point farther from the edge at 0 than from its neighbours, eq. (14.16)).
+CHAIN_NEGATIVE_PER_DECADE = 8
+#: Off-axis points at most ``CHAIN_NEAR_AXIS_RTOL |x|`` above the axis start from the
+#: warm solution at ``x`` (eq. (14.44)); in a gap the first Newton step must be
+#: below ``CHAIN_NEAR_AXIS_STEP`` of the unknowns and the root within
+#: ``CHAIN_NEAR_AXIS_REACH`` first steps of the start.
+CHAIN_NEAR_AXIS_RTOL = 1e-4
+CHAIN_NEAR_AXIS_STEP = 1e-3
+CHAIN_NEAR_AXIS_REACH = 2.0
 #: Off-axis points kept (the latest first) as warm starts of eq. (14.15).
 CHAIN_WARM_TABLE = 8192
 #: ``Im omega`` up to this fraction of ``|omega|`` counts as real (rounding).
@@ -213,22 +223,26 @@ class _LevelRow:
         if series is None:
             lo, hi = self.constituent.support()
             exact = self.constituent._exact_scaled_moments(LEVEL_SERIES_TERMS)
+            if exact is not None:
+                # the columns (m_k, k m_k) for k = K, ..., 1, Horner's order
+                unit, m = exact
+                exact = (unit, tuple(np.array([[m[k]], [k * m[k]]])
+                                     for k in range(m.size - 1, 0, -1)))
             series = self._series = (max(abs(lo), abs(hi)), exact)
         radius, exact = series
         if exact is None:
             return v, w, dw
         far = np.abs(tau) >= LEVEL_SERIES_REACH * radius
         if far.any():
-            unit, m = exact
+            unit, cols = exact
             r = unit / tau[far]
-            acc = np.zeros(r.shape, dtype=complex)
-            dacc = np.zeros(r.shape, dtype=complex)
-            for k in range(m.size - 1, 0, -1):         # Horner in r = unit/tau
-                acc = acc * r + m[k]
-                dacc = dacc * r + k * m[k]
-            w[far] = acc * r
+            # Horner in r = unit/tau of w/r and of its derivative's series (rows)
+            acc = np.zeros((2, r.size), dtype=complex)
+            for col in cols:
+                acc = acc * r + col
+            w[far] = acc[0] * r
             v[far] = 1.0 + w[far]
-            dw[far] = -dacc * r / tau[far]
+            dw[far] = -acc[1] * r / tau[far]
         return v, w, dw
 
     def map(self, u):
@@ -355,7 +369,12 @@ class ProductChainLaw(SpectralLaw):
             for out, v in zip((omegas, domegas, etas, detas), vals):
                 out[:, same] = v
         rest = ~same
-        if rest.any():
+        if rest.all():
+            for row, (f, rows) in zip(self._group_rows, self._groups):
+                vals = row.map(om[rows].ravel())
+                for out, v in zip((omegas, domegas, etas, detas), vals):
+                    out[rows] = v.reshape(len(rows), -1)
+        elif rest.any():
             for row, (f, rows) in zip(self._group_rows, self._groups):
                 vals = row.map(om[np.ix_(rows, rest)].ravel())
                 for out, v in zip((omegas, domegas, etas, detas), vals):
@@ -611,7 +630,15 @@ class ProductChainLaw(SpectralLaw):
         below = xs[0] * (np.geomspace(1.0 / CHAIN_GAP_REACH, 1.0, CHAIN_GAP_POINTS + 1)
                          if lo > 0 else np.geomspace(CHAIN_HARD_REACH, 1.0,
                                                      CHAIN_GAP_POINTS + 1))[:-1]
-        ext = np.r_[below, above]
+        # and, for a support that may reach 0, on the negative axis from CHAIN_HARD_REACH
+        # of the grid's first point to CHAIN_GAP_REACH times its last (a host law
+        # calls its constituent there: the half-plane next to a hard edge at 0)
+        left = np.empty(0)
+        if not lo > 0:
+            a, b = CHAIN_HARD_REACH * xs[0], CHAIN_GAP_REACH * xs[-1]
+            n = int(np.ceil(CHAIN_NEGATIVE_PER_DECADE * np.log10(b / a)))
+            left = -np.geomspace(b, a, n + 1)
+        ext = np.r_[left, below, above]
         om, om_ext = self._locate(xs, ext)
         inside = self._inside(om, xs)
         low = below_plain_grid(xs, (lo, hi))
@@ -872,34 +899,49 @@ class ProductChainLaw(SpectralLaw):
         return np.maximum(-g.imag, 0.0) / math.pi
 
     def _solve(self, z):
-        """The unknowns of eq. (14.8) at ``z`` (1-d, ``Im z >= 0``), eqs. (14.15), (14.16).
+        """The unknowns of eq. (14.8) at ``z`` (1-d, ``Im z >= 0``), eqs. (14.15),
+        (14.16), (14.44), (14.45).
 
         Off the axis, Newton starts from the nearest of the latest
         ``CHAIN_WARM_TABLE`` solved points when it is within
         ``WARM_NEIGHBOUR_RTOL`` (its unknowns scaled by ``t/t_prev``, exact at
-        large ``|z|``), else from the large-``|z|`` value, and the root is kept
-        when it lies strictly inside the lower half-plane.  On the axis the
-        tables of :meth:`_solve_axis` are tried.  Every other point is continued
-        from ``y = CHAIN_START * scale``.
+        large ``|z|``), and the root is kept when it lies strictly inside the lower
+        half-plane; a point next to the axis then starts from the solution at its
+        real part (:meth:`_near_axis`), any other from its nearest solved point at
+        any distance, and last from the large-``|z|`` value.  On the axis the tables
+        of :meth:`_solve_axis` are tried.  Every other point is continued from
+        ``y = CHAIN_START * scale``.
         """
         z = np.asarray(z, dtype=complex)
         om = np.empty((len(self.factors), z.size), dtype=complex)
         todo = np.ones(z.size, dtype=bool)
         off = np.flatnonzero(z.imag > 0)
         last_z, last_om = self._last
+        pick = None
         if off.size and last_z.size:
             from scipy.spatial import cKDTree
 
+            pick = np.zeros(z.size, dtype=int)
             zo = z[off]
-            _, pick = cKDTree(np.c_[last_z.real, last_z.imag]).query(np.c_[zo.real, zo.imag])
-            near = np.abs(zo - last_z[pick]) <= WARM_NEIGHBOUR_RTOL * np.abs(zo)
+            _, pick[off] = cKDTree(np.c_[last_z.real, last_z.imag]).query(np.c_[zo.real, zo.imag])
+            near = np.abs(zo - last_z[pick[off]]) <= WARM_NEIGHBOUR_RTOL * np.abs(zo)
             if near.any():
-                k, zn = off[near], zo[near]
-                guess = last_om[:, pick[near]] * (last_z[pick[near]] / zn)
-                new, ok = self._newton(guess, 1.0 / zn, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
-                ok &= np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
+                k = off[near]
+                new, ok = self._from_neighbours(z[k], last_z[pick[k]], last_om[:, pick[k]])
                 om[:, k[ok]] = new[:, ok]
                 todo[k[ok]] = False
+        near = np.flatnonzero(todo & (z.imag > 0) & (z.imag <= CHAIN_NEAR_AXIS_RTOL * np.abs(z.real)))
+        if near.size and self._gap_x.size + self._warm_x.size:
+            # eq. (14.44): from the solution at the real part
+            new, ok = self._near_axis(z[near])
+            om[:, near[ok]] = new[:, ok]
+            todo[near[ok]] = False
+        off = np.flatnonzero(todo & (z.imag > 0))
+        if off.size and pick is not None:
+            # eq. (14.45): from the nearest solved point at any distance
+            new, ok = self._from_neighbours(z[off], last_z[pick[off]], last_om[:, pick[off]])
+            om[:, off[ok]] = new[:, ok]
+            todo[off[ok]] = False
         off = np.flatnonzero(todo & (z.imag > 0))
         if off.size:
             # eq. (14.15) from the large-|z| start: for Im z > 0 a root strictly inside
@@ -924,6 +966,51 @@ class ProductChainLaw(SpectralLaw):
             self._last = (np.concatenate([z[up], last_z])[:CHAIN_WARM_TABLE],
                           np.concatenate([om[:, up], last_om], axis=1)[:, :CHAIN_WARM_TABLE])
         return om
+
+    def _from_neighbours(self, z, z0, om0):
+        """Newton at ``z`` from the unknowns ``om0`` solved at ``z0``, scaled as in eq.
+        (14.15), kept strictly inside the lower half-plane (eqs. (14.15), (14.45): the
+        test, not the start, certifies the root); ``(om, accepted)``."""
+        om, ok = self._newton(om0 * (z0 / z), 1.0 / z, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+        ok &= np.all(om.imag < -WARM_INSIDE_RTOL * np.abs(om), axis=0)
+        return om, ok
+
+    def _near_axis(self, z):
+        """Solves at points ``z = x + i y`` next to the axis (``0 < y <=
+        CHAIN_NEAR_AXIS_RTOL |x|``) from the warm solution at ``x`` (eq. (14.44));
+        ``(om, accepted)``.
+
+        Newton at ``z`` starts from ``omega(x)`` of :meth:`_solve_axis`.  Inside
+        the support the root is kept strictly inside the lower half-plane (eq.
+        (14.15)).  In a gap ``omega(x)`` is real and its first Newton step at ``z``
+        is ``i y omega'(x)`` to first order: the root is kept when that step is
+        below ``CHAIN_NEAR_AXIS_STEP`` of ``|omega|``, Newton converged within
+        ``CHAIN_NEAR_AXIS_REACH`` times the first step of the start, and every
+        unknown lies in the closed lower half-plane.
+        """
+        om = np.zeros((len(self.factors), z.size), dtype=complex)
+        acc = np.zeros(z.size, dtype=bool)
+        base, have = self._solve_axis(z.real)
+        idx = np.flatnonzero(have)
+        if not idx.size:
+            return om, acc
+        base, zz = base[:, idx], z[idx]
+        t = 1.0 / zz
+        _, step, _, _ = self._system(base, t)
+        with np.errstate(all="ignore"):
+            first = np.abs(step).max(axis=0)
+            size = np.abs(base).max(axis=0)
+        new, ok = self._newton(base, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+        inside = np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
+        real_base = np.all(np.abs(base.imag) <= CHAIN_REAL_RTOL * np.abs(base), axis=0)
+        with np.errstate(all="ignore"):
+            moved = np.abs(new - base).max(axis=0)
+        gap = (real_base & (first <= CHAIN_NEAR_AXIS_STEP * size)
+               & (moved <= CHAIN_NEAR_AXIS_REACH * first + CHAIN_REAL_RTOL * size)
+               & np.all(new.imag <= 0, axis=0))
+        ok &= inside | gap
+        om[:, idx[ok]], acc[idx[ok]] = new[:, ok], True
+        return om, acc
 
     def _solve_axis(self, x):
         """Warm solves at real ``x`` (eqs. (14.7), (14.16)); ``(om, accepted)``.
@@ -960,7 +1047,9 @@ class ProductChainLaw(SpectralLaw):
             xc = x[cand]
             gap = np.searchsorted(edges, xc)
             width = gx[b] - gx[a]
+            # (never across 0, where t = 1/z is singular)
             keep = ((np.searchsorted(edges, gx[a]) == gap) & (np.searchsorted(edges, gx[b]) == gap)
+                    & (np.sign(gx[a]) == np.sign(gx[b]))
                     & (np.min(np.abs(xc[:, None] - edges[None, :]), axis=1) > width))
             cand, a, b, xc, width = cand[keep], a[keep], b[keep], xc[keep], width[keep]
             if cand.size:

@@ -1,0 +1,97 @@
+"""Warm starts of a nested product next to the axis and far from its last points
+(theory section 14.35, eqs. (14.44), (14.45); the negative-axis table of section 14.16).
+
+Every accepted value is compared with the cold continuation of section 14.8 from
+``y = 64 s`` at the same point (the reference of eq. (14.8), independent of the tables),
+relative in the largest unknown: a root on another branch would be off by O(1).
+"""
+
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn.compose import _chain
+
+#: Agreement with the cold continuation, relative; measured 1.3e-15 (eq. (14.44)),
+#: 2.1e-15 (eq. (14.45)), 1.9e-16 (the negative-axis table).
+CONTINUATION_RTOL = 1e-13
+
+
+@pytest.fixture(scope="module")
+def product():
+    # two bands, the lower one from a hard edge at 0: [0, 3.6e-7] and [2.1e-5, 6.9e-3]
+    law = freeattn.free_multiplicative(freeattn.attention_law(0.026488, 0.39777).squared(),
+                                       freeattn.attention_law(0.71258, 0.85779).squared())
+    assert isinstance(law, _chain.ProductChainLaw) and len(law.intervals()) == 2
+    return law
+
+
+def _rel(om, ref):
+    return np.abs(om - ref).max(axis=0) / np.abs(ref).max(axis=0)
+
+
+def test_negative_axis_table_of_a_support_reaching_zero(product):
+    gx = product._gap_x
+    neg = np.sort(-gx[gx < 0])
+    assert neg.size >= 100
+    ratio = neg[1:] / neg[:-1]
+    assert ratio.max() <= 1.34                # eight points per decade
+    x = np.array([-1e-8, -1e-4, -0.1])
+    om, ok = product._solve_axis(x)
+    assert ok.all()
+    ref = product._continue(x, np.zeros(x.size))
+    assert _rel(om, ref).max() <= CONTINUATION_RTOL
+    assert np.all(np.abs(om.imag) <= _chain.CHAIN_REAL_RTOL * np.abs(om))
+
+
+def test_points_next_to_the_axis_start_from_their_real_part_eq_14_44(product):
+    # left of the hard edge, in the gap, inside both bands, above the support
+    x = np.array([-1e-9, -3e-6, -0.02, 3e-7, 1e-5, 0.004, 0.05])
+    z = x + 1j * 1e-6 * np.abs(x)
+    om, ok = product._near_axis(z)
+    assert ok.all()
+    ref = product._continue(z.real, z.imag)
+    assert _rel(om, ref).max() <= CONTINUATION_RTOL
+    assert np.all(om.imag <= 0)
+
+
+def test_a_point_next_to_an_edge_is_not_taken_from_the_axis(product):
+    # 1e-10 beyond the first band's upper edge: no table start there (eq. (14.16)'s
+    # distance condition), so eq. (14.44) declines and the solve continues the point
+    edge = product.intervals()[0][1]
+    z = np.array([edge * (1 + 1e-10) + 1e-17j])
+    _, ok = product._near_axis(z)
+    assert not ok.any()
+    om = product._solve(z)
+    ref = product._continue(z.real, z.imag)
+    assert _rel(om, ref).max() <= CONTINUATION_RTOL
+
+
+def test_points_far_from_every_solved_point_start_from_the_nearest_eq_14_45(product):
+    z0 = np.full(3, 1e-3 + 1e-3j)
+    om0 = product._continue(z0.real, z0.imag)
+    z = np.array([1e-6 + 3e-6j, -2e-3 + 1e-3j, 0.3 + 0.1j])   # 3 to 300 times |z0| away
+    om, ok = product._from_neighbours(z, z0, om0)
+    assert ok.all()
+    ref = product._continue(z.real, z.imag)
+    assert _rel(om, ref).max() <= CONTINUATION_RTOL
+
+
+def test_a_host_sum_rarely_continues_its_nested_product(product, monkeypatch):
+    # SC(1e-3) ⊞ the product: the host's Newton calls the product next to the axis,
+    # over its gap and left of 0; after the product's own support (built above), its
+    # continuation of section 14.8 ran 13 times for the host's support and density on
+    # 100 points before eqs. (14.44), (14.45), and 3 times now (the host's locator)
+    calls = []
+    plain = _chain.ProductChainLaw._continue
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return plain(self, *args, **kwargs)
+
+    monkeypatch.setattr(_chain.ProductChainLaw, "_continue", counting)
+    host = freeattn.free_additive(freeattn.semicircle(1e-3), product)
+    lo, hi = host.support()
+    assert np.all(host.pdf(np.linspace(lo, hi, 100)) >= 0)
+    assert host.accuracy().mass_error <= 1e-10
+    assert len(calls) <= 6
