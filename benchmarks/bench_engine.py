@@ -110,7 +110,7 @@ def cases(quick):
            ("attention ⊠ attention", attention_product(2)),
            ("attention ⊠ attention ⊠ attention", attention_product(3)),
            ("attention, Wishart tokens", wishart_tokens),
-           ("attention, two-band tokens (Dyson)", split_tokens),
+           ("attention, two-band tokens", split_tokens),
            ("multi-head, two-point tokens", multihead_tokens(fa.point_masses([0.5, 1.5]))),
            ("multi-head, 64-atom tokens", multihead_tokens(fa.point_masses(chi / chi.mean())))]
     if not quick:

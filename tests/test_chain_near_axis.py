@@ -17,6 +17,19 @@ from freeattn.compose import _chain
 CONTINUATION_RTOL = 1e-13
 
 
+def _product():
+    return freeattn.free_multiplicative(freeattn.attention_law(0.026488, 0.39777).squared(),
+                                        freeattn.attention_law(0.71258, 0.85779).squared())
+
+
+def test_the_negative_table_waits_for_a_negative_point():
+    law = _product()
+    law.intervals()
+    assert not np.any(law._gap_x < 0)
+    law._solve_axis(np.array([1e-3]))
+    assert not np.any(law._gap_x < 0)
+
+
 @pytest.fixture(scope="module")
 def product():
     # two bands, the lower one from a hard edge at 0: [0, 3.6e-7] and [2.1e-5, 6.9e-3]
@@ -31,14 +44,15 @@ def _rel(om, ref):
 
 
 def test_negative_axis_table_of_a_support_reaching_zero(product):
+    # built when the negative axis is first asked for
+    x = np.array([-1e-8, -1e-4, -0.1])
+    om, ok = product._solve_axis(x)
+    assert ok.all()
     gx = product._gap_x
     neg = np.sort(-gx[gx < 0])
     assert neg.size >= 100
     ratio = neg[1:] / neg[:-1]
     assert ratio.max() <= 1.34                # eight points per decade
-    x = np.array([-1e-8, -1e-4, -0.1])
-    om, ok = product._solve_axis(x)
-    assert ok.all()
     ref = product._continue(x, np.zeros(x.size))
     assert _rel(om, ref).max() <= CONTINUATION_RTOL
     assert np.all(np.abs(om.imag) <= _chain.CHAIN_REAL_RTOL * np.abs(om))

@@ -333,6 +333,7 @@ class ProductChainLaw(SpectralLaw):
         self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
         self._gap_x = np.empty(0)
         self._gap_w = np.empty((len(self.factors), 0), dtype=complex)
+        self._negative_reach = None
         # the latest solved off-axis points and their unknowns (eq. (14.15))
         self._last = (np.empty(0, dtype=complex),
                       np.empty((len(self.factors), 0), dtype=complex))
@@ -630,15 +631,11 @@ class ProductChainLaw(SpectralLaw):
         below = xs[0] * (np.geomspace(1.0 / CHAIN_GAP_REACH, 1.0, CHAIN_GAP_POINTS + 1)
                          if lo > 0 else np.geomspace(CHAIN_HARD_REACH, 1.0,
                                                      CHAIN_GAP_POINTS + 1))[:-1]
-        # and, for a support that may reach 0, on the negative axis from CHAIN_HARD_REACH
-        # of the grid's first point to CHAIN_GAP_REACH times its last (a host law
-        # calls its constituent there: the half-plane next to a hard edge at 0)
-        left = np.empty(0)
-        if not lo > 0:
-            a, b = CHAIN_HARD_REACH * xs[0], CHAIN_GAP_REACH * xs[-1]
-            n = int(np.ceil(CHAIN_NEGATIVE_PER_DECADE * np.log10(b / a)))
-            left = -np.geomspace(b, a, n + 1)
-        ext = np.r_[left, below, above]
+        ext = np.r_[below, above]
+        # (the negative axis, for a support that may reach 0: built when first asked,
+        # by _negative_table)
+        self._negative_reach = ((CHAIN_HARD_REACH * xs[0], CHAIN_GAP_REACH * xs[-1])
+                                if not lo > 0 else None)
         om, om_ext = self._locate(xs, ext)
         inside = self._inside(om, xs)
         low = below_plain_grid(xs, (lo, hi))
@@ -1026,6 +1023,8 @@ class ProductChainLaw(SpectralLaw):
         om = np.zeros((L, x.size), dtype=complex)
         acc = np.zeros(x.size, dtype=bool)
         ivs = self.interval_details()
+        if np.any(x < 0) and self._negative_reach is not None:
+            self._negative_table()
         edges = np.array([e for iv in ivs for e in (iv.lo, iv.hi)], dtype=float)
         t = 1.0 / x.astype(complex)
         inside = np.zeros(x.size, dtype=bool)
@@ -1065,6 +1064,25 @@ class ProductChainLaw(SpectralLaw):
                 ok &= np.all((new.real >= lo) & (new.real <= hi), axis=0)
                 om[:, cand[ok]], acc[cand[ok]] = new[:, ok].real + 0j, True
         return om, acc
+
+    def _negative_table(self):
+        """Adds the negative axis to the table of eq. (14.16) for a support that may
+        reach 0 (theory section 14.35): ``CHAIN_NEGATIVE_PER_DECADE`` geometric
+        points per decade from ``CHAIN_HARD_REACH`` of the locator grid's first
+        point to ``CHAIN_GAP_REACH`` times its last, continued once (a point whose
+        first level misses its tolerance is dropped, as beyond the grid)."""
+        a, b = self._negative_reach
+        self._negative_reach = None
+        n = int(np.ceil(CHAIN_NEGATIVE_PER_DECADE * np.log10(b / a)))
+        x = -np.geomspace(b, a, n + 1)
+        om = self._continue(x, np.zeros(x.size), check=False,
+                            optional=np.ones(x.size, dtype=bool))
+        keep = np.all(np.isfinite(om), axis=0) & np.all(
+            np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        gx = np.r_[x[keep], self._gap_x]
+        gw = np.concatenate([om[:, keep].real + 0j, self._gap_w], axis=1)
+        order = np.argsort(gx)
+        self._gap_x, self._gap_w = gx[order], gw[:, order]
 
     def _add_inside(self, x, om):
         """Adds solved real points strictly inside the support to the table of eq. (14.7)."""
