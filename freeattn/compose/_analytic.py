@@ -111,6 +111,9 @@ WARM_NEIGHBOUR_RTOL = 0.05
 #: support take ``G`` and ``G'`` from the representation where the solve fails
 #: (:meth:`AnalyticLaw._stieltjes_pair`, eq. (8.16)).
 EDGE_REPRESENTATION_RTOL = 1e-9
+#: Off-axis points solved by :meth:`AnalyticLaw._solve` kept (the latest first) as
+#: Newton starts at any distance (eq. (14.45)).
+OFF_AXIS_TABLE = 8192
 #: Real points solved by :meth:`AnalyticLaw._solve` kept (sorted by ``x``) as Newton
 #: starts for later real points (a law nested in a sum is sampled on hundreds of real
 #: points by the curves of eq. (14.20)); a root is taken only where eq. (14.11) or
@@ -726,6 +729,8 @@ class AnalyticLaw(SpectralLaw):
         # the last off-axis solve, sorted by Re z: warm starts of _solve
         self._last_z = np.empty(0, dtype=complex)
         self._last_w = np.empty(0, dtype=complex)
+        self._off_z = np.empty(0, dtype=complex)
+        self._off_w = np.empty(0, dtype=complex)
         # real points solved by _solve, sorted by x: Newton starts at y = 0
         self._axis_x = np.empty(0)
         self._axis_w = np.empty(0, dtype=complex)
@@ -767,6 +772,21 @@ class AnalyticLaw(SpectralLaw):
                 hit = idx[near][good]
                 w[hit] = r.value[good]
                 off[hit] = False
+        far = np.flatnonzero(off)
+        if far.size and self._off_z.size:
+            # eq. (14.45) for two laws: from the nearest of the latest OFF_AXIS_TABLE
+            # solved points at any distance, the root kept clearly inside the
+            # half-plane (the margin of eq. (14.7))
+            from scipy.spatial import cKDTree
+
+            zf = z[far]
+            _, k = cKDTree(np.c_[self._off_z.real, self._off_z.imag]).query(
+                np.c_[zf.real, zf.imag])
+            r = newton(pr, zf, self._off_w[k], max_steps=WARM_NEWTON_STEPS)
+            good = r.converged & (pr.sign * r.value.imag
+                                  > WARM_INSIDE_RTOL * (pr.scale + np.abs(r.value)))
+            w[far[good]] = r.value[good]
+            off[far[good]] = False
         if off.any():
             r = iterate(pr, z[off], max_iterations=sum(REACH_ITERATIONS))
             r2 = newton(pr, z[off], r.value)
@@ -782,6 +802,9 @@ class AnalyticLaw(SpectralLaw):
         if up.any():
             order = np.argsort(z[up].real)
             self._last_z, self._last_w = z[up][order], w[up][order]
+            keep = np.isfinite(w[up])
+            self._off_z = np.r_[z[up][keep], self._off_z][:OFF_AXIS_TABLE]
+            self._off_w = np.r_[w[up][keep], self._off_w][:OFF_AXIS_TABLE]
         return w, self._g(w, z)
 
     def _solve_real(self, x):
