@@ -338,6 +338,14 @@ def _sum_condition(arguments):
     return cond
 
 
+def nearest_solved(table, z):
+    """Index in ``table`` (complex points solved before) of the nearest to each point
+    of ``z``: the Newton starts of theory eqs. (14.15), (14.45)."""
+    from scipy.spatial import cKDTree
+
+    return cKDTree(np.c_[table.real, table.imag]).query(np.c_[z.real, z.imag])[1]
+
+
 def _cauchy_pair(law, u):
     """``(G(u), G'(u))`` for any complex ``u`` (``G(conj u) = conj G(u)``)."""
     u = np.asarray(u, dtype=complex)
@@ -749,7 +757,16 @@ class AnalyticLaw(SpectralLaw):
 
     # -- solves ---------------------------------------------------------------------
     def _solve(self, z):
-        """Subordination point ``w`` and ``G`` at complex ``z`` (``Im z >= 0``), 1-d."""
+        """Subordination point ``w`` and ``G`` at complex ``z`` (``Im z >= 0``), 1-d.
+
+        Off the axis: Newton from the nearest point of the last call within
+        ``WARM_NEIGHBOUR_RTOL`` (eq. (14.2): a root inside the half-plane is the
+        subordination point), then from the nearest of the latest
+        ``OFF_AXIS_TABLE`` solved points at any distance (eq. (14.45), with the
+        margin of eq. (14.7)), then the iteration of eq. (14.2) and Newton, and
+        the continuation (eq. (14.3)) where that fails.  On the axis:
+        :meth:`_solve_real`.
+        """
         z = np.asarray(z, dtype=complex)
         w = np.empty(z.shape, dtype=complex)
         off = z.imag > 0
@@ -777,12 +794,9 @@ class AnalyticLaw(SpectralLaw):
             # eq. (14.45) for two laws: from the nearest of the latest OFF_AXIS_TABLE
             # solved points at any distance, the root kept clearly inside the
             # half-plane (the margin of eq. (14.7))
-            from scipy.spatial import cKDTree
-
             zf = z[far]
-            _, k = cKDTree(np.c_[self._off_z.real, self._off_z.imag]).query(
-                np.c_[zf.real, zf.imag])
-            r = newton(pr, zf, self._off_w[k], max_steps=WARM_NEWTON_STEPS)
+            r = newton(pr, zf, self._off_w[nearest_solved(self._off_z, zf)],
+                       max_steps=WARM_NEWTON_STEPS)
             good = r.converged & (pr.sign * r.value.imag
                                   > WARM_INSIDE_RTOL * (pr.scale + np.abs(r.value)))
             w[far[good]] = r.value[good]

@@ -22,7 +22,7 @@ from ..laws._law_base import AffineLaw, Interval, SpectralLaw
 from ._fixed_point import SystemProblem, newton_system, secant
 from ._analytic import (EXTENSION_INSIDE_RTOL, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL,
                         _cauchy_pair, below_plain_grid, extension_inside, hard_edge_exponent,
-                        locator_schedule, may_reach_zero, product_grid)
+                        locator_schedule, may_reach_zero, nearest_solved, product_grid)
 
 __all__ = ["ProductChainLaw", "product_chain"]
 
@@ -916,11 +916,9 @@ class ProductChainLaw(SpectralLaw):
         last_z, last_om = self._last
         pick = None
         if off.size and last_z.size:
-            from scipy.spatial import cKDTree
-
             pick = np.zeros(z.size, dtype=int)
             zo = z[off]
-            _, pick[off] = cKDTree(np.c_[last_z.real, last_z.imag]).query(np.c_[zo.real, zo.imag])
+            pick[off] = nearest_solved(last_z, zo)
             near = np.abs(zo - last_z[pick[off]]) <= WARM_NEIGHBOUR_RTOL * np.abs(zo)
             if near.any():
                 k = off[near]
