@@ -1169,6 +1169,12 @@ class AnalyticLaw(SpectralLaw):
         xs, w = grid
         pr = self._problem
         inside = np.abs(w.imag) > INSIDE_RTOL * (pr.scale + np.abs(w))
+        # or where G itself is not real: a subordination point that lies on its own
+        # law's support at that law's smaller scale has an imaginary part below the
+        # threshold above while the density is large (section 14.36)
+        with np.errstate(all="ignore"):
+            g = self._g(w, self._pz(xs.astype(complex)))
+        inside |= np.isfinite(g) & (np.abs(g.imag) > INSIDE_RTOL * np.abs(g))
         if self.multiplicative:
             low = below_plain_grid(xs, self._bounds)
             if low.any():
@@ -1278,7 +1284,7 @@ class AnalyticLaw(SpectralLaw):
                 raise ConvergenceError(
                     f"edge of {self._describe()} near x={float(x_out[k])!r}: bordered Newton "
                     f"(theory eq. (14.5)) did not converge, residual {res.residual[k]:.3e}, "
-                    f"and the bisection of its cell did not close",
+                    f"and the bisection of its cell did not close on a point certified outside",
                     point=float(x_out[k]), residual=float(res.residual[k]))
             value = res.value.copy()
             value[again, 0], value[again, 1] = wb.real, xb
@@ -1438,9 +1444,13 @@ class AnalyticLaw(SpectralLaw):
         """Edges by bisection of the cells ``[x_out, x_in]`` on the test of eq. (14.11)
         (a real attracting fixed point: outside), down to ``EDGE_BISECT_ULPS`` of ``x``
         (theory section 14.31).  Returns ``(x, w, closed)``: the outer end of each
-        final cell, its real solution, and whether the cell closed."""
+        final cell, its real solution, and whether the cell closed with that end
+        certified outside (a cell whose outer end never was holds no edge)."""
         x_out, x_in = x_out.astype(float), x_in.astype(float)
         w_out = self._axis(x_out, self._continue(x_out, np.zeros(x_out.size), check=False))
+        # the outer end must itself be certified outside (eq. (14.11)), else the cell
+        # does not hold an edge and the bisection would return its outer end
+        certified = self._axis_newton(x_out, w_out)[1] == 0
 
         def closed():
             return np.abs(x_in - x_out) <= EDGE_BISECT_ULPS * np.spacing(
@@ -1460,7 +1470,8 @@ class AnalyticLaw(SpectralLaw):
             x_in[idx[ins]] = mid[ins]
             out = idx[~ins]
             x_out[out], w_out[out] = mid[~ins], wm[~ins]
-        return x_out, w_out, closed()
+            certified[out] = True
+        return x_out, w_out, closed() & certified
 
     def _hard_edge_exponent(self):
         return hard_edge_exponent((self.a, self.b), self._describe())
