@@ -734,9 +734,8 @@ class AnalyticLaw(SpectralLaw):
         # warm starts of eq. (14.7)
         self._warm_x = np.empty(0)
         self._warm_w = np.empty(0, dtype=complex)
-        # the last off-axis solve, sorted by Re z: warm starts of _solve
-        self._last_z = np.empty(0, dtype=complex)
-        self._last_w = np.empty(0, dtype=complex)
+        # the latest OFF_AXIS_TABLE solved off-axis points (latest first): warm starts
+        # of _solve (eqs. (14.2), (14.45))
         self._off_z = np.empty(0, dtype=complex)
         self._off_w = np.empty(0, dtype=complex)
         # real points solved by _solve, sorted by x: Newton starts at y = 0
@@ -759,11 +758,11 @@ class AnalyticLaw(SpectralLaw):
     def _solve(self, z):
         """Subordination point ``w`` and ``G`` at complex ``z`` (``Im z >= 0``), 1-d.
 
-        Off the axis: Newton from the nearest point of the last call within
+        Off the axis: Newton from the nearest of the latest ``OFF_AXIS_TABLE``
+        solved points, kept inside the half-plane where that point lies within
         ``WARM_NEIGHBOUR_RTOL`` (eq. (14.2): a root inside the half-plane is the
-        subordination point), then from the nearest of the latest
-        ``OFF_AXIS_TABLE`` solved points at any distance (eq. (14.45), with the
-        margin of eq. (14.7)), then the iteration of eq. (14.2) and Newton, and
+        subordination point), else kept with the margin of eq. (14.7) (eq.
+        (14.45)); then the iteration of eq. (14.2) and Newton, and
         the continuation (eq. (14.3)) where that fails.  On the axis:
         :meth:`_solve_real`.
         """
@@ -771,36 +770,30 @@ class AnalyticLaw(SpectralLaw):
         w = np.empty(z.shape, dtype=complex)
         off = z.imag > 0
         pr = self._problem
-        if off.any() and self._last_z.size >= 2:
-            # warm start from the nearest point of the last call (a law nested in
-            # another is called at slowly moving points): for Im z > 0 the fixed
-            # point in the open half-plane is unique (eq. (14.2)), so a converged
-            # Newton root strictly inside it is the subordination point
+        pick = np.zeros(z.size, dtype=int)
+        if off.any() and self._off_z.size:
+            pick[off] = nearest_solved(self._off_z, z[off])
+            # warm start from the nearest solved point within WARM_NEIGHBOUR_RTOL (a
+            # law nested in another is called at slowly moving points): for Im z > 0
+            # the fixed point in the open half-plane is unique (eq. (14.2)), so a
+            # converged Newton root strictly inside it is the subordination point
             idx = np.flatnonzero(off)
-            zo = z[idx]
-            pos = np.clip(np.searchsorted(self._last_z.real, zo.real), 1,
-                          self._last_z.size - 1)
-            left, right = self._last_z[pos - 1], self._last_z[pos]
-            pick = np.where(np.abs(zo - left) <= np.abs(zo - right), pos - 1, pos)
-            near = np.abs(zo - self._last_z[pick]) <= WARM_NEIGHBOUR_RTOL * np.abs(zo)
-            if near.any():
-                r = newton(pr, zo[near], self._last_w[pick[near]], max_steps=WARM_NEWTON_STEPS)
+            near = idx[np.abs(z[idx] - self._off_z[pick[idx]])
+                       <= WARM_NEIGHBOUR_RTOL * np.abs(z[idx])]
+            if near.size:
+                r = newton(pr, z[near], self._off_w[pick[near]], max_steps=WARM_NEWTON_STEPS)
                 good = r.converged & (pr.sign * r.value.imag > 0)
-                hit = idx[near][good]
-                w[hit] = r.value[good]
-                off[hit] = False
-        far = np.flatnonzero(off)
-        if far.size and self._off_z.size:
-            # eq. (14.45) for two laws: from the nearest of the latest OFF_AXIS_TABLE
-            # solved points at any distance, the root kept clearly inside the
-            # half-plane (the margin of eq. (14.7))
-            zf = z[far]
-            r = newton(pr, zf, self._off_w[nearest_solved(self._off_z, zf)],
-                       max_steps=WARM_NEWTON_STEPS)
-            good = r.converged & (pr.sign * r.value.imag
-                                  > WARM_INSIDE_RTOL * (pr.scale + np.abs(r.value)))
-            w[far[good]] = r.value[good]
-            off[far[good]] = False
+                w[near[good]] = r.value[good]
+                off[near[good]] = False
+            far = np.flatnonzero(off)
+            if far.size:
+                # eq. (14.45) for two laws: from the nearest at any distance, the root
+                # kept clearly inside the half-plane (the margin of eq. (14.7))
+                r = newton(pr, z[far], self._off_w[pick[far]], max_steps=WARM_NEWTON_STEPS)
+                good = r.converged & (pr.sign * r.value.imag
+                                      > WARM_INSIDE_RTOL * (pr.scale + np.abs(r.value)))
+                w[far[good]] = r.value[good]
+                off[far[good]] = False
         if off.any():
             r = iterate(pr, z[off], max_iterations=sum(REACH_ITERATIONS))
             r2 = newton(pr, z[off], r.value)
@@ -814,8 +807,6 @@ class AnalyticLaw(SpectralLaw):
             w[real] = self._solve_real(z[real].real)
         up = z.imag > 0
         if up.any():
-            order = np.argsort(z[up].real)
-            self._last_z, self._last_w = z[up][order], w[up][order]
             keep = np.isfinite(w[up])
             self._off_z = np.r_[z[up][keep], self._off_z][:OFF_AXIS_TABLE]
             self._off_w = np.r_[w[up][keep], self._off_w][:OFF_AXIS_TABLE]
