@@ -29,6 +29,17 @@ CONTINUATION_FLOOR = 1e-7
 #: the inverse map counts as not positive in the generic support search.
 DPHI_FLOOR = 1e-10
 
+#: Ratio of successive distances of the points added at a finite gap end
+#: (theory eq. (8.32)): from the Chebyshev grid's closest point towards the end.
+GAP_END_RATIO = 0.25
+#: They stop at this distance relative to an end ``e != 0`` (``|e|`` times
+#: 1e4 ulps: closer, ``Phi'`` is rounding) ...
+GAP_END_RTOL = 1e4 * np.finfo(float).eps
+#: ... and relative to the constituent's scale at an end at 0, where ``tau``
+#: keeps its relative digits (the attention law at ``beta = 1e-8`` grades down to
+#: 1.7e-25 of its support, theory section 6.8).
+GAP_END_ZERO_FLOOR = 1e-30
+
 # --------------------------------------------------------------------------- #
 # Generic solver (any constituent)
 # --------------------------------------------------------------------------- #
@@ -153,6 +164,7 @@ class GenericSolver:
             tc = taus.astype(complex)
             (z, g, dz, _), gb = self._phi(tc, with_constituent=True)
             pos = (dz.real > floor) & self._partner_valid(tc, z, g, gb)
+            taus, pos = self._refine_ends(glo, ghi, taus, pos, floor)
             for i, j in _runs(pos):
                 if i == 0:
                     left, e_left = glo, e_glo
@@ -185,6 +197,49 @@ class GenericSolver:
             out.append([float(lo), float(hi), SOFT if left[3] is None else left[3],
                         SOFT if right[2] is None else right[2]])
         return _snap_hard_edge(out, self.level.hard_edge(b), opts)
+
+    def _refine_ends(self, glo, ghi, taus, pos, floor):
+        """The gap grid with geometric points towards each finite end (eq. (8.32)).
+
+        A constituent with structure far below its scale (a band of width 1e-11
+        at 0 under a support reaching 4e-5) puts a zero of ``Phi'`` closer to a gap
+        end than the Chebyshev grid's closest point (``1e-5`` of the gap); the
+        grid then reads one increasing run up to the end, and the law gets an
+        edge at ``Phi(end)`` where its density is still 0.  Where the grid's run
+        reaches an end (``Phi' > 0`` at its closest point), points at
+        ``GAP_END_RATIO``-fold shrinking distances from the grid's closest point,
+        down to ``GAP_END_RTOL |e|`` (``GAP_END_ZERO_FLOOR`` times the scale at
+        ``e = 0``), bracket it.  An end whose points the constituent cannot
+        evaluate (its solver raises, or ``Phi'`` is not finite there) keeps the
+        plain grid.  Returns the grid and its sign mask, sorted.
+        """
+        parts_t, parts_p = [taus], [pos]
+        for end, nearest, side, reaches in ((glo, taus[0], 1.0, pos[0]),
+                                            (ghi, taus[-1], -1.0, pos[-1])):
+            if not (np.isfinite(end) and reaches):
+                continue
+            stop = GAP_END_RTOL * abs(end) if end != 0 else GAP_END_ZERO_FLOOR * self.scale
+            d0 = abs(nearest - end)
+            count = int(np.floor(np.log(stop / d0) / np.log(GAP_END_RATIO))) if d0 > stop else 0
+            if count < 1:
+                continue
+            t = end + side * d0 * GAP_END_RATIO ** np.arange(1, count + 1)
+            t = t[(t - end) * side > 0]
+            try:
+                with np.errstate(all="ignore"):
+                    tc = t.astype(complex)
+                    (z, g, dz, _), gb = self._phi(tc, with_constituent=True)
+                    ok = np.isfinite(dz) & np.isfinite(z)
+                    p = (dz.real > floor) & self._partner_valid(tc, z, g, gb)
+            except ConvergenceError:
+                continue
+            parts_t.append(t[ok])
+            parts_p.append(p[ok])
+        if len(parts_t) == 1:
+            return taus, pos
+        t = np.concatenate(parts_t)
+        order = np.argsort(t, kind="stable")
+        return t[order], np.concatenate(parts_p)[order]
 
     def _partner_valid(self, tau, z, g, gb):
         """The partner's subordination point is on its true branch (eq. (8.11)).

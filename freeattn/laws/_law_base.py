@@ -1129,6 +1129,34 @@ class SpectralLaw:
             out[rest] = exact
         return out
 
+    def _far_pair(self, zs):
+        """``(far, G, G')``: the points of ``zs`` beyond ``FAR_RADIUS`` times the
+        support's extent and ``G``, ``G'`` there from the moment series (theory eq.
+        (14.47)), or ``None`` where the law has no exact moments, no point is that far
+        or its support is not known yet (it is not computed for this: a nested law's
+        support costs a solve of its own).
+
+        A composed law's solver is built for its support's neighbourhood; a host's
+        subordination point can lie ``1e15`` times beyond it (the partner of an
+        atom), where the series needs four terms.
+        """
+        if self._interval_cache is None:
+            return None
+        far = np.abs(zs) > FAR_RADIUS * self._scale()
+        if not far.any():
+            return None
+        exact = self._exact_scaled_moments(FAR_TERMS)
+        if exact is None:
+            return None
+        unit, m = exact
+        w = unit / zs[far]
+        acc = np.zeros(w.shape, dtype=complex)
+        dacc = np.zeros(w.shape, dtype=complex)
+        for k in range(m.size - 1, -1, -1):
+            acc = acc * w + m[k]
+            dacc = dacc * w + (k + 1) * m[k]
+        return far, acc * w / unit, -dacc * (w / unit) ** 2
+
     def _stieltjes_from_representation(self, zs):
         loc, mass = self.atoms()
         g = np.zeros(zs.shape, dtype=complex)

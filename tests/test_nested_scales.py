@@ -1,0 +1,185 @@
+"""Nested laws whose structure lies far below their host's scale (theory eq. (8.32),
+section 14.37: eqs. (14.46), (14.47) and the bands at an atom).
+
+The laws are draws of the depth-2 campaign (benchmarks/campaign.py, seeds 4-6) that
+raised before: an edge of a sample covariance closer to a gap end than the generic
+solver's grid, a sum whose continuation stalled, and a sum with a band at an atom that
+the locator grid cannot see.
+"""
+
+import mpmath
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+import freeattn
+from freeattn.compose import _analytic, _chain
+from freeattn.compose._generic_solver import (GAP_END_RTOL, GAP_END_ZERO_FLOOR, GenericSolver,
+                                              _gap_grid)
+
+#: The representation's own mass check (SolverOptions.mass_atol).
+MASS_ATOL = freeattn.SolverOptions().mass_atol
+#: The lower edge against the maximum of ``Phi`` on the ray left of 0, found by a
+#: bounded scalar search in ``log|tau|`` (independent of the grid of eq. (8.32)); at a
+#: maximum ``Phi`` is flat, so the search's ``xatol`` of 1e-12 in ``log|tau|`` leaves
+#: rounding only; measured 2e-16.
+EDGE_RTOL = 1e-12
+#: Eq. (14.47) in floats against its sums in 30 digits from the exact moments
+#: (truncation beyond 12 terms is the same in both); measured 2e-16.
+FAR_RTOL = 1e-14
+#: Newton at ``y = 0`` against the continuation's value at ``y = 1e-12`` (the fixed
+#: point moves by ``|dw/dz| y``, about 1e-12 here); measured 4e-13.
+AXIS_ATOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def covariance():
+    # seed 5 / draw 10: the product has bands [0, 9.3e-12] and [2.6e-6, 4.2e-5]
+    inner = freeattn.free_multiplicative(freeattn.marchenko_pastur(1.546, 0.11657),
+                                         freeattn.attention_law(0.0013707, 0.19864).squared())
+    return freeattn.sample_covariance(inner, 2.9849)
+
+
+def test_an_edge_nearer_to_a_gap_end_than_the_grid_eq_8_32(covariance):
+    solver = covariance._solver
+    assert isinstance(solver, GenericSolver)
+    (lo0, hi0), (lo1, hi1) = covariance.intervals()
+    # Phi' vanishes at tau ~ -2.5e-12, nearer to 0 than the grid's 1.5e-9: the lower
+    # edge is the maximum of Phi on the ray (eq. (8.12)), not Phi(0-) = 1.2e-18
+
+    def minus_phi(s):
+        return -float(solver._phi(np.array([-np.exp(s) + 0j]))[0][0].real)
+    best = minimize_scalar(minus_phi, bounds=(np.log(1e-14), np.log(1e-10)), method="bounded",
+                           options={"xatol": 1e-12})
+    assert abs(lo0 + best.fun) <= EDGE_RTOL * lo0
+    assert 1e-12 < lo0 < 1.1e-12 < hi0 < lo1
+    # the density is 0 below the edge and positive above it
+    dens = covariance._density(np.array([lo0 * (1 - 1e-3), lo0 * (1 + 1e-3)]))
+    assert dens[0] == 0.0 and dens[1] > 0.0
+    lo, hi = covariance.support()
+    assert np.all(covariance.pdf(np.linspace(lo, hi, 50)) >= 0)
+    assert covariance.accuracy().mass_error <= MASS_ATOL
+    np.testing.assert_allclose(covariance.atoms()[1], [1 - 1 / 2.9849], rtol=1e-14)
+
+
+def test_the_end_points_of_eq_8_32(covariance):
+    solver = covariance._solver
+    floor = 1e-10 * solver._dphi_infinity()
+    taus = _gap_grid(-np.inf, 0.0, 256, solver.scale)
+    # a run that reaches the end 0 gets points down to 1e-30 of the scale
+    t, p = solver._refine_ends(-np.inf, 0.0, taus, np.ones(taus.size, dtype=bool), floor)
+    assert np.all(np.diff(t) > 0) and t.size > taus.size + 30
+    assert GAP_END_ZERO_FLOOR * solver.scale <= -t[-1] < 4 * GAP_END_ZERO_FLOOR * solver.scale
+    assert p[-1] == (solver._dphi_real(t[-1:])[0] > floor)
+    # a run that stops before it keeps the plain grid
+    pos = np.ones(taus.size, dtype=bool)
+    pos[-1] = False
+    t, _ = solver._refine_ends(-np.inf, 0.0, taus, pos, floor)
+    assert t.size == taus.size
+    # an end e != 0: down to 1e4 ulps of |e|
+    grid = _gap_grid(1.0, 2.0, 256, solver.scale)
+    t, _ = solver._refine_ends(1.0, 2.0, grid, np.ones(grid.size, dtype=bool), floor)
+    assert GAP_END_RTOL <= t[0] - 1.0 < 4 * GAP_END_RTOL
+    assert GAP_END_RTOL * 2.0 <= 2.0 - t[-1] < 4 * GAP_END_RTOL * 2.0
+
+
+def test_the_sign_of_im_h_eq_14_46():
+    h = np.array([1.0 - 1e-16j, 1.0 + 1e-16j, 1.0 - 1e-16j])
+    u = np.array([2.0 + 1j, 2.0 + 1j, 2.0 - 1j])
+    out = _analytic._nevanlinna_sign(h, u, 1)
+    np.testing.assert_array_equal(out, [1.0, 1.0 + 1e-16j, 1.0 - 1e-16j])
+    out = _analytic._nevanlinna_sign(-h, u, -1)
+    np.testing.assert_array_equal(out, [-1.0, -1.0 - 1e-16j, -1.0 + 1e-16j])
+
+
+@pytest.fixture(scope="module")
+def product():
+    # bands [0, 8.0e-12] and [7.2e-8, 1.33e-6]
+    law = freeattn.free_multiplicative(freeattn.attention_law(0.034757, 2.5238).squared(),
+                                       freeattn.attention_law(0.0070155, 0.13935).squared())
+    assert isinstance(law, _chain.ProductChainLaw)
+    return law
+
+
+def test_a_sum_reaches_the_axis_far_from_its_small_constituent_eq_14_46(product):
+    # seed 4 / draw 28: at x = 37.07 the product's point is w ~ 27.6 + 2.66 i, where
+    # Im h = 1e-15 is below the rounding of 1/G - w; the continuation stalled at 4e-14
+    b = freeattn.sample_covariance(
+        freeattn.point_masses([1.19, 4.928, 2.462, 2.299], [0.053, 0.28, 0.177, 0.49]), 6.0379)
+    law = freeattn.free_additive(product, b)
+    x = np.array([37.06731776083016])
+    w1, ok = law._first_level(x, np.array([1e-12]))
+    assert ok.all()
+    h, _ = law._problem._h(product, w1)
+    assert h.imag[0] >= 0.0
+    w0, status = law._axis_newton(x, w1)
+    assert status[0] == 1 and abs(w0[0] - w1[0]) <= AXIS_ATOL
+    w = law._continue(x, np.zeros(1))
+    assert abs(w[0] - w0[0]) <= AXIS_ATOL
+
+
+def test_far_points_from_the_moments_eq_14_47(product):
+    fresh = freeattn.free_multiplicative(freeattn.attention_law(0.034757, 2.5238).squared(),
+                                         freeattn.attention_law(0.0070155, 0.13935).squared())
+    z = np.array([1e9 + 1j, 1.877e9 + 3.5e-4j])
+    assert fresh._far_pair(z) is None               # its support is not known yet
+    extent = product._scale()
+    z = np.array([2e4 * extent * (1 + 0.5j), -3e4 * extent * (1 + 1e-3j), 1e9 + 1j])
+    far, g, dg = product._far_pair(z)
+    assert far.all()
+    # the sums of eq. (14.47) in 30 digits from the law's exact moments
+    moments = [mpmath.mpf(product.moment(k)) for k in range(13)]
+    with mpmath.workdps(30):
+        for k, u in enumerate(z):
+            u = mpmath.mpc(u.real, u.imag)
+            g_ref = mpmath.fsum(m / u ** (j + 1) for j, m in enumerate(moments))
+            dg_ref = -mpmath.fsum((j + 1) * m / u ** (j + 2) for j, m in enumerate(moments))
+            assert abs(g[k] - complex(g_ref)) <= FAR_RTOL * abs(g_ref)
+            assert abs(dg[k] - complex(dg_ref)) <= FAR_RTOL * abs(dg_ref)
+    # the host's point of seed 4 / draw 28, where the product's own solver raised (with
+    # the tables the host's calls had left): the host then takes the series there
+
+
+def test_a_host_takes_the_series_where_the_solver_raises_eq_14_47(product, monkeypatch):
+    u = np.array([1.877477752609e9 + 3.4956e-4j, 1e-7 + 1e-8j])
+    g_near, dg_near = product._stieltjes_pair(u[1:])
+
+    def raising(zs):
+        if np.any(np.abs(zs) > 1e-3):
+            raise freeattn.ConvergenceError("no solution far from the axis")
+        return g_near, dg_near
+    monkeypatch.setattr(product, "_stieltjes_pair", raising)
+    g, dg = _analytic._cauchy_pair(product, u)
+    _, g_far, dg_far = product._far_pair(u[:1])
+    assert g[0] == g_far[0] and dg[0] == dg_far[0]
+    assert g[1] == g_near[0] and dg[1] == dg_near[0]
+    # a point the series does not reach raises as before
+    with pytest.raises(freeattn.ConvergenceError):
+        _analytic._cauchy_pair(product, np.array([1e-2 + 1e-3j]))
+
+
+def test_a_band_at_an_atom_below_the_grid_raises_at_once(monkeypatch):
+    # the atom 0 of mass 3/4 of b spreads into a band of width ~2e-6 next to 0.37,
+    # between two points of the locator grid (spacing 0.012)
+    a = freeattn.attention_law(0.5, 0.5).squared().affine(0.37, 1e-6)
+    b = freeattn.sample_covariance(freeattn.point_masses([1.0, 2.0], [0.5, 0.5]), 4.0)
+    law = freeattn.free_additive(a, b)
+    assert isinstance(law, _analytic.AnalyticLaw)
+    calls = []
+    plain = _analytic.AnalyticLaw._own_support
+
+    def counting(self, grid):
+        calls.append(1)
+        return plain(self, grid)
+    monkeypatch.setattr(_analytic.AnalyticLaw, "_own_support", counting)
+    with pytest.raises(freeattn.ConvergenceError, match=r"at 0\.0 \(mass 0\.75\)"):
+        law.intervals()
+    assert len(calls) == 1                          # not the mirrored formulation again
+
+
+def test_a_band_at_an_atom_that_the_grid_finds_passes():
+    # at the atom 0 itself the band [1.2e-9, 1.9e-6] meets the grid's first cell
+    a = freeattn.attention_law(0.5, 0.5).squared().affine(0.0, 1e-6)
+    b = freeattn.sample_covariance(freeattn.point_masses([1.0, 2.0], [0.5, 0.5]), 4.0)
+    (lo, hi), _ = freeattn.free_additive(a, b).intervals()
+    assert 0 < lo < hi < 2.3e-6
