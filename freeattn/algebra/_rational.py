@@ -298,8 +298,16 @@ def batched_roots(coeffs):
 
 
 def _companion_roots(monic):
-    """Eigenvalues of the companion matrices of monic polynomials ``(d, m)``."""
+    """Eigenvalues of the companion matrices of monic polynomials ``(d, m)``; NaN for
+    a column with a coefficient that is not finite (a point where a nested law's
+    transform is not defined: its solver rejects the NaN roots, LAPACK never sees them)."""
     d, m = monic.shape
+    bad = ~np.isfinite(monic).all(axis=0)
+    if bad.any():
+        roots = np.full((d, m), np.nan + 0j)
+        if not bad.all():
+            roots[:, ~bad] = _companion_roots(monic[:, ~bad])
+        return roots
     dtype = complex if np.iscomplexobj(monic) and np.any(monic.imag) else float
     comp = np.zeros((m, d, d), dtype=dtype)
     comp[:, 0, :] = -(monic[::-1].T if dtype is complex else monic[::-1].T.real)

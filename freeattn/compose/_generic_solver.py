@@ -35,6 +35,9 @@ GAP_END_RATIO = 0.25
 #: They stop at this distance relative to an end ``e != 0`` (``|e|`` times
 #: 1e4 ulps: closer, ``Phi'`` is rounding) ...
 GAP_END_RTOL = 1e4 * np.finfo(float).eps
+#: ... and at ``GAP_END_BAND_RTOL`` of the width of the constituent's band at the end
+#: (an atom: width 0) ...
+GAP_END_BAND_RTOL = 1e-6
 #: ... and relative to the constituent's scale at an end at 0, where ``tau``
 #: keeps its relative digits (the attention law at ``beta = 1e-8`` grades down to
 #: 1.7e-25 of its support, theory section 6.8).
@@ -208,8 +211,11 @@ class GenericSolver:
         edge at ``Phi(end)`` where its density is still 0.  Where the grid's run
         reaches an end (``Phi' > 0`` at its closest point), points at
         ``GAP_END_RATIO``-fold shrinking distances from the grid's closest point,
-        down to ``GAP_END_RTOL |e|`` (``GAP_END_ZERO_FLOOR`` times the scale at
-        ``e = 0``), bracket it.  An end whose points the constituent cannot
+        down to ``GAP_END_BAND_RTOL`` of the width of the constituent's band at the
+        end (and no further than ``GAP_END_RTOL |e|``, or ``GAP_END_ZERO_FLOOR``
+        times the scale at ``e = 0``), bracket it.  (Deeper points cost solves of a
+        nested constituent next to its edge, which also fill its tables of warm
+        starts with points the rest of the support never needs.)  An end whose points the constituent cannot
         evaluate (its solver raises, or ``Phi'`` is not finite there) keeps the
         plain grid.  Returns the grid and its sign mask, sorted.
         """
@@ -218,7 +224,11 @@ class GenericSolver:
                                             (ghi, taus[-1], -1.0, pos[-1])):
             if not (np.isfinite(end) and reaches):
                 continue
-            stop = GAP_END_RTOL * abs(end) if end != 0 else GAP_END_ZERO_FLOOR * self.scale
+            # the structure beside the end is as fine as the constituent's piece there:
+            # down to GAP_END_BAND_RTOL of its width, not below the rounding floors
+            width = _adjacent_width(self.constituent, end)
+            stop = max(GAP_END_BAND_RTOL * width,
+                       GAP_END_RTOL * abs(end) if end != 0 else GAP_END_ZERO_FLOOR * self.scale)
             d0 = abs(nearest - end)
             count = int(np.floor(np.log(stop / d0) / np.log(GAP_END_RATIO))) if d0 > stop else 0
             if count < 1:
@@ -345,6 +355,14 @@ def _gaps(law):
             left, e_left = hi, e_hi
     gaps.append((left, np.inf, e_left, None))
     return gaps
+
+
+def _adjacent_width(law, end):
+    """Width of ``law``'s support interval that ends at ``end`` (0 for an atom)."""
+    for iv in law.interval_details():
+        if iv.lo == end or iv.hi == end:
+            return float(iv.hi) - float(iv.lo)
+    return 0.0
 
 
 def _gap_grid(lo, hi, n, scale):
