@@ -67,6 +67,10 @@ LEVEL_NEWTON_STEPS = 6
 #: last level is polished to :data:`FIXED_POINT_RTOL`).
 LEVEL_RTOL = 1e-9
 
+#: An imaginary part of ``h = F - u`` of the wrong sign (theory eq. (14.46)) up to this
+#: fraction of ``|u| + |h|`` (64 ulps) is the rounding of the difference and is set to 0.
+NEVANLINNA_ROUNDING_RTOL = 64 * np.finfo(float).eps
+
 #: Relative padding of the ⊠ locator grid beyond the bounds of the support.
 GRID_PAD = 1e-3
 #: With a support that may reach 0 (a ⊠ whose factors' supports start at 0),
@@ -421,10 +425,13 @@ def _nevanlinna_sign(h, u, sign):
     ``eps |u|``: for a law whose scale is far below ``|u|`` its imaginary part is
     below that rounding and can come out of the wrong sign, which at ``Im z = 0``
     sends the partner's point below the axis, onto the other branch of its
-    transform.  Such values are set to the real axis.
+    transform.  Such values, no larger than ``NEVANLINNA_ROUNDING_RTOL`` of
+    ``|u| + |h|``, are set to the real axis; a larger one is not rounding (another
+    branch of a constituent's transform) and is kept, for the strategies to reject.
     """
     with np.errstate(invalid="ignore"):
-        wrong = (u.imag >= 0) & (sign * h.imag < 0)
+        wrong = (u.imag >= 0) & (sign * h.imag < 0) & (
+            np.abs(h.imag) <= NEVANLINNA_ROUNDING_RTOL * (np.abs(u) + np.abs(h)))
     if wrong.any():
         h = np.where(wrong, h.real + 0j, h)
     return h

@@ -215,9 +215,10 @@ class GenericSolver:
         end (and no further than ``GAP_END_RTOL |e|``, or ``GAP_END_ZERO_FLOOR``
         times the scale at ``e = 0``), bracket it.  (Deeper points cost solves of a
         nested constituent next to its edge, which also fill its tables of warm
-        starts with points the rest of the support never needs.)  An end whose points the constituent cannot
-        evaluate (its solver raises, or ``Phi'`` is not finite there) keeps the
-        plain grid.  Returns the grid and its sign mask, sorted.
+        starts with points the rest of the support never needs.)  An end whose
+        points the constituent cannot evaluate (its solver raises, or ``Phi'`` is
+        not finite there) keeps the plain grid.  Returns the grid and its sign
+        mask, sorted.
         """
         parts_t, parts_p = [taus], [pos]
         for end, nearest, side, reaches in ((glo, taus[0], 1.0, pos[0]),

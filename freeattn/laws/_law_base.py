@@ -207,6 +207,21 @@ def _out(values, shape):
     return values.reshape(shape)
 
 
+def _far_series(unit, m, z, derivative=False):
+    """``(G,)`` or ``(G, G')`` at ``z`` from scaled moments ``m_k / unit**k`` (the far
+    field ``G = sum_k m_k / z**(k+1)`` of theory section 8.2 and its derivative,
+    eq. (14.47)), by Horner's rule in ``unit / z``."""
+    w = unit / z
+    acc = np.zeros(w.shape, dtype=complex)
+    dacc = np.zeros(w.shape, dtype=complex) if derivative else None
+    for k in range(m.size - 1, -1, -1):
+        acc = acc * w + m[k]
+        if derivative:
+            dacc = dacc * w + (k + 1) * m[k]
+    g = acc * w / unit
+    return (g, -dacc * (w / unit) ** 2) if derivative else (g,)
+
+
 class SpectralLaw:
     """A probability law on the real line: continuous part on intervals, plus atoms.
 
@@ -1113,12 +1128,7 @@ class SpectralLaw:
         if far.any():
             exact_mom = self._exact_scaled_moments(FAR_TERMS)
         if exact_mom is not None and far.any():
-            scale, m = exact_mom
-            w = scale / zs[far]
-            acc = np.zeros(w.shape, dtype=complex)
-            for mk in m[::-1]:
-                acc = acc * w + mk
-            out[far] = acc * w / scale
+            out[far] = _far_series(*exact_mom, zs[far])[0]
             rest = ~far
         else:
             rest = np.ones(zs.shape, dtype=bool)
@@ -1138,7 +1148,7 @@ class SpectralLaw:
 
         A composed law's solver is built for its support's neighbourhood; a host's
         subordination point can lie ``1e15`` times beyond it (the partner of an
-        atom), where the series needs four terms.
+        atom), where the series is exact to rounding.
         """
         if self._interval_cache is None:
             return None
@@ -1148,14 +1158,7 @@ class SpectralLaw:
         exact = self._exact_scaled_moments(FAR_TERMS)
         if exact is None:
             return None
-        unit, m = exact
-        w = unit / zs[far]
-        acc = np.zeros(w.shape, dtype=complex)
-        dacc = np.zeros(w.shape, dtype=complex)
-        for k in range(m.size - 1, -1, -1):
-            acc = acc * w + m[k]
-            dacc = dacc * w + (k + 1) * m[k]
-        return far, acc * w / unit, -dacc * (w / unit) ** 2
+        return (far,) + _far_series(*exact, zs[far], derivative=True)
 
     def _stieltjes_from_representation(self, zs):
         loc, mass = self.atoms()
