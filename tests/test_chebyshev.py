@@ -539,3 +539,57 @@ def test_a_discrete_pair_fits_its_panels_in_one_round_eq_8_14(monkeypatch):
     x = np.linspace(-1.99, 1.99, 1001)
     assert rep.pdf(x) == pytest.approx(1.0 / (math.pi * np.sqrt(4.0 - x * x)), rel=1e-13)
     assert abs(rep.total - 1.0) <= DEFAULT_OPTIONS.mass_atol
+
+
+def _per_panel_pdf(rep, x):
+    """Representation.pdf as the panels give it one at a time (Panel.density)."""
+    out = np.zeros(x.shape)
+    idx = rep.locate(x)
+    for j in np.unique(idx[idx >= 0]):
+        sel = idx == j
+        out[sel] = rep.panels[j].density(x[sel])
+    return out
+
+
+@pytest.mark.parametrize("make", [
+    lambda: free_additive(semicircle(1.0), point_masses([-3.0, 3.0], [0.5, 0.5])),
+    lambda: marchenko_pastur(1.0, 0.5).squared(),
+    lambda: UserArcsine(-1.9570325829851645, -0.22666889614376862),
+])
+def test_the_batched_density_is_each_panels_own_eq_8_14(make):
+    """Representation.pdf evaluates the points of all edge and smooth panels in one
+    zero-padded Clenshaw recurrence (BATCH_PAD_FACTOR); leading zero coefficients
+    pass through the recurrence exactly, so every value equals its panel's own
+    Panel.density bit for bit: on 20001 points over the support and 5% beyond,
+    every panel end, and points 1e-18 to 1e-1 of the width from each edge (edge
+    values 0 or inf included)."""
+    law = make()
+    rep = law._representation()
+    assert rep._batch() is not None
+    lo, hi = law.support()
+    w = hi - lo
+    steps = w * np.logspace(-18, -1, 60)
+    x = np.concatenate([np.linspace(lo - 0.05 * w, hi + 0.05 * w, 20001), [lo, hi],
+                        [p.lo for p in rep.panels], [p.hi for p in rep.panels],
+                        lo + steps, hi - steps])
+    np.testing.assert_array_equal(rep.pdf(x), _per_panel_pdf(rep, x))
+
+
+def test_one_long_series_keeps_the_per_panel_loop_eq_8_14(monkeypatch):
+    """BATCH_PAD_FACTOR: where padding every point's series to the longest would cost
+    more than that factor times the panels' own lengths, the batched recurrence is
+    not used (checked by making it raise), and the values are still the panels'."""
+    from freeattn.algebra import _chebyshev
+
+    law = free_additive(semicircle(1.0), point_masses([-3.0, 3.0], [0.5, 0.5]))
+    rep = law._representation()
+    batch = rep._batch()
+    # pretend the first panel's series is 10 times the longest: padded cost 10x
+    monkeypatch.setattr(batch, "degree", 10 * batch.degree)
+
+    def refuse(*args):
+        raise AssertionError("the padded recurrence ran")
+    monkeypatch.setattr(batch, "density", refuse)
+    x = np.linspace(-4.4, 4.4, 501)
+    assert _chebyshev.BATCH_PAD_FACTOR < 10
+    np.testing.assert_array_equal(rep.pdf(x), _per_panel_pdf(rep, x))

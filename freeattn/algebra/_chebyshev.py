@@ -1148,6 +1148,11 @@ class _Task:
 #: ``panel_max_depth`` (the multi-head law at ``beta = 0.02`` ran for 8 minutes
 #: before failing).
 PANEL_BUDGET = 1024
+#: :meth:`Representation.pdf` evaluates the points of all edge and smooth panels
+#: in one padded Clenshaw recurrence when its length times the points is at most
+#: this many times the panels' own lengths times their points (one panel of a
+#: long series among short ones keeps the per-panel loop).
+BATCH_PAD_FACTOR = 2.0
 
 #: The samples of a panel carry the rounding of their own abscissae: at
 #: distance ``d`` from an edge or a cusp, ``f(x)`` is known to a relative
@@ -1539,6 +1544,75 @@ def _edge_allowance(panels, zero_scale=None):
     return total
 
 
+class _PanelBatch:
+    """The edge and smooth panels of a :class:`Representation` as arrays, so that
+    :meth:`Panel.density` runs once for points of many panels.
+
+    The Chebyshev series are padded with zeros to the longest; Clenshaw's
+    recurrence (as in ``numpy.polynomial.chebyshev.chebval``) passes through
+    leading zero coefficients exactly (``c - 0``, ``b + 0 * x``), so each
+    point gets the value of its own panel's series bit for bit, as it does the
+    map's ``s`` and Jacobian (the same expressions, grouped by the map's power).
+    """
+
+    _KINDS = {"smooth": 0, "left": 1, "right": 2}
+
+    def __init__(self, panels, member):
+        self.member = np.asarray(member, dtype=bool)
+        maps = [p.map for p in panels]
+        self.sizes = np.array([p.coef.size if m else 0 for p, m in zip(panels, member)])
+        self.degree = int(self.sizes.max())
+        coef = np.zeros((self.degree, len(panels)))
+        for j, (p, m) in enumerate(zip(panels, member)):
+            if m:
+                coef[:p.coef.size, j] = p.coef
+        self.coef = coef
+        self.lo = np.array([m.lo for m in maps])
+        self.hi = np.array([m.hi for m in maps])
+        self.width = np.array([m.width for m in maps])
+        self.power = np.array([m.power for m in maps])
+        self.kind = np.array([self._KINDS.get(m.kind, -1) for m in maps])
+        self.powers = sorted({int(m.power) for m in maps if m.kind in ("left", "right")})
+        # dx/ds_half's factor w p / 2 (edge maps) and dx/dsigma = w / 2 (smooth maps),
+        # formed as PanelMap forms them
+        self.factor = np.array([m.width * m.power / 2.0 if m.kind in ("left", "right")
+                                else m.width / 2.0 for m in maps])
+        edge = []
+        for p in panels:
+            eta = p.lo_exponent if p.map.kind == "left" else p.hi_exponent
+            edge.append(np.inf if (eta is not None and eta < 0) else 0.0)
+        self.edge = np.array(edge)             # Panel._edge_value at the edge end
+
+    def density(self, x, j):
+        """:meth:`Panel.density` of panel ``j[k]`` at ``x[k]`` (edge and smooth panels)."""
+        lo, hi, w = self.lo[j], self.hi[j], self.width[j]
+        kind, power = self.kind[j], self.power[j]
+        xc = np.clip(x, lo, hi)
+        right = kind == 2
+        d = np.where(right, hi - xc, xc - lo) / w
+        s = d.copy()
+        dx = self.factor[j].copy()
+        edge_map = kind > 0
+        for p in self.powers:
+            sel = edge_map & (power == p)
+            if not sel.any():
+                continue
+            ds = d[sel]
+            sv = ds if p == 1 else ds ** (1.0 / p)
+            s[sel] = sv
+            dx[sel] = dx[sel] * sv ** (p - 1)
+        sig = np.where(kind == 0, 2.0 * (xc - lo) / w - 1.0,
+                       np.where(right, 1.0 - 2.0 * s, 2.0 * s - 1.0))
+        g = _cheb.chebval(sig, self.coef[:, j], tensor=False)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = g / dx
+        f = np.where(kind == 0, np.where(np.isfinite(f), f, 0.0), f)
+        at_edge = edge_map & (dx == 0)
+        if at_edge.any():
+            f = np.where(at_edge, self.edge[j], f)
+        return np.maximum(f, 0.0)
+
+
 class Representation:
     """The panels of a density, in increasing order, with cumulative masses.
 
@@ -1560,6 +1634,7 @@ class Representation:
         self.total = float(self.below[-1])
         self.error = float(sum(p.error for p in panels))
         self._quad = {}
+        self._batch_cache = False             # _batch(): not built yet
 
     @property
     def degree(self):
@@ -1573,13 +1648,40 @@ class Representation:
         return np.where(inside, idx, -1)
 
     def pdf(self, x):
-        """Density at a 1-d float array of points (0 outside the panels)."""
+        """Density at a 1-d float array of points (0 outside the panels).
+
+        The points of all edge and smooth panels are evaluated together
+        (:meth:`_batched_density`) where the padded series cost at most
+        ``BATCH_PAD_FACTOR`` times the panels' own; the values are those of
+        :meth:`Panel.density`, bit for bit.
+        """
         out = np.zeros(x.shape)
         idx = self.locate(x)
-        for j in np.unique(idx[idx >= 0]):
-            sel = idx == j
-            out[sel] = self.panels[j].density(x[sel])
+        inside = idx >= 0
+        if not inside.any():
+            return out
+        batch = self._batch()
+        if batch is not None:
+            # log-end panels keep their own map
+            sel = np.flatnonzero(inside & batch.member[np.clip(idx, 0, None)])
+            if sel.size:
+                counts = np.bincount(idx[sel], minlength=len(self.panels))
+                if batch.degree * sel.size <= BATCH_PAD_FACTOR * (counts @ batch.sizes):
+                    out[sel] = batch.density(x[sel], idx[sel])
+                    inside[sel] = False
+        if inside.any():
+            for j in np.unique(idx[inside]):
+                sel = idx == j
+                out[sel] = self.panels[j].density(x[sel])
         return out
+
+    def _batch(self):
+        """The :class:`_PanelBatch` of the edge and smooth panels (built on first use;
+        None without such panels)."""
+        if self._batch_cache is False:
+            member = [p.map.kind != "logend" for p in self.panels]
+            self._batch_cache = _PanelBatch(self.panels, member) if any(member) else None
+        return self._batch_cache
 
     def pdf_scalar(self, x):
         """Density at one Python float (no numpy array overhead)."""

@@ -470,7 +470,8 @@ class RationalSolver:
             g[good], taken[good] = self.polisher(zs[-2][idx, cols][good], z[good], g[good])
             rest &= ~taken
         t_coeff = t.copy()
-        t[rest], g[rest] = self._polish_factored(t[rest], z[rest], g[rest])
+        if rest.any():
+            t[rest], g[rest] = self._polish_factored(t[rest], z[rest], g[rest])
         if retry:
             # A root the coefficients placed farther than the factored polish may move
             # (its residual on the factored tower far above rounding relative to z, and

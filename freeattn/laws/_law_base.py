@@ -1114,8 +1114,13 @@ class SpectralLaw:
 
     def _stieltjes(self, zs):
         """``G`` at finite points of the closed upper half-plane (``inf`` at an atom)."""
-        out = np.empty(zs.shape, dtype=complex)
         size, scale = np.abs(zs), self._scale()
+        if size.size and size.max() <= FAR_RADIUS * scale:
+            # every point within the exact transform's reach (the common case)
+            exact = self._stieltjes_exact(zs)
+            if exact is not None:
+                return np.asarray(exact, dtype=complex)
+        out = np.empty(zs.shape, dtype=complex)
         very_far = size > VERY_FAR_RADIUS * scale
         if very_far.any():
             out[very_far] = 1.0 / zs[very_far]
