@@ -556,23 +556,37 @@ def _per_panel_pdf(rep, x):
     lambda: marchenko_pastur(1.0, 0.5).squared(),
     lambda: UserArcsine(-1.9570325829851645, -0.22666889614376862),
 ])
-def test_the_batched_density_is_each_panels_own_eq_8_14(make):
-    """Representation.pdf evaluates the points of all edge and smooth panels in one
-    zero-padded Clenshaw recurrence (BATCH_PAD_FACTOR); leading zero coefficients
-    pass through the recurrence exactly, so every value equals its panel's own
-    Panel.density bit for bit: on 20001 points over the support and 5% beyond,
-    every panel end, and points 1e-18 to 1e-1 of the width from each edge (edge
-    values 0 or inf included)."""
+def test_the_batched_density_is_each_panels_own_eq_8_14(make, monkeypatch):
+    """Representation.pdf evaluates the points of the edge and smooth panels holding at
+    most BATCH_PANEL_POINTS of them in one zero-padded Clenshaw recurrence; leading
+    zero coefficients pass through the recurrence exactly, so every value equals its
+    panel's own Panel.density bit for bit: on 801 points over the support and 5%
+    beyond, every panel end, and points 1e-18 to 1e-1 of the width from each edge
+    (edge values 0 or inf included) -- the batch evaluates them (counted) -- and on
+    20001 points, where every panel holds more and keeps its own series."""
+    from freeattn.algebra._chebyshev import BATCH_PANEL_POINTS
+
     law = make()
     rep = law._representation()
-    assert rep._batch() is not None
+    batch = rep._batch()
+    assert batch is not None and len(rep.panels) > 1
+    calls = []
+    real = batch.density
+    monkeypatch.setattr(batch, "density", lambda *a: calls.append(a[0].size) or real(*a))
     lo, hi = law.support()
     w = hi - lo
     steps = w * np.logspace(-18, -1, 60)
-    x = np.concatenate([np.linspace(lo - 0.05 * w, hi + 0.05 * w, 20001), [lo, hi],
-                        [p.lo for p in rep.panels], [p.hi for p in rep.panels],
-                        lo + steps, hi - steps])
-    np.testing.assert_array_equal(rep.pdf(x), _per_panel_pdf(rep, x))
+    extra = np.concatenate([[lo, hi], [p.lo for p in rep.panels], [p.hi for p in rep.panels],
+                            lo + steps, hi - steps])
+    for points in (801, 20001):
+        x = np.concatenate([np.linspace(lo - 0.05 * w, hi + 0.05 * w, points), extra])
+        calls.clear()
+        np.testing.assert_array_equal(rep.pdf(x), _per_panel_pdf(rep, x))
+        counts = np.bincount(rep.locate(x)[rep.locate(x) >= 0])
+        if counts.max() <= BATCH_PANEL_POINTS:
+            assert calls == [int(counts.sum())]
+        else:
+            assert points == 20001 and calls == []
 
 
 def test_one_long_series_keeps_the_per_panel_loop_eq_8_14(monkeypatch):
@@ -584,8 +598,9 @@ def test_one_long_series_keeps_the_per_panel_loop_eq_8_14(monkeypatch):
     law = free_additive(semicircle(1.0), point_masses([-3.0, 3.0], [0.5, 0.5]))
     rep = law._representation()
     batch = rep._batch()
-    # pretend the first panel's series is 10 times the longest: padded cost 10x
-    monkeypatch.setattr(batch, "degree", 10 * batch.degree)
+    # pretend the longest series is 10 times its length: a padded cost of 10x
+    longest = batch.degree_of(np.ones(len(rep.panels), dtype=bool))
+    monkeypatch.setattr(batch, "degree_of", lambda panels: 10 * longest)
 
     def refuse(*args):
         raise AssertionError("the padded recurrence ran")

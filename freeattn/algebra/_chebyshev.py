@@ -1148,10 +1148,15 @@ class _Task:
 #: ``panel_max_depth`` (the multi-head law at ``beta = 0.02`` ran for 8 minutes
 #: before failing).
 PANEL_BUDGET = 1024
-#: :meth:`Representation.pdf` evaluates the points of all edge and smooth panels
-#: in one padded Clenshaw recurrence when its length times the points is at most
-#: this many times the panels' own lengths times their points (one panel of a
-#: long series among short ones keeps the per-panel loop).
+#: :meth:`Representation.pdf` evaluates the points of the edge and smooth panels
+#: holding at most this many of them in one padded Clenshaw recurrence (fewer
+#: calls where each panel's own would be dominated by its per-call cost; a panel
+#: with more points keeps its own series, whose scalar coefficients need no
+#: per-point copy)
+BATCH_PANEL_POINTS = 1024
+#: ... when that recurrence's length times its points is at most this many times
+#: the panels' own lengths times their points (one panel of a long series among
+#: short ones keeps the per-panel loop).
 BATCH_PAD_FACTOR = 2.0
 
 #: The samples of a panel carry the rounding of their own abscissae: at
@@ -1561,8 +1566,7 @@ class _PanelBatch:
         self.member = np.asarray(member, dtype=bool)
         maps = [p.map for p in panels]
         self.sizes = np.array([p.coef.size if m else 0 for p, m in zip(panels, member)])
-        self.degree = int(self.sizes.max())
-        coef = np.zeros((self.degree, len(panels)))
+        coef = np.zeros((int(self.sizes.max()), len(panels)))
         for j, (p, m) in enumerate(zip(panels, member)):
             if m:
                 coef[:p.coef.size, j] = p.coef
@@ -1583,8 +1587,13 @@ class _PanelBatch:
             edge.append(np.inf if (eta is not None and eta < 0) else 0.0)
         self.edge = np.array(edge)             # Panel._edge_value at the edge end
 
-    def density(self, x, j):
-        """:meth:`Panel.density` of panel ``j[k]`` at ``x[k]`` (edge and smooth panels)."""
+    def degree_of(self, panels):
+        """Length of the longest series among the panels selected by the mask ``panels``."""
+        return int(self.sizes[panels].max(initial=0))
+
+    def density(self, x, j, panels):
+        """:meth:`Panel.density` of panel ``j[k]`` at ``x[k]`` (edge and smooth panels,
+        all among those selected by the mask ``panels``)."""
         lo, hi, w = self.lo[j], self.hi[j], self.width[j]
         kind, power = self.kind[j], self.power[j]
         xc = np.clip(x, lo, hi)
@@ -1603,7 +1612,7 @@ class _PanelBatch:
             dx[sel] = dx[sel] * sv ** (p - 1)
         sig = np.where(kind == 0, 2.0 * (xc - lo) / w - 1.0,
                        np.where(right, 1.0 - 2.0 * s, 2.0 * s - 1.0))
-        g = _cheb.chebval(sig, self.coef[:, j], tensor=False)
+        g = _cheb.chebval(sig, self.coef[:self.degree_of(panels), j], tensor=False)
         with np.errstate(divide="ignore", invalid="ignore"):
             f = g / dx
         f = np.where(kind == 0, np.where(np.isfinite(f), f, 0.0), f)
@@ -1650,9 +1659,10 @@ class Representation:
     def pdf(self, x):
         """Density at a 1-d float array of points (0 outside the panels).
 
-        The points of all edge and smooth panels are evaluated together
-        (:meth:`_batched_density`) where the padded series cost at most
-        ``BATCH_PAD_FACTOR`` times the panels' own; the values are those of
+        The points of the edge and smooth panels that hold at most
+        ``BATCH_PANEL_POINTS`` of them are evaluated together
+        (:class:`_PanelBatch`) where their series padded to the longest cost at
+        most ``BATCH_PAD_FACTOR`` times their own; the values are those of
         :meth:`Panel.density`, bit for bit.
         """
         out = np.zeros(x.shape)
@@ -1661,13 +1671,15 @@ class Representation:
         if not inside.any():
             return out
         batch = self._batch()
-        if batch is not None:
-            # log-end panels keep their own map
-            sel = np.flatnonzero(inside & batch.member[np.clip(idx, 0, None)])
-            if sel.size:
-                counts = np.bincount(idx[sel], minlength=len(self.panels))
-                if batch.degree * sel.size <= BATCH_PAD_FACTOR * (counts @ batch.sizes):
-                    out[sel] = batch.density(x[sel], idx[sel])
+        if batch is not None and len(self.panels) > 1:
+            # panels with few points (log-end panels keep their own map)
+            counts = np.bincount(idx[inside], minlength=len(self.panels))
+            few = batch.member & (counts > 0) & (counts <= BATCH_PANEL_POINTS)
+            if np.count_nonzero(few) > 1:
+                sel = np.flatnonzero(inside & few[np.clip(idx, 0, None)])
+                if batch.degree_of(few) * sel.size <= BATCH_PAD_FACTOR * (
+                        counts[few] @ batch.sizes[few]):
+                    out[sel] = batch.density(x[sel], idx[sel], few)
                     inside[sel] = False
         if inside.any():
             for j in np.unique(idx[inside]):
