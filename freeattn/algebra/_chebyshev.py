@@ -1670,21 +1670,21 @@ class Representation:
         inside = idx >= 0
         if not inside.any():
             return out
+        counts = np.bincount(idx[inside], minlength=len(self.panels))
+        own = counts > 0                   # the panels evaluated one by one
         batch = self._batch()
         if batch is not None and len(self.panels) > 1:
             # panels with few points (log-end panels keep their own map)
-            counts = np.bincount(idx[inside], minlength=len(self.panels))
-            few = batch.member & (counts > 0) & (counts <= BATCH_PANEL_POINTS)
+            few = batch.member & own & (counts <= BATCH_PANEL_POINTS)
             if np.count_nonzero(few) > 1:
                 sel = np.flatnonzero(inside & few[np.clip(idx, 0, None)])
                 if batch.degree_of(few) * sel.size <= BATCH_PAD_FACTOR * (
                         counts[few] @ batch.sizes[few]):
                     out[sel] = batch.density(x[sel], idx[sel], few)
-                    inside[sel] = False
-        if inside.any():
-            for j in np.unique(idx[inside]):
-                sel = idx == j
-                out[sel] = self.panels[j].density(x[sel])
+                    own &= ~few
+        for j in np.flatnonzero(own):
+            sel = idx == j
+            out[sel] = self.panels[j].density(x[sel])
         return out
 
     def _batch(self):
