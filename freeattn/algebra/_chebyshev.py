@@ -1734,7 +1734,11 @@ class Representation:
         k = np.searchsorted(self.ends, x, side="right")
         out = self.below[k].copy()
         idx = self.locate(x)
-        for j in np.unique(idx[idx >= 0]):
+        inside = idx >= 0
+        if not inside.any():
+            return out
+        # the panels holding points, from their counts (no sort of the indices)
+        for j in np.flatnonzero(np.bincount(idx[inside], minlength=len(self.panels))):
             sel = (idx == j) & (x < self.ends[j])
             out[sel] = self.below[j] + self.panels[j].cdf(x[sel])
         return out
