@@ -175,7 +175,7 @@ class SubordinationLaw(SpectralLaw):
         ok &= steps == POLISH_STEPS
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             gb = b._stieltjes(tau)
-            _, gg, _, _ = level.apply(tau, gb, np.ones_like(tau), np.zeros_like(tau))
+            _, gg, _, _ = level.apply(tau, gb, None, None)     # G only
         taken = ok & np.isfinite(gg)
         return np.where(taken, gg, g), taken
 
