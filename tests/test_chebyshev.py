@@ -608,3 +608,30 @@ def test_one_long_series_keeps_the_per_panel_loop_eq_8_14(monkeypatch):
     x = np.linspace(-4.4, 4.4, 501)
     assert _chebyshev.BATCH_PAD_FACTOR < 10
     np.testing.assert_array_equal(rep.pdf(x), _per_panel_pdf(rep, x))
+
+
+def test_a_log_end_panel_keeps_its_own_map_beside_batched_panels_eq_8_18():
+    """eq. (8.18): a log-end panel is not in the padded recurrence; beside it, the
+    small panels of another density are.  The causal law's panels (a log end at 0)
+    followed by the four panels of SC ⊞ {±3} moved by +20: every value on 801 points
+    equals its panel's own, and the batch evaluated exactly the points of the panels
+    that are not the log end (the causal law's right panel and the moved ones)."""
+    from freeattn import causal_law
+    from freeattn.algebra._chebyshev import Representation
+
+    causal = causal_law(1.0, 1.0)._representation().panels
+    assert any(p.map.kind == "logend" for p in causal)
+    moved = [p.mapped(20.0, 1.0) for p in free_additive(
+        semicircle(1.0), point_masses([-3.0, 3.0], [0.5, 0.5]))._representation().panels]
+    rep = Representation(list(causal) + moved)
+    batch = rep._batch()
+    calls = []
+    real = batch.density
+    batch.density = lambda *a: calls.append(a[0].size) or real(*a)
+    x = np.linspace(-0.5, 25.0, 801)
+    np.testing.assert_array_equal(rep.pdf(x), _per_panel_pdf(rep, x))
+    idx = rep.locate(x)
+    kinds = np.array([p.map.kind for p in rep.panels])
+    batched = (idx >= 0) & (kinds[np.clip(idx, 0, None)] != "logend")
+    assert np.count_nonzero((idx >= 0) & ~batched) > 0          # the log end has points
+    assert calls == [np.count_nonzero(batched)]
