@@ -225,3 +225,47 @@ def test_companion_roots_of_a_column_that_is_not_finite_are_nan():
     np.testing.assert_allclose(np.sort(roots[:, 0].real), [1.0, 2.0, 3.0], rtol=1e-14)
     np.testing.assert_allclose(np.sort_complex(roots[:, 2]), np.sort_complex(
         np.roots([1.0, 0.0, -3.0, 2.0])), rtol=1e-14)
+
+
+def _atom_band_law():
+    a = freeattn.attention_law(0.5, 0.5).squared().affine(0.0, 1e-6)
+    b = freeattn.sample_covariance(freeattn.point_masses([1.0, 2.0], [0.5, 0.5]), 4.0)
+    return freeattn.free_additive(a, b)
+
+
+def _atom_band_references():
+    import json
+    import pathlib
+
+    path = pathlib.Path(__file__).parent / "reference" / "atom_band_references.json"
+    data = json.loads(path.read_text())
+    x = np.array([float(p) for p, _ in data["points"]])
+    return x, np.array([float(v) for _, v in data["points"]]), [float(e) for e in data["edges"]]
+
+
+def test_a_band_far_below_the_sums_scale_is_solved_at_its_own_scale_eq_14_48():
+    # eq. (14.48) on 1e-6 attention(0.5, 0.5)^2 ⊞ sample_covariance({1, 2}, 4): the atom
+    # 3/4 at 0 spreads into [1.2e-9, 1.9e-6], 1e-7 of the sum's scale 14.2.  Against the
+    # 40-digit solve of tests/reference/make_atom_band_references.py: the density at five
+    # interior points to 1e-8 relative (measured 3.5e-9; the rounding floor of eq. (8.30),
+    # eps * 14.2 / 1.9e-6 = 1.7e-9, is its size), the edges to eps * 14.2 absolute
+    # (measured 2.1e-16 and 6.9e-16: the curves of eq. (14.20) at the sum's accuracy)
+    law = _atom_band_law()
+    x, ref, edges = _atom_band_references()
+    (lo, hi), _ = law.intervals()
+    assert law._local_bands() == [(lo, hi, hi)]
+    scale = law._problem.scale
+    np.testing.assert_allclose([lo, hi], edges, rtol=0, atol=np.finfo(float).eps * scale)
+    np.testing.assert_allclose(law.pdf(x), ref, rtol=1e-8)
+    assert law._problem.scale == scale                   # restored after the band
+
+
+def test_the_same_band_at_the_sums_scale_is_off_eq_14_48(monkeypatch):
+    # without eq. (14.48) (LOCAL_BAND_RTOL = 0) the same solve on the axis is 4.3e-3 off
+    # the 40-digit density at the first point (measured), more than 1e-3
+    monkeypatch.setattr(_analytic, "LOCAL_BAND_RTOL", 0.0)
+    law = _atom_band_law()
+    x, ref, _ = _atom_band_references()
+    law.intervals()
+    assert law._local_bands() == []
+    assert abs(law._density(x[:1])[0] / ref[0] - 1.0) > 1e-3

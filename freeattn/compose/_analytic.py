@@ -11,6 +11,7 @@ their number).
 """
 
 import math
+from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
@@ -201,6 +202,12 @@ LEVEL_FLOOR_RTOL = 1e-6
 #: free of the cancellation of ``1/G - u``; larger ones the direct difference
 #: (their sums run over cache-sized blocks or the tree code of eq. (14.25)).
 EXACT_H_MAX_ATOMS = 256
+#: A band of a sum whose own scale (its largest ``|edge|`` and its width) is below
+#: this fraction of the sum's scale has its density solved with the fixed-point
+#: tolerances relative to the band's scale (theory eq. (14.48)): relative to the
+#: sum's, they are absolute at its size, and the density of a band of width
+#: ``1.9e-6`` next to 0 in a sum of scale 14.2 came out 4.3e-3 off.
+LOCAL_BAND_RTOL = 1e-4
 
 
 def _atom_sums(values, weights, v):
@@ -1666,8 +1673,52 @@ class AnalyticLaw(SpectralLaw):
 
     def _density(self, x):
         """The density on the axis (eq. (14.7)); next to a pole edge by the offset
-        model of eqs. (14.30)-(14.33)."""
+        model of eqs. (14.30)-(14.33); in a band far below the sum's scale with
+        tolerances relative to the band's (eq. (14.48))."""
         x = np.asarray(x, dtype=float)
+        rest = np.ones(x.shape, dtype=bool)
+        out = np.empty(x.shape)
+        for lo, hi, scale in self._local_bands():
+            sel = np.flatnonzero(rest & (x >= lo) & (x <= hi))
+            if sel.size:
+                with self._problem_scale(scale):
+                    out[sel] = self._scaled_density(x[sel])
+                rest[sel] = False
+        if rest.all():
+            return self._scaled_density(x)
+        if rest.any():
+            out[rest] = self._scaled_density(x[rest])
+        return out
+
+    def _local_bands(self):
+        """``(lo, hi, scale)`` of every band whose scale ``max(|lo|, |hi|, hi - lo)`` is
+        below ``LOCAL_BAND_RTOL`` times the sum's (eq. (14.48)); none for a ⊠ or
+        before the support is known."""
+        if self.multiplicative or self._interval_cache is None:
+            return []                     # (not while the support is being found)
+        scale = self._problem.scale
+        out = []
+        for iv in self._interval_cache:
+            lo, hi = float(iv.lo), float(iv.hi)
+            own = max(abs(lo), abs(hi), hi - lo)
+            if own < LOCAL_BAND_RTOL * scale:
+                out.append((lo, hi, own))
+        return out
+
+    @contextmanager
+    def _problem_scale(self, scale):
+        """This law's fixed-point problem with ``scale``, the floor of its tolerances
+        (eq. (14.48)), for the duration of the block; the mirrored formulation keeps
+        its own (theory section 14.38)."""
+        saved = self._problem.scale
+        try:
+            self._problem.scale = scale
+            yield
+        finally:
+            self._problem.scale = saved
+
+    def _scaled_density(self, x):
+        """:meth:`_density` at the problems' current scale."""
         out = np.empty(x.shape)
         rest = np.ones(x.shape, dtype=bool)
         for model in self._pole_edges():
