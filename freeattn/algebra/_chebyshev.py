@@ -1577,15 +1577,14 @@ class _PanelBatch:
         self.power = np.array([m.power for m in maps])
         self.kind = np.array([self._KINDS.get(m.kind, -1) for m in maps])
         self.powers = sorted({int(m.power) for m in maps if m.kind in ("left", "right")})
-        # dx/ds_half's factor w p / 2 (edge maps) and dx/dsigma = w / 2 (smooth maps),
-        # formed as PanelMap forms them
-        self.factor = np.array([m.width * m.power / 2.0 if m.kind in ("left", "right")
-                                else m.width / 2.0 for m in maps])
-        edge = []
-        for p in panels:
-            eta = p.lo_exponent if p.map.kind == "left" else p.hi_exponent
-            edge.append(np.inf if (eta is not None and eta < 0) else 0.0)
-        self.edge = np.array(edge)             # Panel._edge_value at the edge end
+        # the Jacobian's factor: dx/ds_half at s = 1 (w p / 2, edge maps) and
+        # dx/dsigma (w / 2, smooth maps), from PanelMap itself
+        self.factor = np.array([0.0 if not mem else float(m.dx_ds_half(1.0))
+                                if m.kind in ("left", "right") else float(m.dx_dsigma(0.0))
+                                for m, mem in zip(maps, member)])
+        # the density exactly at an edge end (0, or inf at a singular edge)
+        self.edge = np.array([float(p._edge_value(np.zeros(1))[0]) if m else 0.0
+                              for p, m in zip(panels, member)])
 
     def degree_of(self, panels):
         """Length of the longest series among the panels selected by the mask ``panels``."""

@@ -1676,16 +1676,17 @@ class AnalyticLaw(SpectralLaw):
         model of eqs. (14.30)-(14.33); in a band far below the sum's scale with
         tolerances relative to the band's (eq. (14.48))."""
         x = np.asarray(x, dtype=float)
-        rest = np.ones(x.shape, dtype=bool)
+        bands = self._local_bands()
+        if not bands:
+            return self._scaled_density(x)
         out = np.empty(x.shape)
-        for lo, hi, scale in self._local_bands():
+        rest = np.ones(x.shape, dtype=bool)
+        for lo, hi, scale in bands:
             sel = np.flatnonzero(rest & (x >= lo) & (x <= hi))
             if sel.size:
                 with self._problem_scale(scale):
                     out[sel] = self._scaled_density(x[sel])
                 rest[sel] = False
-        if rest.all():
-            return self._scaled_density(x)
         if rest.any():
             out[rest] = self._scaled_density(x[rest])
         return out
@@ -1718,7 +1719,7 @@ class AnalyticLaw(SpectralLaw):
             self._problem.scale = saved
 
     def _scaled_density(self, x):
-        """:meth:`_density` at the problems' current scale."""
+        """:meth:`_density` at the problem's current scale."""
         out = np.empty(x.shape)
         rest = np.ones(x.shape, dtype=bool)
         for model in self._pole_edges():
