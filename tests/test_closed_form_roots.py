@@ -199,5 +199,5 @@ def test_the_branch_does_not_depend_on_the_order_of_the_roots_eq_8_10():
     coeffs = solver.num[:, None] - z[None, :] * solver.den[:, None]
     roots = solver._newton(coeffs, batched_roots(coeffs))
     for order in (slice(None), slice(None, None, -1)):
-        _, g, _, _, _ = solver._select(roots[order], z)
+        _, g, _, _, _, _ = solver._select(roots[order], z)
         assert -g.imag / np.pi == pytest.approx(ref, rel=1e-12)     # measured 6.7e-16

@@ -716,12 +716,12 @@ def polish_newton(step_of, t, max_steps, rtol=0.0, stall_ratio=np.inf, accept=No
     shape = np.shape(t)
     t = np.array(t).ravel()                      # a copy
     act = np.isfinite(t) if active is None else np.asarray(active).ravel() & np.isfinite(t)
-    last = np.full(t.shape, np.inf)
-    taken = np.zeros(t.shape, dtype=int) if counts else None
     stalls = stall_ratio != np.inf
+    last = np.full(t.shape, np.inf) if stalls else None
+    taken = np.zeros(t.shape, dtype=int) if counts else None
+    idx = act.nonzero()[0]                      # the unfinished points, in order
     with np.errstate(all="ignore"):            # a step may overflow: then not finite
         for _ in range(max_steps):
-            idx = np.flatnonzero(act)
             if not idx.size:
                 break
             ta = t[idx]
@@ -733,14 +733,18 @@ def polish_newton(step_of, t, max_steps, rtol=0.0, stall_ratio=np.inf, accept=No
                 ok &= size <= stall_ratio * last[idx]
                 last[idx] = size
             done = size <= rtol * np.abs(ta)
-            if accept is not None and ok.any():
-                sel = np.flatnonzero(ok)
-                ok[sel] = accept(tn[sel], ta[sel], idx[sel])
+            if accept is not None:
+                if ok.all():
+                    # every point asks (the common case): no selection copies
+                    ok = np.array(accept(tn, ta, idx), dtype=bool)
+                elif ok.any():
+                    sel = ok.nonzero()[0]
+                    ok[sel] = accept(tn[sel], ta[sel], idx[sel])
             moved = idx[ok]
             t[moved] = tn[ok]
             if counts:
                 taken[moved] += 1
-            act[idx[~ok | done]] = False
+            idx = idx[ok & ~done]
     return (t.reshape(shape), taken.reshape(shape)) if counts else t.reshape(shape)
 
 

@@ -197,10 +197,11 @@ class RationalSolver:
         self.scale = 1.0
         #: Largest absolute edge of the support, once :meth:`support` has run.
         self.extent = None
-        #: ``polisher(tau, z, g)`` refines the outermost subordination point by
-        #: Newton on ``Phi(tau) = z`` with the constituent's closed-form transform
-        #: (set by the law when its constituent has one); returns ``(G, taken)``,
-        #: ``G`` keeping ``g`` where ``taken`` is False.
+        #: ``polisher(tau, z, g, derivative=False)`` refines the outermost
+        #: subordination point by Newton on ``Phi(tau) = z`` with the constituent's
+        #: closed-form transform (set by the law when its constituent has one);
+        #: returns ``(G, taken)``, ``G`` keeping ``g`` where ``taken`` is False
+        #: (with ``derivative``, ``(G, G', taken)``, ``G'`` NaN where not taken).
         self.polisher = None
         #: ``hard_edge_branch(z)`` returns ``G`` (NaN where it fails) next to a
         #: hard edge at 0, where the tower keeps no digits (set by the law).
@@ -210,12 +211,15 @@ class RationalSolver:
         self.soft_edges = []
 
     # -- the branch ---------------------------------------------------------------------
-    def solve(self, z, leaf=True):
+    def solve(self, z, leaf=True, derivative=False):
         """Leaf variable ``t`` of the Stieltjes branch at each ``z`` (1-d, ``Im z >= 0``).
 
         Returns ``(t, G)``.  With ``leaf=False`` only ``G`` is wanted: where the
         :attr:`polisher` gives ``G``, the leaf variable is not polished on the
         factored tower (``t`` is then the coefficient root; ``G`` is the same).
+        With ``derivative`` (and ``leaf=False``) also ``G'``, the polisher's where
+        it gives ``G`` and NaN elsewhere (``t`` is polished there, and ``G'`` is
+        read off the tower's stages at it): ``(t, G, G')``.
         """
         if self.hard_edge_branch is not None and self.extent is not None:
             # Next to the hard edge the local model's Newton is exact to rounding
@@ -227,16 +231,20 @@ class RationalSolver:
                 fixed = np.isfinite(gh)
                 t = np.full(z.shape, np.nan + 0j)
                 g = np.empty(z.shape, dtype=complex)
+                dg = np.full(z.shape, np.nan + 0j)
                 g[sel[fixed]] = gh[fixed]
                 rest = np.ones(z.shape, dtype=bool)
                 rest[sel[fixed]] = False
                 if rest.any():
-                    t[rest], g[rest] = self._solve_tower(z[rest], leaf)
-                return t, g
-        return self._solve_tower(z, leaf)
+                    t[rest], g[rest], dg[rest] = self._solve_tower(z[rest], leaf, True)
+                return (t, g, dg) if derivative else (t, g)
+        out = self._solve_tower(z, leaf, derivative)
+        return out if derivative else out[:2]
 
-    def _solve_tower(self, z, leaf=True):
-        """:meth:`solve` by the roots of the tower's polynomial (eqs. (8.10)-(8.11))."""
+    def _solve_tower(self, z, leaf=True, derivative=False):
+        """:meth:`solve` by the roots of the tower's polynomial (eqs. (8.10)-(8.11));
+        returns ``(t, G, G')``, ``G'`` NaN where the polisher did not give it (and
+        ``None`` without ``derivative``)."""
         opts = self.options
         coeffs = self.num[:, None] - z[None, :] * self.den[:, None]
         top = coeffs.shape[0] - 1
@@ -245,7 +253,8 @@ class RationalSolver:
         coeffs = coeffs[:top + 1]
         roots = batched_roots(coeffs)
         roots = self._newton(coeffs, roots + 1j * opts.root_nudge * np.abs(roots))
-        t, g, bad, failed, message = self._select(roots, z, leaf=leaf)
+        t, g, bad, failed, message, dg = self._select(roots, z, leaf=leaf,
+                                                      derivative=derivative)
         if self.soft_edges:
             # every point within the zone of a square-root edge, seeded by that edge
             which = np.full(z.shape, -1)
@@ -259,6 +268,8 @@ class RationalSolver:
                 keep = sel[ok]
                 t[keep], g[keep] = ts[ok], gs[ok]
                 bad[keep] = failed[keep] = False
+                if dg is not None:
+                    dg[keep] = np.nan
         if self.hard_edges is not None and self.extent is not None:
             # Next to a hard edge at 0 the factored tower cancels too (its
             # subordination points are small differences of large numbers), so
@@ -275,10 +286,14 @@ class RationalSolver:
                 if np.any(gr.imag > -np.sqrt(self.options.branch_rtol) * np.abs(gr)):
                     raise ConvergenceError(message[0], **message[1])
                 t[sel], g[sel] = tr, gr
+                if dg is not None:
+                    dg[sel] = np.nan
             bad &= ~near
         if bad.any():
             t[bad], g[bad] = self._rescue(roots[:, bad], z[bad])
-        return t, g
+            if dg is not None:
+                dg[bad] = np.nan
+        return t, g, dg
 
     def _second_derivative(self, t, h):
         """``Z''(t)`` by a central difference of ``Z'`` (from the factored stages) with
@@ -299,7 +314,7 @@ class RationalSolver:
             step = np.sqrt(2.0 * (z - xe) / d2 + 0j)
             seeds = np.stack([te + step, te - step])
             cand = self._polish_factored(seeds, z[None, :], max_move=RESCUE_MOVE)
-        t, g, bad, _, _ = self._select(cand, z)
+        t, g, bad, _, _, _ = self._select(cand, z)
         return t, g, ~bad & np.isfinite(g)
 
     def _record_soft_edges(self, intervals, edge_points):
@@ -359,7 +374,7 @@ class RationalSolver:
             seeds = [self._polish_factored(r + (-dzs[-1] + sign * disc) / d2, z[None, :],
                                            max_move=RESCUE_MOVE)
                      for sign in (1.0, -1.0)]
-        t, g, bad, failed, message = self._select(np.concatenate([polished] + seeds), z,
+        t, g, bad, failed, message, _ = self._select(np.concatenate([polished] + seeds), z,
                                                   retry=strict)
         if not strict:
             return t, g, bad
@@ -386,13 +401,15 @@ class RationalSolver:
         return polish_newton(step_of, t, POLISH_MAX_ITER, self.options.newton_rtol,
                              NEWTON_STALL_RATIO)
 
-    def _select(self, roots, z, retry=True, leaf=True):
+    def _select(self, roots, z, retry=True, leaf=True, derivative=False):
         """The admissible root: all subordination points in the closed upper half-plane
         (eq. (8.10)); with ``retry``, roots stuck far from ``Z(t) = z`` are polished
         with the rescue's reach and selected again.  Without ``leaf`` (only ``G``
         wanted, :meth:`solve`) the :attr:`polisher` runs first and the factored
         polish only where it left ``G`` alone: the same ``G`` at every point, since the
-        polisher starts from the coefficient root's subordination point either way."""
+        polisher starts from the coefficient root's subordination point either way;
+        with ``derivative`` it also gives ``G'`` there (the last value returned: NaN
+        where the polisher did not give it, None without ``derivative``)."""
         opts = self.options
         zs, gs, _, _ = self.curve.stages(roots, derivatives=False)
         # The outermost partner point from the given z, not from Z(t) recomputed with
@@ -465,9 +482,15 @@ class RationalSolver:
         g = gs[-1][idx, cols]
         good = ~failed
         rest = good.copy()              # the points whose leaf is polished
+        dg = np.full(z.shape, np.nan + 0j) if derivative else None
         if self.polisher is not None and not leaf and good.any():
             taken = np.zeros(z.shape, dtype=bool)
-            g[good], taken[good] = self.polisher(zs[-2][idx, cols][good], z[good], g[good])
+            if derivative:
+                g[good], dg[good], taken[good] = self.polisher(
+                    zs[-2][idx, cols][good], z[good], g[good], derivative=True)
+            else:
+                g[good], taken[good] = self.polisher(zs[-2][idx, cols][good], z[good],
+                                                     g[good])
             rest &= ~taken
         t_coeff = t.copy()
         if rest.any():
@@ -493,7 +516,7 @@ class RationalSolver:
         if self.polisher is not None and leaf and good.any():
             tau = zs[-2][idx, cols]
             g[good] = self.polisher(tau[good], z[good], g[good])[0]
-        return t, g, failed | (good & decreasing[idx, cols]), failed, message
+        return t, g, failed | (good & decreasing[idx, cols]), failed, message, dg
 
     def _polish_factored(self, t, z, g=None, max_move=FACTORED_MAX_MOVE):
         """Newton on ``Z(t) = z`` with the tower evaluated level by level (theory eq. (8.10)).

@@ -145,7 +145,7 @@ class SubordinationLaw(SpectralLaw):
         else:
             self._solver = GenericSolver(level, constituent, self.options)
 
-    def _polish(self, tau, z, g):
+    def _polish(self, tau, z, g, derivative=False):
         """Two Newton steps on the outermost level ``Phi(tau) = z`` (eq. (8.10)).
 
         The leaf variable of a rational tower loses relative accuracy where a
@@ -154,7 +154,8 @@ class SubordinationLaw(SpectralLaw):
         the constituent's closed-form transform has no such cancellation.
         Points where a step would leave the upper half-plane or grow keep the
         tower's value.  Returns ``(G, taken)``: ``taken`` marks the points whose
-        ``G`` comes from the two steps.
+        ``G`` comes from the two steps; with ``derivative``, ``(G, G', taken)``,
+        ``G' = (dG/dtau)/(dz/dtau)`` at the polished ``tau`` (NaN where not taken).
         """
         b = self.constituent
         level = self.level
@@ -174,9 +175,17 @@ class SubordinationLaw(SpectralLaw):
                                    counts=True)
         ok &= steps == POLISH_STEPS
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            gb = b._stieltjes(tau)
-            _, gg, _, _ = level.apply(tau, gb, None, None)     # G only
+            if derivative:
+                gb, dgb = b._stieltjes_pair(tau)
+                _, gg, dz, dg = level.apply(tau, gb, np.ones_like(tau), dgb)
+                dg = dg / dz
+            else:
+                gb = b._stieltjes(tau)
+                _, gg, _, _ = level.apply(tau, gb, None, None)     # G only
         taken = ok & np.isfinite(gg)
+        if derivative:
+            taken &= np.isfinite(dg)
+            return np.where(taken, gg, g), np.where(taken, dg, np.nan), taken
         return np.where(taken, gg, g), taken
 
     def _hard_edge_branch(self, z):
@@ -442,10 +451,14 @@ class SubordinationLaw(SpectralLaw):
     def _solved_pair(self, z):
         """:meth:`_stieltjes_pair` from the solver alone."""
         if isinstance(self._solver, RationalSolver):
-            t, g = self._solver.solve(z)
-            zs, gs, dzs, dgs = self._solver.curve.stages(t)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dg = dgs[-1] / dzs[-1]
+            # G' from the polisher where it gives G (the closed-form outermost level,
+            # eq. (8.10)), else from the tower's stages at the polished leaf
+            t, g, dg = self._solver.solve(z, leaf=False, derivative=True)
+            need = np.flatnonzero(np.isnan(dg) & np.isfinite(t))
+            if need.size:
+                _, _, dzs, dgs = self._solver.curve.stages(t[need])
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    dg[need] = dgs[-1] / dzs[-1]
             edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
             if edge.any():
                 g[edge], dg[edge] = self._hard_edge_values(z[edge])[:2]
