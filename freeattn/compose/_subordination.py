@@ -163,17 +163,23 @@ class SubordinationLaw(SpectralLaw):
         tau = np.where(ok, tau, 1.0)
         rtol = self.options.branch_rtol
 
+        exact = np.zeros(tau.shape, dtype=bool)
+
         def step_of(ta, idx):
             gb, dgb = b._stieltjes_pair(ta)          # one solve for G and G'
             zz, _, dz, _ = level.apply(ta, gb, np.ones_like(ta), dgb)
             return (zz - z[idx]) / dz
 
         def accept(tn, ta, idx):
-            return ((np.abs(ta - tn) <= POLISH_STEP_RTOL * np.abs(ta))
-                    & (tn.imag >= -rtol * np.abs(ta)))
+            ok = ((np.abs(ta - tn) <= POLISH_STEP_RTOL * np.abs(ta))
+                  & (tn.imag >= -rtol * np.abs(ta)))
+            exact[idx] = ok & (tn == ta)
+            return ok
         tau, steps = polish_newton(step_of, tau, POLISH_STEPS, accept=accept, active=ok,
                                    counts=True)
-        ok &= steps == POLISH_STEPS
+        # every step taken, or the last one taken exactly 0 (Newton's fixed point:
+        # the point stops there, converged, not refused)
+        ok &= (steps == POLISH_STEPS) | exact
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if derivative:
                 gb, dgb = b._stieltjes_pair(tau)
