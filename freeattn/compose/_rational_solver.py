@@ -393,9 +393,16 @@ class RationalSolver:
         cols = np.broadcast_to(np.arange(t.shape[1]), t.shape).ravel()
 
         def step_of(ta, idx):
-            c = cols[idx]
-            p = _horner(coeffs[:, c], ta)
-            dp = _horner(der[:, c], ta)
+            if idx.size == cols.size:
+                # every root (the first rounds): each column's coefficients broadcast
+                # over its roots, the same operations without the gathers
+                ta2 = ta.reshape(t.shape)
+                p = _horner(coeffs[:, None, :], ta2).ravel()
+                dp = _horner(der[:, None, :], ta2).ravel()
+            else:
+                c = cols[idx]
+                p = _horner(coeffs[:, c], ta)
+                dp = _horner(der[:, c], ta)
             step = np.where(dp != 0, p / dp, 0)
             return np.where(np.isfinite(step), step, 0)
         return polish_newton(step_of, t, POLISH_MAX_ITER, self.options.newton_rtol,
