@@ -27,8 +27,6 @@ __all__ = [
     "eigvals",
 ]
 
-_P = np.polynomial.polynomial
-
 #: Relative size of ``num(r)`` at a real root ``r`` of ``den`` below which
 #: ``t - r`` is a common factor of the two and is divided out (structural
 #: factors such as ``t - v`` of a Marchenko-Pastur level vanish to rounding).
@@ -166,8 +164,8 @@ def cancel_common_roots(num, den):
             if abs(r.imag) > CANCEL_IMAG_RTOL * max(1.0, abs(r)):
                 continue
             r = r.real
-            scale = np.abs(num) @ (abs(r) ** np.arange(num.size))
-            if abs(_P.polyval(r, num)) <= CANCEL_RTOL * scale:
+            coef = num.tolist()
+            if abs(hval(coef, r)) <= CANCEL_RTOL * hval([abs(c) for c in coef], abs(r)):
                 num, den = trim(_deflate(num, r)), trim(_deflate(den, r))
                 changed = True
                 break
