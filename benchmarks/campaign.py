@@ -16,10 +16,14 @@ running after ``--timeout`` seconds (default 60) is stopped and reported.
 The table lists every draw that did not build, then counts by outcome, the worst
 mass error and the slowest draws.  With ``--depth 2`` each operand is, with probability 1/2, itself
 such a composition (a positive one under ⊠ and populations): the nested laws of deep
-attention stacks.
+attention stacks.  ``--replay FILE [FILE ...]`` runs again the draws recorded in earlier
+campaigns' JSON files (with ``--slower-than S``, those that took more than ``S``
+seconds there), under their seeds and draw numbers: the same laws, timed on this
+commit (benchmarks/RESULTS.md section 34).
 """
 
 import argparse
+import json
 import signal
 import sys
 import time
@@ -120,10 +124,16 @@ def main(argv=None):
                              "2: each operand a depth-1 composition with probability 1/2)")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds after which a draw is stopped (default 60)")
+    parser.add_argument("--replay", nargs="+", metavar="FILE",
+                        help="run again the draws of these campaign JSON files")
+    parser.add_argument("--slower-than", type=float, default=0.0, metavar="S",
+                        help="with --replay, only the draws that took more than S seconds")
     args = parser.parse_args(argv)
     seeds = [0] if args.quick else [int(s) for s in args.seeds.split(",")]
     draws = 5 if args.quick else args.draws
     rows = []
+    if args.replay:
+        return _replay(args)
     for seed in seeds:
         rng = np.random.default_rng(seed)
         for i in range(draws):
@@ -133,6 +143,29 @@ def main(argv=None):
             print(f"{seed} {i:3d} {row['seconds']:6.2f} s {row['outcome']}", file=sys.stderr,
                   flush=True)
     result = {"machine": machine_info(), "seeds": seeds, "draws": draws, "depth": args.depth,
+              "rows": rows}
+    return publish(result, render, args, "campaign.json")
+
+
+def _replay(args):
+    """The ``--replay`` run: each recorded draw again, with its recorded outcome beside."""
+    rows, seeds, depth = [], [], 1
+    for path in args.replay:
+        recorded = json.loads(open(path, encoding="utf-8").read())
+        depth = max(depth, recorded.get("depth", 1))
+        for old in recorded["rows"]:
+            if old["seconds"] <= args.slower_than:
+                continue
+            row = run_one(old["law"], args.timeout)
+            row.update(seed=old["seed"], draw=old["draw"], recorded_seconds=old["seconds"],
+                       recorded_outcome=old["outcome"], recorded_bands=old.get("bands"))
+            rows.append(row)
+            seeds.append(old["seed"])
+            print(f"{old['seed']} {old['draw']:3d} {row['seconds']:6.2f} s "
+                  f"(recorded {old['seconds']:.2f} s) {row['outcome']}", file=sys.stderr,
+                  flush=True)
+    result = {"machine": machine_info(), "seeds": sorted(set(seeds)), "draws": len(rows),
+              "depth": depth, "replay": args.replay, "slower_than": args.slower_than,
               "rows": rows}
     return publish(result, render, args, "campaign.json")
 

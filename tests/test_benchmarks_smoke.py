@@ -279,3 +279,27 @@ def test_campaign_quick(capsys):
         if row["outcome"] == "built":
             assert row["mass_error"] <= 1e-10
     assert "of 5 built" in capsys.readouterr().out
+
+
+def test_campaign_replay(tmp_path, capsys):
+    """``campaign.py --replay`` runs the recorded draws again (those over
+    ``--slower-than`` seconds), under their seeds and draw numbers, with the recorded
+    outcome beside the new one."""
+    import json
+
+    bench = _load("campaign")
+    law = "fa.free_additive(fa.semicircle(1.0), fa.point_masses([-3.0, 3.0], [0.5, 0.5]))"
+    recorded = {"depth": 1, "rows": [
+        {"law": law, "outcome": "built", "bands": 2, "seconds": 9.0, "seed": 4, "draw": 28},
+        {"law": law, "outcome": "built", "bands": 2, "seconds": 0.5, "seed": 4, "draw": 29}]}
+    path = tmp_path / "campaign.json"
+    path.write_text(json.dumps(recorded))
+    result = bench.main(["--replay", str(path), "--slower-than", "1", "--json",
+                         str(tmp_path / "replay.json")])
+    (row,) = result["rows"]
+    assert (row["seed"], row["draw"], row["recorded_seconds"]) == (4, 28, 9.0)
+    assert row["outcome"] == row["recorded_outcome"] == "built"
+    assert row["bands"] == row["recorded_bands"] == 2
+    assert json.loads((tmp_path / "replay.json").read_text())["rows"][0]["draw"] == 28
+    assert "1 of 1 built" in capsys.readouterr().out
+
