@@ -819,3 +819,18 @@ def test_stacked_horner_equals_polyval_row_by_row():
     rows = _horner_rows(_stacked_columns(polys), v)
     for c, row in zip(polys, rows):
         assert np.array_equal(row, np.polynomial.polynomial.polyval(v, c))
+
+
+def test_the_upper_lip_square_root_of_a_signed_zero():
+    # _sqrt_upper reads a real negative w on the upper lip of the cut, a -0.0 imaginary
+    # part included (numpy's sqrt of -4 - 0j is -2j); against the principal root of
+    # w with its zero parts made +0.0 explicitly, bit for bit
+    from freeattn.laws._elementary import _sqrt_upper
+
+    w = np.array([complex(-4.0, -0.0), complex(-4.0, 0.0), complex(-0.0, -0.0),
+                  complex(-0.0, 1.0), complex(-0.0, -1.0), complex(2.0, -0.0),
+                  complex(-np.inf, -0.0), complex(3.0, -2.0)])
+    assert np.sqrt(w[0]) == -2j and _sqrt_upper(w)[0] == 2j
+    explicit = np.sqrt(np.where(w.imag == 0, w.real + 0j, w))
+    assert np.array_equal(_sqrt_upper(w).view(np.uint64), explicit.view(np.uint64))
+    assert np.array_equal(_sqrt_upper(np.array([-4.0, 9.0])), [2j, 3.0])

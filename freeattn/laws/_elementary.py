@@ -41,8 +41,11 @@ WEIGHT_SUM_RTOL = 1e-12
 
 
 def _sqrt_upper(w):
-    """Principal square root, reading a real negative ``w`` on the upper lip."""
-    return np.sqrt(np.where(w.imag == 0, w.real + 0j, w))
+    """Principal square root, reading a real negative ``w`` on the upper lip: adding
+    ``0j`` turns a signed zero ``-0.0`` (of either part) into ``+0.0`` and changes no
+    other value, so a real ``w`` (complex, or a float array) has the imaginary part
+    ``+0``."""
+    return np.sqrt(w + 0j)
 
 
 _real_scalar = real_scalar
