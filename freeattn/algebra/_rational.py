@@ -160,12 +160,13 @@ def cancel_common_roots(num, den):
     changed = True
     while changed and den.size > 1 and num.size > 1:
         changed = False
+        coef = num.tolist()
+        size = [abs(c) for c in coef]
         for r in all_roots(den):
             if abs(r.imag) > CANCEL_IMAG_RTOL * max(1.0, abs(r)):
                 continue
             r = r.real
-            coef = num.tolist()
-            if abs(hval(coef, r)) <= CANCEL_RTOL * hval([abs(c) for c in coef], abs(r)):
+            if abs(hval(coef, r)) <= CANCEL_RTOL * hval(size, abs(r)):
                 num, den = trim(_deflate(num, r)), trim(_deflate(den, r))
                 changed = True
                 break

@@ -236,7 +236,9 @@ class RationalSolver:
                 rest = np.ones(z.shape, dtype=bool)
                 rest[sel[fixed]] = False
                 if rest.any():
-                    t[rest], g[rest], dg[rest] = self._solve_tower(z[rest], leaf, True)
+                    t[rest], g[rest], d = self._solve_tower(z[rest], leaf, derivative)
+                    if derivative:
+                        dg[rest] = d
                 return (t, g, dg) if derivative else (t, g)
         out = self._solve_tower(z, leaf, derivative)
         return out if derivative else out[:2]
