@@ -1776,8 +1776,11 @@ class AnalyticLaw(SpectralLaw):
         points outside the support or within ``EDGE_REPRESENTATION_RTOL`` of its scale
         from an edge, where the solve fails (a fold: the continuation's Newton keeps
         half the digits), from the representation (eq. (8.16)), once the support is
-        known."""
-        zs = np.asarray(zs, dtype=complex)
+        known.  Kept for a host's repeated questions (:meth:`SpectralLaw._memoized_pair`;
+        a kept answer is one of the solve's own, from its warm start of then)."""
+        return self._memoized_pair(np.asarray(zs, dtype=complex), self._unmemoized_pair)
+
+    def _unmemoized_pair(self, zs):
         try:
             return self._solved_pair(zs)
         except ConvergenceError:

@@ -443,7 +443,15 @@ class SubordinationLaw(SpectralLaw):
     def _stieltjes_pair(self, z):
         """``G`` and ``G' = (dG/dtau)/(dz/dtau)`` from one solve; at real points off the
         support where the solver finds no branch, both from the representation (eq.
-        (8.16)), as :meth:`_stieltjes_exact` does, once the support is known."""
+        (8.16)), as :meth:`_stieltjes_exact` does, once the support is known.
+
+        Kept for a host's repeated questions (:meth:`SpectralLaw._memoized_pair`);
+        the solve is a function of ``z`` alone (no warm start), so a kept answer is
+        the one a new solve would give, bit for bit.
+        """
+        return self._memoized_pair(np.asarray(z), self._unmemoized_pair)
+
+    def _unmemoized_pair(self, z):
         try:
             return self._solved_pair(z)
         except ConvergenceError:
@@ -572,6 +580,10 @@ def _check_law(law, name):
 
 
 def _check_nonnegative(law, name):
+    if _nested_product(law):
+        # a product of laws each checked on [0, oo) when it was formed (theory
+        # section 14.39): its support is not located for this
+        return
     lo = law.support()[0]
     if lo < 0:
         raise ValueError(f"{name} must be a law on [0, inf) for a free multiplicative "
@@ -742,11 +754,12 @@ def free_multiplicative(a, b, *, options=None):
     if sa is None and sb is None:
         # Neither law has a rational S-transform: analytic subordination, theory
         # eqs. (14.4)-(14.6) for two factors, one system in all of them (eq. (14.8))
-        # when a factor is itself such a product.
+        # when a factor is itself such a product; an S-level operand enters it as
+        # its partner's and its constituent's factors (eq. (14.49)), not as a tower
         from ._analytic import analytic_multiplicative
         from ._chain import ProductChainLaw, _LevelRow
 
-        parts = _product_factors(a) + _product_factors(b)
+        parts = _product_factors(a, levels=True) + _product_factors(b, levels=True)
         if len(parts) > 2 or all(isinstance(_LevelRow.of(p), _LevelRow) for p in parts):
             # one system in all the factors; for two S-levels over closed-form
             # constituents (attention laws) it is the explicit eq. (14.21)
@@ -817,6 +830,16 @@ def _product_factors(law, levels=False):
         return (_product_factors(law.level.partner, levels)
                 + _product_factors(law.constituent, levels))
     return [law]
+
+
+def _nested_product(law):
+    """Whether ``law`` is a ``⊠`` solved numerically in its factors (the system of eq.
+    (14.8) or the subordination of eq. (14.4))."""
+    from ._analytic import AnalyticLaw
+    from ._chain import ProductChainLaw
+
+    return isinstance(law, ProductChainLaw) or (isinstance(law, AnalyticLaw)
+                                                and law.multiplicative)
 
 
 def _deep_hard_edge_as_chain(law, opts):

@@ -122,6 +122,12 @@ EXACT_ABS_BITS = 120
 EXACT_MAX_DOUBLINGS = 3
 #: Fixed-point series kept per law (one per precision; exact series are kept always).
 SERIES_CACHE_SIZE = 4
+#: A law nested in another keeps its last answers ``(G, G')`` at this many point
+#: sets of at most ``PAIR_MEMO_MAX_POINTS`` points (``SpectralLaw._memoized_pair``):
+#: the nested sum (attention ⊞ attention) ⊞ three atoms asked its attention laws the
+#: same points again in 34 % of 10478 calls (benchmarks/RESULTS.md section 35).
+PAIR_MEMO_SIZE = 8
+PAIR_MEMO_MAX_POINTS = 64
 
 #: Guard digits added to the working precision of the mpmath path.
 MP_GUARD_DIGITS = 10
@@ -1263,6 +1269,28 @@ class SpectralLaw:
     def _stieltjes_pair(self, zs):
         """``(G(z), G'(z))`` at finite points (one solve where the law can share it)."""
         return self._stieltjes(zs), self._stieltjes_derivative(zs)
+
+    def _memoized_pair(self, zs, compute):
+        """``compute(zs)`` (a pair of arrays), or the copy of an answer kept from the
+        last ``PAIR_MEMO_SIZE`` calls at the same points (bit for bit the same array).
+
+        A law nested in another is asked the same few points again by its host's
+        fixed-point strategies (the derivative at a converged point, the Cauchy
+        transform there): for at most ``PAIR_MEMO_MAX_POINTS`` points the answer is
+        kept.  Only answers are kept; a call that raises is asked again.
+        """
+        if zs.size > PAIR_MEMO_MAX_POINTS:
+            return compute(zs)
+        key = (zs.shape, zs.dtype.str, zs.tobytes())
+        memo = self.__dict__.setdefault("_pair_memo", {})
+        kept = memo.get(key)
+        if kept is None:
+            g, d = compute(zs)
+            if len(memo) >= PAIR_MEMO_SIZE:
+                del memo[next(iter(memo))]          # the oldest answer
+            memo[key] = (g.copy(), d.copy())
+            return g, d
+        return kept[0].copy(), kept[1].copy()
 
     def _pair_beside_solver(self, zs, solved, off):
         """``(G, G')`` from ``solved(z)`` except at the points ``off`` (real points where
