@@ -5,15 +5,15 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn.compose._analytic import AnalyticLaw, analytic_multiplicative
+from freeattn.compose._analytic import AnalyticLaw
 from freeattn.compose._chain import ProductChainLaw
 from freeattn.compose._subordination import SubordinationLaw
 from freeattn.laws._law_base import PAIR_MEMO_MAX_POINTS, PAIR_MEMO_SIZE
 
-#: The system of eq. (14.8) in three factors against the subordination of eq. (14.4) of
-#: the two operands (the level solved by its tower): two independent solves of the same
-#: law, each to its own ~1e-15; measured 6.3e-16 in G at five points on and off the
-#: axis, 8.9e-16 in the upper edge, 3.0e-14 in the density on 48 points of the band
+#: The system of eq. (14.8) in four factors (the S-level's two) against the same system in
+#: three, the S-level's row solved by its tower (eq. (8.10)): two independent solves of
+#: the same law, each to its own ~1e-15; measured 7.1e-16 in G at five points on and off
+#: the axis, 2.8e-15 in the upper edge, 1.5e-14 in the density on 48 points of the band
 #: (next to the edges the density's relative error grows as its value falls).
 G_RTOL = 1e-13
 EDGE_RTOL = 1e-13
@@ -24,20 +24,22 @@ PDF_RTOL = 1e-12
 def nested():
     level = freeattn.free_multiplicative(freeattn.attention_law(0.5, 0.5).squared(),
                                          freeattn.marchenko_pastur(1.0, 0.5))
-    other = freeattn.attention_law(1.0, 1.0).squared()
+    other = freeattn.free_multiplicative(freeattn.attention_law(1.0, 1.0).squared(),
+                                         freeattn.attention_law(0.3, 0.7).squared())
     return level, other
 
 
 def test_an_s_level_operand_enters_the_system_as_its_factors_eq_14_49(nested):
-    # eq. (14.49): (MP ⊠ attention) ⊠ attention is the system of eq. (14.8) in the three
-    # laws; the same law as the two-factor subordination of eq. (14.4) over the level
+    # eq. (14.49): (attention ⊠ MP) ⊠ (attention ⊠ attention) is the system of eq. (14.8)
+    # in the four laws; the same law as the system in three with the level as one row
     level, other = nested
     assert isinstance(level, SubordinationLaw) and level._s_transform() is None
+    assert isinstance(other, ProductChainLaw)
     law = freeattn.free_multiplicative(level, other)
     assert isinstance(law, ProductChainLaw)
     assert [type(f).__name__ for f in law.factors] == ["MarchenkoPastur", "AttentionLaw",
-                                                      "AttentionLaw"]
-    ref = analytic_multiplicative(level, other)
+                                                      "AttentionLaw", "AttentionLaw"]
+    ref = ProductChainLaw([level, *other.factors], law.options)
     z = np.array([0.3 + 0.1j, 1 + 1e-3j, 2.0 + 0.5j, 0.05 + 0.01j, 5 + 0j])
     np.testing.assert_allclose(law.stieltjes(z), ref.stieltjes(z), rtol=G_RTOL, atol=0)
     (lo, hi), = law.intervals()
@@ -48,14 +50,27 @@ def test_an_s_level_operand_enters_the_system_as_its_factors_eq_14_49(nested):
     np.testing.assert_allclose(law.pdf(x), ref.pdf(x), rtol=PDF_RTOL, atol=0)
 
 
+def test_two_laws_and_explicit_rows_are_not_flattened_section_14_39(nested):
+    # an S-level and one other law stay the two-law subordination of eq. (14.4); an
+    # S-level over a closed-form constituent (here a sample covariance of atoms) is an
+    # explicit row of eq. (14.21) and stays one
+    level, other = nested
+    two = freeattn.free_multiplicative(level, freeattn.attention_law(1.0, 1.0).squared())
+    assert isinstance(two, AnalyticLaw) and two.a is level
+    cov = freeattn.sample_covariance(freeattn.point_masses([1.0, 3.0], [0.5, 0.5]), 0.5)
+    law = freeattn.free_multiplicative(cov, other)
+    assert isinstance(law, ProductChainLaw) and law.factors[0] is cov
+    assert len(law.factors) == 3
+
+
 def test_a_product_is_not_located_to_check_its_sign_section_14_39(nested):
     # a product of laws on [0, oo) is on [0, oo): composing it again does not locate its
     # support (which for a nested product costs as much as the law itself)
     level, other = nested
     chain = freeattn.free_multiplicative(level, other)
-    law = freeattn.free_multiplicative(chain, freeattn.attention_law(0.3, 0.7).squared())
+    law = freeattn.free_multiplicative(chain, freeattn.attention_law(2.0, 0.7).squared())
     assert chain._interval_cache is None
-    assert isinstance(law, ProductChainLaw) and len(law.factors) == 4
+    assert isinstance(law, ProductChainLaw) and len(law.factors) == 5
 
 
 def test_a_level_over_a_system_stays_a_level_section_14_39():

@@ -754,16 +754,16 @@ def free_multiplicative(a, b, *, options=None):
     if sa is None and sb is None:
         # Neither law has a rational S-transform: analytic subordination, theory
         # eqs. (14.4)-(14.6) for two factors, one system in all of them (eq. (14.8))
-        # when a factor is itself such a product; an S-level operand enters it as
-        # its partner's and its constituent's factors (eq. (14.49)), not as a tower
+        # when a factor is itself such a product; an S-level operand that is no
+        # explicit row (eq. (14.21)) then enters it as its factors (eq. (14.49))
         from ._analytic import analytic_multiplicative
         from ._chain import ProductChainLaw, _LevelRow
 
-        parts = _product_factors(a, levels=True) + _product_factors(b, levels=True)
+        parts = _product_factors(a) + _product_factors(b)
         if len(parts) > 2 or all(isinstance(_LevelRow.of(p), _LevelRow) for p in parts):
             # one system in all the factors; for two S-levels over closed-form
             # constituents (attention laws) it is the explicit eq. (14.21)
-            return ProductChainLaw(parts, opts)
+            return ProductChainLaw(_system_factors(a) + _system_factors(b), opts)
         return analytic_multiplicative(a, b, options=opts)
     law = _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
     if isinstance(law, SubordinationLaw) and _scales_apart(law.constituent):
@@ -830,6 +830,23 @@ def _product_factors(law, levels=False):
         return (_product_factors(law.level.partner, levels)
                 + _product_factors(law.constituent, levels))
     return [law]
+
+
+def _system_factors(law):
+    """``law``'s rows in the system of eq. (14.8): its factors (:func:`_product_factors`),
+    and in place of an S-level that is no explicit row of eq. (14.21) (its constituent
+    not in closed form: an attention law's level over a partner) its partner's and its
+    constituent's, recursively (theory eq. (14.49), section 14.39)."""
+    from ._chain import _LevelRow
+
+    rows = []
+    for part in _product_factors(law):
+        if (isinstance(part, SubordinationLaw) and hasattr(part.level, "apply_at_pole")
+                and not isinstance(_LevelRow.of(part), _LevelRow)):
+            rows += _system_factors(part.level.partner) + _system_factors(part.constituent)
+        else:
+            rows.append(part)
+    return rows
 
 
 def _nested_product(law):
