@@ -50,17 +50,62 @@ def test_an_s_level_operand_enters_the_system_as_its_factors_eq_14_49(nested):
     np.testing.assert_allclose(law.pdf(x), ref.pdf(x), rtol=PDF_RTOL, atol=0)
 
 
-def test_two_laws_and_explicit_rows_are_not_flattened_section_14_39(nested):
-    # an S-level and one other law stay the two-law subordination of eq. (14.4); an
-    # S-level over a closed-form constituent (here a sample covariance of atoms) is an
-    # explicit row of eq. (14.21) and stays one
+def test_two_laws_are_flattened_and_explicit_rows_are_not_section_14_39(nested):
+    # an S-level and one other law: the system in their three factors, which keeps the
+    # two laws for their subordination (eq. (14.4)); an S-level over a closed-form
+    # constituent (a sample covariance of atoms) is an explicit row of eq. (14.21) and
+    # stays one row
     level, other = nested
-    two = freeattn.free_multiplicative(level, freeattn.attention_law(1.0, 1.0).squared())
-    assert isinstance(two, AnalyticLaw) and two.a is level
+    att = freeattn.attention_law(1.0, 1.0).squared()
+    two = freeattn.free_multiplicative(level, att)
+    assert isinstance(two, ProductChainLaw) and len(two.factors) == 3
+    assert two._two_laws == (level, att)
     cov = freeattn.sample_covariance(freeattn.point_masses([1.0, 3.0], [0.5, 0.5]), 0.5)
     law = freeattn.free_multiplicative(cov, other)
     assert isinstance(law, ProductChainLaw) and law.factors[0] is cov
-    assert len(law.factors) == 3
+    assert len(law.factors) == 3 and law._two_laws is None
+
+
+#: G and G' far from the support from the two laws' subordination against the moment
+#: series sum_k m_k / z**(k+1) in the exact moments (eq. (14.47), 16 terms: |z| is 4e5
+#: times the support's extent, so the tail is below 1e-80); measured 5.3e-16 and 1.3e-15.
+FAR_RTOL = 1e-13
+
+
+def test_a_flattened_pair_answers_a_host_by_their_subordination_section_14_39():
+    # (MP ⊠ attention) ⊠ two atoms, nested at depth 3 of the campaign (seed 0, draw 39):
+    # its host asked it at z = -1.9e4 + 14i (its support ends at 0.046), where the system
+    # of eq. (14.8) in the three factors finds no root from its start; the two laws'
+    # subordination (eq. (14.4)) answers there
+    law = freeattn.free_multiplicative(
+        freeattn.free_multiplicative(freeattn.marchenko_pastur(0.53392, 1.1864),
+                                     freeattn.attention_law(0.045567, 0.27105).squared()),
+        freeattn.point_masses([1.553, 4.649], [0.694, 0.306]))
+    assert isinstance(law, ProductChainLaw) and law._two_laws is not None
+    z = np.array([-19449.70752567695 + 14.03775846899765j])
+    with pytest.raises(freeattn.ConvergenceError, match="far from the axis"):
+        law._solved_pair(z)
+    g, d = law._stieltjes_pair(z)
+    m = [law.moment(k) for k in range(16)]
+    zz = complex(z[0])
+    gs = sum(m[k] / zz ** (k + 1) for k in range(16))
+    ds = sum(-(k + 1) * m[k] / zz ** (k + 2) for k in range(16))
+    assert abs(g[0] - gs) <= FAR_RTOL * abs(gs)
+    assert abs(d[0] - ds) <= FAR_RTOL * abs(ds)
+    assert law.stieltjes(z)[0] == pytest.approx(gs, rel=FAR_RTOL)
+
+
+def test_a_system_without_two_laws_raises(monkeypatch):
+    # a system that flattens no pair has no other solve: its failure is the caller's
+    level, other = freeattn.attention_law(1.0, 1.0).squared(), freeattn.attention_law(0.3, 0.7)
+    law = freeattn.free_multiplicative(level, other.squared())
+    assert isinstance(law, ProductChainLaw) and law._two_laws is None
+
+    def fail(z):
+        raise freeattn.ConvergenceError("made to fail")
+    monkeypatch.setattr(law, "_solve", fail)
+    with pytest.raises(freeattn.ConvergenceError, match="made to fail"):
+        law._stieltjes_pair(np.array([0.5 + 0.1j]))
 
 
 def test_a_product_is_not_located_to_check_its_sign_section_14_39(nested):

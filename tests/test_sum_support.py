@@ -19,6 +19,7 @@ from freeattn import ConvergenceError
 from freeattn.algebra._chebyshev import NARROW_BAND_GAIN, build_representation
 from freeattn.compose import _discrete_sum_support
 from freeattn.compose._analytic import AnalyticLaw, _cauchy_pair, may_reach_zero
+from freeattn.compose._chain import ProductChainLaw
 from freeattn.compose._discrete_sum_support import S_MARGIN, curve_bands
 from freeattn.compose._sum_support import LawBranches, law_sum_edges
 from freeattn.core._options import DEFAULT_OPTIONS
@@ -651,11 +652,14 @@ def test_a_product_without_a_hard_edge_lifts_a_stalled_grid_section_14_32():
     # stalled at 2.3e-14 (a degenerate limit), which raised.  A grid starting 1e3 higher
     # locates one band from 4.06e-8 (the mirrored formulation of eq. (14.29) gives the
     # same edges to 5e-16, benchmarks/RESULTS.md section 28), of mass 1/5.1502 beside the
-    # atom 1 - 1/5.1502 (closed forms), to 1e-12
+    # atom 1 - 1/5.1502 (closed forms), to 1e-12.  The sample covariance's S-level enters
+    # the system of eq. (14.8) as its two factors (MP(1, 5.1502) and its population,
+    # section 14.39); the lower edge is the two-law subordination's to 5e-15
     law = freeattn.free_multiplicative(
         freeattn.attention_law(0.08928, 0.70204).squared(),
         freeattn.sample_covariance(freeattn.attention_law(0.0038362, 6.7776).squared(), 5.1502))
-    assert not may_reach_zero((law.a, law.b))
+    assert isinstance(law, ProductChainLaw) and len(law.factors) == 3
+    assert not may_reach_zero(law.factors)
     (lo, hi), = law.intervals()
     assert lo == pytest.approx(4.0617486289245e-08, rel=1e-12)
     np.testing.assert_allclose(law.atoms()[1], [1.0 - 1.0 / 5.1502], rtol=1e-12)

@@ -314,9 +314,12 @@ class ProductChainLaw(SpectralLaw):
     def _pointwise_transform(self):
         return any(f._pointwise_transform for f in self.factors)
 
-    def __init__(self, factors, options=None):
+    def __init__(self, factors, options=None, two_laws=None):
         super().__init__(options if options is not None else factors[0].options)
         self.factors = tuple(factors)
+        # (a, b) when the system flattens the product of two laws (theory section
+        # 14.39): their subordination (eq. (14.4)) answers a host where it has no root
+        self._two_laws = two_laws
         # factors that are one law object share its evaluations (rows of the system)
         groups = {}
         for i, f in enumerate(self.factors):
@@ -1123,12 +1126,42 @@ class ProductChainLaw(SpectralLaw):
                 guess[:, np.flatnonzero(sel)[ok]] = g[:, ok]
         return guess
 
+    def _two_law_form(self):
+        """The subordination of eq. (14.4) of the two laws this system flattens (built
+        when first asked), or None."""
+        if self._two_laws is None:
+            return None
+        form = self.__dict__.get("_two_law_cache")
+        if form is None:
+            from ._analytic import analytic_multiplicative
+
+            form = analytic_multiplicative(*self._two_laws, options=self.options)
+            self._two_law_cache = form
+        return form
+
     def _stieltjes_exact(self, z):
         z = np.asarray(z, dtype=complex)
-        return self._g_from(self._solve(z), z)
+        try:
+            return self._g_from(self._solve(z), z)
+        except ConvergenceError:
+            # the flattened system of two laws (section 14.39): a host's point far from
+            # the support where it has no root is solved by the two laws' subordination
+            form = self._two_law_form()
+            if form is None:
+                raise
+            return form._stieltjes_exact(z)
 
     def _stieltjes_pair(self, zs):
         zs = np.asarray(zs, dtype=complex)
+        try:
+            return self._solved_pair(zs)
+        except ConvergenceError:
+            form = self._two_law_form()         # as in _stieltjes_exact
+            if form is None:
+                raise
+            return form._stieltjes_pair(zs)
+
+    def _solved_pair(self, zs):
         om = self._solve(zs)
         t = 1.0 / zs
         _, _, eL, denom = self._system(om, t)

@@ -760,10 +760,15 @@ def free_multiplicative(a, b, *, options=None):
         from ._chain import ProductChainLaw, _LevelRow
 
         parts = _product_factors(a) + _product_factors(b)
+        rows = _system_factors(a) + _system_factors(b)
         if len(parts) > 2 or all(isinstance(_LevelRow.of(p), _LevelRow) for p in parts):
             # one system in all the factors; for two S-levels over closed-form
             # constituents (attention laws) it is the explicit eq. (14.21)
-            return ProductChainLaw(_system_factors(a) + _system_factors(b), opts)
+            return ProductChainLaw(rows, opts)
+        if len(rows) > 2:
+            # two laws, one an S-level: the system in their factors, with the two-law
+            # subordination of eq. (14.4) where it finds no solution (section 14.39)
+            return ProductChainLaw(rows, opts, two_laws=(a, b))
         return analytic_multiplicative(a, b, options=opts)
     law = _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
     if isinstance(law, SubordinationLaw) and _scales_apart(law.constituent):
