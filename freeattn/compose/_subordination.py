@@ -715,9 +715,11 @@ def free_multiplicative(a, b, *, options=None):
     ``G(z) = G_b(tau) S_a(w)`` (theory eq. (8.9)); products of such levels
     collapse into one.  Without one, by analytic subordination (theory
     eqs. (14.4)-(14.6)), or the many-law system of eq. (14.8) in all the
-    factors: for three or more, for S-levels over closed-form constituents
-    (attention laws, eq. (14.21)), and for a collapsed level whose hard edge
-    at 0 its tower cannot resolve (theory section 14.24).
+    factors: for three or more (an S-level over an attention law counting as
+    its partner and its constituent, eq. (14.49)), for S-levels over
+    closed-form constituents (attention laws, eq. (14.21)), and for a
+    collapsed level whose hard edge at 0 its tower cannot resolve (theory
+    section 14.24).
 
     Parameters
     ----------
