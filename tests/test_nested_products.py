@@ -86,6 +86,9 @@ def test_a_flattened_pair_answers_a_host_by_their_subordination_section_14_39():
     with pytest.raises(freeattn.ConvergenceError, match="far from the axis"):
         law._solved_pair(z)
     g, d = law._stieltjes_pair(z)
+    # the two-law form answered, its support located first (its tables serve a host's
+    # points next to the axis, as when the two laws were the law itself)
+    assert law._two_law_form()._interval_cache is not None
     m = [law.moment(k) for k in range(16)]
     zz = complex(z[0])
     gs = sum(m[k] / zz ** (k + 1) for k in range(16))

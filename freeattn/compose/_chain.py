@@ -1136,6 +1136,13 @@ class ProductChainLaw(SpectralLaw):
             from ._analytic import analytic_multiplicative
 
             form = analytic_multiplicative(*self._two_laws, options=self.options)
+            # its support first: a host's point next to the axis is then solved from
+            # the tables of the located support (eqs. (14.12), (14.16)), as when the two
+            # laws were the law itself (where that fails, the points are solved cold)
+            try:
+                form.interval_details()
+            except ConvergenceError:
+                pass
             self._two_law_cache = form
         return form
 
