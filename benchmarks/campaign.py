@@ -131,9 +131,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     seeds = [0] if args.quick else [int(s) for s in args.seeds.split(",")]
     draws = 5 if args.quick else args.draws
-    rows = []
     if args.replay:
         return _replay(args)
+    rows = []
     for seed in seeds:
         rng = np.random.default_rng(seed)
         for i in range(draws):
@@ -151,7 +151,8 @@ def _replay(args):
     """The ``--replay`` run: each recorded draw again, with its recorded outcome beside."""
     rows, seeds, depth = [], [], 1
     for path in args.replay:
-        recorded = json.loads(open(path, encoding="utf-8").read())
+        with open(path, encoding="utf-8") as handle:
+            recorded = json.load(handle)
         depth = max(depth, recorded.get("depth", 1))
         for old in recorded["rows"]:
             if old["seconds"] <= args.slower_than:

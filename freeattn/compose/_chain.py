@@ -1146,27 +1146,26 @@ class ProductChainLaw(SpectralLaw):
             self._two_law_cache = form
         return form
 
-    def _stieltjes_exact(self, z):
-        z = np.asarray(z, dtype=complex)
+    def _or_two_laws(self, solved, name, z):
+        """``solved(z)``; where the system has no root there, the flattened pair's
+        two-law subordination (section 14.39) answers by its method ``name`` (a
+        host's point far from the support), and without such a pair the error stands."""
         try:
-            return self._g_from(self._solve(z), z)
+            return solved(z)
         except ConvergenceError:
-            # the flattened system of two laws (section 14.39): a host's point far from
-            # the support where it has no root is solved by the two laws' subordination
             form = self._two_law_form()
             if form is None:
                 raise
-            return form._stieltjes_exact(z)
+            return getattr(form, name)(z)
+
+    def _stieltjes_exact(self, z):
+        z = np.asarray(z, dtype=complex)
+        return self._or_two_laws(lambda zz: self._g_from(self._solve(zz), zz),
+                                 "_stieltjes_exact", z)
 
     def _stieltjes_pair(self, zs):
-        zs = np.asarray(zs, dtype=complex)
-        try:
-            return self._solved_pair(zs)
-        except ConvergenceError:
-            form = self._two_law_form()         # as in _stieltjes_exact
-            if form is None:
-                raise
-            return form._stieltjes_pair(zs)
+        return self._or_two_laws(self._solved_pair, "_stieltjes_pair",
+                                 np.asarray(zs, dtype=complex))
 
     def _solved_pair(self, zs):
         om = self._solve(zs)

@@ -833,10 +833,16 @@ def _product_factors(law, levels=False):
         return list(law.factors)
     if isinstance(law, AnalyticLaw) and law.multiplicative:
         return [law.a, law.b]
-    if levels and isinstance(law, SubordinationLaw) and hasattr(law.level, "apply_at_pole"):
+    if levels and _is_s_level(law):
         return (_product_factors(law.level.partner, levels)
                 + _product_factors(law.constituent, levels))
     return [law]
+
+
+def _is_s_level(law):
+    """Whether ``law`` is an S-level law (the pole form of eq. (8.27)): ``partner ⊠
+    constituent`` by eq. (8.9)."""
+    return isinstance(law, SubordinationLaw) and hasattr(law.level, "apply_at_pole")
 
 
 def _system_factors(law):
@@ -848,8 +854,7 @@ def _system_factors(law):
 
     rows = []
     for part in _product_factors(law):
-        if (isinstance(part, SubordinationLaw) and hasattr(part.level, "apply_at_pole")
-                and not isinstance(_LevelRow.of(part), _LevelRow)):
+        if _is_s_level(part) and not isinstance(_LevelRow.of(part), _LevelRow):
             rows += _system_factors(part.level.partner) + _system_factors(part.constituent)
         else:
             rows.append(part)
