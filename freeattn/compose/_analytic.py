@@ -1158,6 +1158,16 @@ class AnalyticLaw(SpectralLaw):
         14.31), which then also solves the density first.  A grid whose continuation
         stalls raises at once (a law the engine cannot solve, as the token law the
         Dyson system of eq. (13.12) then serves: a second grid would cost as much)."""
+        curves = self._curve_support()
+        if curves is not None:
+            # the bands do not need the grid (eq. (14.20)); only the warm starts of
+            # eq. (14.7) do, from its points inside them (section 14.40)
+            try:
+                self._seed_bands(curves)
+            except ConvergenceError:
+                pass                  # the whole grid, as below
+            else:
+                return _curve_intervals(curves)
         grid = self._locator_grid()
         try:
             return self._own_support(grid)
@@ -1177,6 +1187,26 @@ class AnalyticLaw(SpectralLaw):
             mirror._interval_cache = ivs
             self.__dict__["_formulations"] = [mirror, self]
             return ivs
+
+    def _seed_bands(self, bands):
+        """The warm starts of eq. (14.7) from the locator grid's points inside each of
+        ``bands`` (the curves' bands), each band located on its own (eq. (14.12)):
+        the grid's points in the gaps, where a nested law is solved next to its
+        own edges and zeros, are not needed once the curves gave the bands."""
+        lo, hi = self._bounds
+        pad = 1e-3 * self._xscale
+        grid = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
+        pr = self._problem
+        xs, ws = [], []
+        for blo, bhi, _, _ in bands:
+            x = grid[(grid > blo) & (grid < bhi)]
+            if x.size:
+                w = self._locate(x)
+                seed = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
+                xs.append(x[seed])
+                ws.append(w[seed])
+        self._warm_x = np.concatenate(xs) if xs else np.empty(0)
+        self._warm_w = np.concatenate(ws) if ws else np.empty(0, dtype=complex)
 
     def _locator_grid(self):
         """``(xs, w)``: the locator's grid and its solution (eq. (14.12)); None where the
@@ -1237,9 +1267,7 @@ class AnalyticLaw(SpectralLaw):
         if curves is not None:
             # eq. (14.20) on the branches of eq. (14.37): every gap, however narrow
             # against the grid (which still seeds the warm starts of eq. (14.7))
-            half, pole = Fraction(1, 2), Fraction(-1, 2)
-            return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
-                         for lo, hi, plo, phi in curves)
+            return _curve_intervals(curves)
         if not inside.any():
             raise ConvergenceError(
                 f"no point of the support of {self._describe()} found on a grid of "
@@ -1411,6 +1439,12 @@ class AnalyticLaw(SpectralLaw):
                 np.asarray(self.b.values, dtype=float), np.asarray(self.b.weights, dtype=float))
 
     def _curve_support(self):
+        """:meth:`_find_curve_support`, found once."""
+        if "_curves" not in self.__dict__:
+            self.__dict__["_curves"] = self._find_curve_support()
+        return self.__dict__["_curves"]
+
+    def _find_curve_support(self):
         """The bands of a ⊞ from the curves of theory eq. (14.20) on the branches of
         eq. (14.37) (section 14.29), or None: for a ⊠, two discrete laws (section
         14.19), a law whose transform is solved point by point (the causal law:
@@ -1421,8 +1455,25 @@ class AnalyticLaw(SpectralLaw):
         locator then serves."""
         if self.multiplicative or self._discrete_pair() is not None or self._pointwise_transform:
             return None
-        from ._sum_support import MAX_LAW_CURVES, LawBranches, law_sum_edges
+        from ._sum_support import MAX_LAW_CURVES, LawBranches, curve_keys, law_sum_edges
 
+        terms = _additive_terms(self.a) + _additive_terms(self.b)
+        if len(terms) > 2:
+            # a sum of sums: the curves of eq. (14.50) on the branches of every term,
+            # without a nested law's real values (a solve of its own at each point,
+            # section 14.40); where they cannot be followed, the two-law curves
+            try:
+                built = {}            # one law twice (a ⊞ a) is sampled once
+                for t in terms:
+                    if id(t) not in built:
+                        built[id(t)] = LawBranches(t, _cauchy_pair)
+                laws = [built[id(t)] for t in terms]
+                first = next((i for i, law in enumerate(laws) if not law.cheap), 0)
+                if len(curve_keys(laws[first], laws[:first] + laws[first + 1:])) \
+                        <= MAX_LAW_CURVES:
+                    return law_sum_edges(*laws)
+            except ConvergenceError:
+                pass
         try:
             a = LawBranches(self.a, _cauchy_pair)
             b = LawBranches(self.b, _cauchy_pair)
@@ -1817,6 +1868,22 @@ class AnalyticLaw(SpectralLaw):
 
         return (multiplicative_series if self.multiplicative else additive_series)(
             self.a, self.b, kmax, prec)
+
+
+def _curve_intervals(curves):
+    """The :class:`Interval` s of the curves' bands (pole edges with exponent -1/2)."""
+    half, pole = Fraction(1, 2), Fraction(-1, 2)
+    return tuple(Interval(lo, hi, pole if plo else half, pole if phi else half)
+                 for lo, hi, plo, phi in curves)
+
+
+def _additive_terms(law):
+    """The terms of ``law`` as a sum: the terms of both operands of an additive
+    :class:`AnalyticLaw`, else ``[law]`` (theory section 14.40)."""
+    parts = law._additive_constituents
+    if parts is None:
+        return [law]
+    return _additive_terms(parts[0]) + _additive_terms(parts[1])
 
 
 def _check(law, name):

@@ -262,7 +262,7 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
         # curve's tail the terms are ~ 1/f**2 and their difference C/f**2 (the outer
         # law's 1/F' - 1 and the inner one's 1/F', each without cancellation); x as
         # the smaller point plus u - F(u) = H/G of the larger one
-        return sum_criterion(w1, a.parts(w1, f), w2, b.parts(w2, f))
+        return sum_criterion((w1, w2), (a.parts(w1, f), b.parts(w2, f)))
 
     # a zero at f = 0 on curve (i, j) with p_i + q_j = 1 is the pole edge s_i + t_j
     # (there both points are atoms and eq. (14.20) is p_i + q_j - 1 = 0): its value
@@ -273,22 +273,32 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
                        pole_x, spread, spread, "eq. (14.20)")
 
 
-def sum_criterion(w1, parts1, w2, parts2):
-    """Eq. (14.20) relative to its terms, and ``x``, at the points ``w1``, ``w2`` of a
-    curve with their :meth:`_Branches.parts` ``(d, e, r)``.
+def sum_criterion(points, parts):
+    """Eq. (14.20) relative to its terms, and ``x``, at the points ``omega_i`` of a
+    curve of ``n`` laws (eq. (14.50)) with their :meth:`_Branches.parts` ``(d, e, r)``.
 
-    The criterion is the smaller ``|e|`` plus the other ``d`` (each without
-    cancellation; in a curve's tail the terms are ``~ 1/f**2`` and their
-    difference ``C/f**2``), over the sum of their moduli (0 where both vanish; a
-    NaN stays NaN); ``x`` is the smaller point plus ``u - F(u)`` of the larger.
+    ``sum_i d_i - (n - 1)`` is summed as ``d_j + sum_{i != j} e_i`` with ``j`` the
+    law of the largest ``|e|`` (each term without cancellation; in a curve's tail
+    the terms are ``~ 1/f**2`` and their sum ``C/f**2``), over the sum of their
+    moduli (0 where all vanish; a NaN stays NaN); ``x = sum_i omega_i - (n - 1) f``
+    is the smallest point plus ``u - F(u)`` of every other one.  Ties go to the
+    later law (for two laws: ``e_a + d_b`` where ``|e_a| <= |e_b|``).
     """
-    (da, ea, ra), (db, eb, rb) = parts1, parts2
-    first = np.abs(ea) <= np.abs(eb)
-    s = np.where(first, ea + db, da + eb)
-    size = np.where(first, np.abs(ea) + db, da + np.abs(eb))
+    shape = np.shape(points[0])
+    d, e, r = (np.stack([np.asarray(p[i], dtype=float).reshape(-1) for p in parts])
+               for i in range(3))
+    w = np.stack([np.asarray(v, dtype=float).reshape(-1) for v in points])
+    n, cols = d.shape[0], np.arange(d.shape[1])
+    rows = np.arange(n)[:, None]
+    # the last index of the largest |e| (of the smallest |w|): argmax of the reversed rows
+    j = n - 1 - np.argmax(np.abs(e)[::-1], axis=0)
+    s = d[j, cols] + np.where(rows != j, e, 0.0).sum(axis=0)
+    size = d[j, cols] + np.where(rows != j, np.abs(e), 0.0).sum(axis=0)
     with np.errstate(all="ignore"):
         rel = np.where(size == 0, 0.0, s / size)
-    x = np.where(np.abs(w1) >= np.abs(w2), w2 + ra, w1 + rb)
+    k = n - 1 - np.argmin(np.abs(w)[::-1], axis=0)
+    x = w[k, cols] + np.where(rows != k, r, 0.0).sum(axis=0)
+    rel, x = rel.reshape(shape), x.reshape(shape)
     return rel, x
 
 

@@ -31,7 +31,7 @@ from ._discrete_sum_support import (ATOM_MARGIN, S_MARGIN, TAIL_FACTOR, TAIL_SAM
 from ._fixed_point import bracketed_newton
 from ..laws._elementary import PointMasses
 
-__all__ = ["LawBranches", "law_sum_edges", "MAX_LAW_CURVES"]
+__all__ = ["LawBranches", "law_sum_edges", "curve_keys", "MAX_LAW_CURVES"]
 
 #: Samples per decade of the distance from each end of a branch and from each
 #: atom on it (``F`` changes on every scale from the end's rounding up).
@@ -424,97 +424,124 @@ class LawBranches:
         return abs(float(self.values([p])[1][0]))
 
 
-def law_sum_edges(a, b):
-    """Bands of ``a ⊞ b`` from the curves of eq. (14.20) on the branches of
-    eq. (14.37).
+def law_sum_edges(*laws):
+    """Bands of ``a_1 ⊞ ... ⊞ a_n`` from the curves of eq. (14.50) (eq. (14.20) for two
+    laws) on the branches of eq. (14.37).
 
-    Each curve is parametrized by the point ``u`` of the law whose inverse costs
-    more (a computed law rather than atoms): ``f = F(u)`` is then one evaluation
-    of its Cauchy transform per sample and per refining step, and only the
-    other law's ``F`` is inverted (theory section 14.29).
+    A curve is one branch of every law with a common range of ``F``.  It is
+    parametrized by the point ``u`` of the first law whose inverse costs more (a
+    computed law rather than atoms): ``f = F(u)`` is then one evaluation of its
+    Cauchy transform per sample and per refining step, and only the other laws'
+    ``F`` are inverted (theory sections 14.29, 14.40).
 
     Parameters
     ----------
-    a, b : LawBranches
+    *laws : LawBranches
+        Two or more.
 
     Returns
     -------
     list of (float, float, bool, bool)
-        The bands, increasing, with whether each edge is a pole edge (two atoms
-        of masses summing to 1, theory section 14.19).
+        The bands, increasing, with whether each edge is a pole edge (atoms of
+        every law whose masses sum to ``n - 1``, theory section 14.19).
 
     Raises
     ------
     ConvergenceError
-        If a curve's samples do not settle its sign, or the gap images do not
-        tile the complement of bands (as :func:`curve_bands`).
+        If no curve has a common value, a curve's samples do not settle its sign,
+        or the gap images do not tile the complement of bands (as
+        :func:`curve_bands`).
     """
-    # p: the law whose point is the parameter, o: the other one
-    p, o = (b, a) if a.cheap and not b.cheap else (a, b)
-    pairs = [(k, l) for k in range(p.count) for l in range(o.count)]
+    # p: the law whose point is the parameter, others: the laws inverted at f = F_p(u)
+    first = next((i for i, law in enumerate(laws) if not law.cheap), 0)
+    p = laws[first]
+    others = laws[:first] + laws[first + 1:]
     own, extras, kk, ll = [], [], [], []
-    for k, l in pairs:
-        fp, fo = p.sampled_values(k), o.sampled_values(l)
+    for key in curve_keys(p, others):
+        k, ls = key[0], key[1:]
+        fp = p.sampled_values(k)
         # the common values of F: an edge end bounds a branch's at its last sample,
         # an unbounded end or a zero of G does not (eq. (14.37))
-        lo = max(p.value_bounds(k)[0], o.value_bounds(l)[0])
-        hi = min(p.value_bounds(k)[1], o.value_bounds(l)[1])
-        if not lo < hi:
-            continue
-        # the other law's samples, and the tails of eq. (14.38), as points of p
-        extra = fo[(fo > lo) & (fo < hi)]
+        lo, hi = _common_values(p, others, key)
+        # the other laws' samples, and the tails of eq. (14.38), as points of p
+        extra = np.concatenate([f[(f > lo) & (f < hi)] for f in
+                                (o.sampled_values(l) for o, l in zip(others, ls))])
         mine = (fp >= lo) & (fp <= hi)
         both = np.r_[fp[mine], extra]
         if not both.size:
             continue
-        extra = np.r_[extra, _tails(p, o, k, l, both.min(), both.max())]
+        extra = np.r_[extra, _tails((p,) + others, key, both.min(), both.max())]
         if lo < 0 < hi:
             extra = np.r_[extra, 0.0]
         own.append(p.sampled_points(k)[mine])
         extras.append(extra)
         kk.append(k)
-        ll.append(l)
+        ll.append(ls)
     if not own:
-        raise ConvergenceError("no pair of branches shares a value of F (theory eq. (14.37))")
+        raise ConvergenceError("no curve of branches shares a value of F (theory eq. (14.37))")
     # one inverse for all the curves
     sizes = [e.size for e in extras]
     points = np.split(p.inverse(np.concatenate(extras), np.repeat(kk, sizes)),
                       np.cumsum(sizes)[:-1])
     rows = [np.unique(np.r_[u, v]) for u, v in zip(own, points)]
-    kk, ll = np.array(kk), np.array(ll)
+    kk, ll = np.array(kk), np.array(ll).reshape(len(kk), len(others))
     upad = np.full((len(rows), max(r.size for r in rows)), np.inf)
     for i, r in enumerate(rows):
         upad[i, :r.size] = r
 
     def s_and_x(u, rows):
         f = p.forward(u)
-        v = o.inverse(f, ll[rows])
-        return sum_criterion(u, p.parts(u, f), v, o.parts(v, f))
+        vs = [o.inverse(f, ll[rows, j]) for j, o in enumerate(others)]
+        return sum_criterion([u] + vs, [p.parts(u, f)] + [o.parts(v, f)
+                                                            for o, v in zip(others, vs)])
 
     pole_x = np.full(kk.size, np.nan)
     pole_at = np.full(kk.size, np.nan)
-    for i, (k, l) in enumerate(zip(kk, ll)):
-        mp, mo = _branch_atom(p, k), _branch_atom(o, l)
-        if mp is not None and mo is not None and abs(mp[1] + mo[1] - 1.0) <= ATOM_MARGIN:
-            pole_x[i], pole_at[i] = mp[0] + mo[0], mp[0]
+    for i, (k, ls) in enumerate(zip(kk, ll)):
+        atoms = [_branch_atom(p, k)] + [_branch_atom(o, l) for o, l in zip(others, ls)]
+        if all(m is not None for m in atoms) and abs(
+                sum(m[1] for m in atoms) - len(others)) <= ATOM_MARGIN:
+            pole_x[i], pole_at[i] = sum(m[0] for m in atoms), atoms[0][0]
+
+    def ends(r, side):
+        return [p.end(int(kk[r]), side)] + [o.end(int(l), side)
+                                            for o, l in zip(others, ll[r])]
 
     def limit(r, side):
-        kp, vp = p.end(int(kk[r]), side)
-        ko, vo = o.end(int(ll[r]), side)
-        if "edge" in (kp, ko):
+        if any(kind == "edge" for kind, _ in ends(r, side)):
             # the curve ends where a point reaches an edge of its law's support, where
-            # 1/F' -> 0 and eq. (14.20) tends to 1/F' - 1 <= 0 of the other point: a
+            # 1/F' -> 0 and eq. (14.50) tends to the others' sum of 1/F' - 1 <= 0: a
             # positive last sample has its zero within the rounding of that edge
             # (eq. (14.38)), and x is stationary there
             row = upad[r][np.isfinite(upad[r])]
             return float(s_and_x(np.array([row[0] if side < 0 else row[-1]]),
                                  np.array([r]))[1][0])
-        return _limit(kp, vp, ko, vo, side, int(kk[r]), int(ll[r]))
+        return _limit(ends(r, side), side, (int(kk[r]),) + tuple(int(l) for l in ll[r]))
 
-    closed = np.array([["edge" in (p.end(int(k), side)[0], o.end(int(l), side)[0])
-                        for side in (-1, 1)] for k, l in zip(kk, ll)], dtype=bool)
+    closed = np.array([[any(kind == "edge" for kind, _ in ends(r, side)) for side in (-1, 1)]
+                       for r in range(kk.size)], dtype=bool)
     return curve_bands(upad, s_and_x, limit, pole_x, p.finest, TOUCH_ULPS * _EPS,
-                       "eq. (14.20)", closed, pole_at, PEAK_REACH, touch_relative=True)
+                       "eq. (14.50)" if others[1:] else "eq. (14.20)", closed, pole_at,
+                       PEAK_REACH, touch_relative=True)
+
+
+def _common_values(p, others, key):
+    """``(lo, hi)``: the values of ``F`` common to the branches ``key`` of ``p`` and
+    ``others`` (eq. (14.37))."""
+    bounds = [p.value_bounds(key[0])] + [o.value_bounds(l) for o, l in zip(others, key[1:])]
+    return max(b[0] for b in bounds), min(b[1] for b in bounds)
+
+
+def curve_keys(p, others):
+    """The curves of eq. (14.50): every choice ``(k, l_1, ...)`` of one branch of ``p``
+    and of each of ``others`` whose ranges of ``F`` overlap, in lexicographic order."""
+    keys = [((k,), p.value_bounds(k)) for k in range(p.count)]
+    for o in others:
+        keys = [(key + (l,), (max(lo, b[0]), min(hi, b[1])))
+                for key, (lo, hi) in keys for l, b in enumerate(map(o.value_bounds,
+                                                                     range(o.count)))
+                if max(lo, b[0]) < min(hi, b[1])]
+    return [key for key, _ in keys]
 
 
 def _constituent_zeros(law, pair):
@@ -596,21 +623,23 @@ def _branch_atom(law, k):
     return float(law.atoms[j]), float(law.masses[j])
 
 
-def _tails(p, o, k, l, lo, hi):
-    """Values of ``f`` beyond the common samples ``[lo, hi]`` of curve ``(k, l)``
-    where one branch is unbounded and the other ends at a zero ``q`` of ``G``
-    (eq. (14.38)): there eq. (14.20) decays as ``C/f**2``, ``C = 1/|G'(q)| - var``,
-    and its last zero can lie beyond the samples; geometric values out to where
-    ``C/f**2`` is ``TAIL_FACTOR`` times the margin, and beyond ``spread**2/sqrt|C|``."""
+def _tails(laws, key, lo, hi):
+    """Values of ``f`` beyond the common samples ``[lo, hi]`` of curve ``key`` (one
+    branch of each of ``laws``) where one branch ends at a zero ``q`` of ``G`` and all
+    the others are unbounded (eq. (14.38)): there eq. (14.50) decays as ``C/f**2``,
+    ``C = 1/|G'(q)| - sum of the others' variances``, and its last zero can lie
+    beyond the samples; geometric values out to where ``C/f**2`` is ``TAIL_FACTOR``
+    times the margin, and beyond ``spread**2/sqrt|C|``."""
     out = []
-    spread = max(p.spread, o.spread)
+    spread = max(law.spread for law in laws)
     for side, last in ((-1, lo), (1, hi)):
-        kp, vp = p.end(k, side)
-        ko, vo = o.end(l, side)
-        if {kp, ko} != {"inf", "zero"} or last == 0.0:
+        ends = [law.end(k, side) for law, k in zip(laws, key)]
+        kinds = [kind for kind, _ in ends]
+        if sorted(kinds) != ["zero"] + ["inf"] * (len(laws) - 1) or last == 0.0:
             continue
-        inner, q, outer = (o, vo, p) if kp == "inf" else (p, vp, o)
-        c = 1.0 / inner.pole_slope(q) - outer.var
+        i = kinds.index("zero")
+        c = 1.0 / laws[i].pole_slope(ends[i][1]) - sum(
+            law.var for j, law in enumerate(laws) if j != i)
         if c == 0.0:
             continue
         far = max(np.sqrt(TAIL_FACTOR) * spread ** 2 / np.sqrt(abs(c)),
@@ -620,13 +649,16 @@ def _tails(p, o, k, l, lo, hi):
     return np.concatenate(out) if out else np.empty(0)
 
 
-def _limit(ka, va, kb, vb, side, k, l):
-    """``lim x`` as ``f -> side * oo`` on curve ``(k, l)`` whose ends are of kinds
-    ``ka``, ``kb`` (``"inf"`` or ``"zero"``) with values ``va``, ``vb`` (eq. (14.38))."""
-    if ka == "inf" and kb == "inf":
+def _limit(ends, side, key):
+    """``lim x`` as ``f -> side * oo`` on curve ``key`` whose branches end as ``ends``
+    (``(kind, value)``, kinds ``"inf"`` or ``"zero"``; eq. (14.38))."""
+    kinds = [kind for kind, _ in ends]
+    if all(kind == "inf" for kind in kinds):
         return side * np.inf
-    if ka != kb:            # omega - f -> the mean on one branch, a zero of G on the other
-        return va + vb
+    if kinds.count("zero") == 1:
+        # omega - f -> the mean on the unbounded branches, a zero of G on the other
+        return sum(v for _, v in ends)
+    # two or more at zeros: s -> 1 - (number of zeros) < 0 there, so no gap reaches this end
     raise ConvergenceError(
-        f"eq. (14.20) is positive at the end of the inner curve ({k}, {l}): the samples "
+        f"eq. (14.50) is positive at the end of the inner curve {key}: the samples "
         f"do not reach its limit (theory eq. (14.38))")

@@ -1,0 +1,137 @@
+"""A sum of sums located from the curves of all its terms (theory section 14.40,
+eq. (14.50)).
+
+Closed forms: the free sum of ``n`` symmetric Bernoulli laws on {-1, 1} is the
+Kesten-McKay law, supported on ``|x| <= 2 sqrt(n - 1)`` with density
+``n sqrt(4 (n - 1) - x**2) / (2 pi (n**2 - x**2))``.  Where no closed form exists
+the independent check is the two-law curves of eq. (14.20) on the nested law
+(section 14.29), which sample the nested law's own subordination solve.
+"""
+
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn.compose._analytic import AnalyticLaw, _additive_terms, _cauchy_pair
+from freeattn.compose._discrete_sum_support import sum_criterion
+from freeattn.compose._sum_support import LawBranches, curve_keys, law_sum_edges
+
+EPS = np.finfo(float).eps
+BERNOULLI = ([-1.0, 1.0], [0.5, 0.5])
+#: Interior density of the Kesten-McKay laws: measured 3.7e-16 at the quarter points.
+KM_DENSITY_RTOL = 1e-14
+#: The two-law curves (sampling the nested law's solve) against eq. (14.50):
+#: measured 2.7e-15 absolute on supports of size ~10.
+NESTED_CURVES_ATOL = 1e-13
+
+
+def _old_two_law_criterion(w1, parts1, w2, parts2):
+    """Eq. (14.20) as written for two laws before eq. (14.50) (section 14.26)."""
+    (da, ea, ra), (db, eb, rb) = parts1, parts2
+    first = np.abs(ea) <= np.abs(eb)
+    s = np.where(first, ea + db, da + eb)
+    size = np.where(first, np.abs(ea) + db, da + np.abs(eb))
+    with np.errstate(all="ignore"):
+        rel = np.where(size == 0, 0.0, s / size)
+    x = np.where(np.abs(w1) >= np.abs(w2), w2 + ra, w1 + rb)
+    return rel, x
+
+
+def test_the_criterion_of_two_laws_is_eq_14_20_bit_for_bit():
+    # random parts, with ties in |e| and |w| and a vanishing size: the n-law sum of
+    # eq. (14.50) reduces to the two-law formula exactly (same terms, same order)
+    rng = np.random.default_rng(0)
+    m = 400
+    w1, w2 = rng.normal(size=m), rng.normal(size=m)
+    d1, d2 = rng.uniform(0, 1, m), rng.uniform(0, 1, m)
+    d2[:40] = d1[:40]                       # |e| ties
+    w2[40:80] = -w1[40:80]                  # |w| ties
+    d1[80:90] = d2[80:90] = 1.0             # size 0
+    r1, r2 = rng.normal(size=m), rng.normal(size=m)
+    p1, p2 = (d1, d1 - 1.0, r1), (d2, d2 - 1.0, r2)
+    rel, x = sum_criterion((w1, w2), (p1, p2))
+    rel0, x0 = _old_two_law_criterion(w1, p1, w2, p2)
+    assert np.array_equal(rel, rel0) and np.array_equal(x, x0)
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_kesten_mckay_laws_as_sums_of_sums_eq_14_50(n):
+    # n free symmetries: the nested sum's terms are n Bernoulli laws; its support
+    # from eq. (14.50) is [-2 sqrt(n - 1), 2 sqrt(n - 1)] (closed form), measured
+    # correctly rounded (the two-law curves on the nested law were 7e-16 off at n = 4)
+    b = freeattn.point_masses(*BERNOULLI)
+    law = b
+    for _ in range(n - 1):
+        law = freeattn.free_additive(law, b)
+    assert isinstance(law, AnalyticLaw) and len(_additive_terms(law)) == n
+    edge = 2.0 * np.sqrt(n - 1.0)
+    ((lo, hi),) = law.intervals()
+    assert abs(hi - edge) <= EPS * edge and abs(lo + edge) <= EPS * edge
+    assert law_sum_edges(*[LawBranches(b, _cauchy_pair)] * n) == [(lo, hi, False, False)]
+    x = edge * np.array([-0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75])
+    ref = n * np.sqrt(4.0 * (n - 1) - x ** 2) / (2.0 * np.pi * (n ** 2 - x ** 2))
+    np.testing.assert_allclose(law.pdf(x), ref, rtol=KM_DENSITY_RTOL)
+
+
+@pytest.mark.parametrize("c_atoms", [([-8.0, 8.0], [0.6, 0.4]),
+                                     ([-5.0, 0.0, 5.0], [0.45, 0.1, 0.45])])
+def test_a_sum_of_sums_agrees_with_the_two_law_curves_eq_14_50(c_atoms):
+    # (three atoms ⊞ two atoms) ⊞ c: the bands of eq. (14.50) on the three terms
+    # against eq. (14.20) on (the nested law, c) — the same bands, 2 and 3 of them
+    a = freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4])
+    b = freeattn.point_masses([0.0, 1.0], [0.5, 0.5])
+    law = freeattn.free_additive(freeattn.free_additive(a, b), freeattn.point_masses(*c_atoms))
+    bands = law.intervals()
+    two_law = law_sum_edges(LawBranches(law.a, _cauchy_pair), LawBranches(law.b, _cauchy_pair))
+    assert len(bands) == len(two_law) == len(c_atoms[0])
+    np.testing.assert_allclose([v for iv in bands for v in iv[:2]],
+                               [v for iv in two_law for v in iv[:2]], rtol=0,
+                               atol=NESTED_CURVES_ATOL)
+    # the warm starts of eq. (14.7) come from the grid's points inside the bands only
+    assert law._warm_x.size
+    assert all(any(lo < x < hi for lo, hi in bands) for x in law._warm_x)
+
+
+def test_terms_of_a_sum_and_curves_of_their_branches():
+    a = freeattn.point_masses([-1.0, 1.0], [0.5, 0.5])
+    b = freeattn.point_masses([0.0, 2.0], [0.25, 0.75])
+    c = freeattn.attention_law(1.0, 0.5).squared()
+    ab = freeattn.free_additive(a, b)
+    nested = freeattn.free_additive(ab, freeattn.free_additive(a, c))
+    assert _additive_terms(nested) == [a, b, a, c]
+    # a product is one term: its own subordination, not a sum
+    prod = freeattn.free_multiplicative(c, c)
+    assert _additive_terms(freeattn.free_additive(prod, a)) == [prod, a]
+    # the curves are exactly the choices of one branch of each law with a common
+    # range of F (eq. (14.37)), checked against all pairs
+    la, lb = LawBranches(a, _cauchy_pair), LawBranches(b, _cauchy_pair)
+    keys = curve_keys(la, [lb])
+    for key in keys:
+        (lo1, hi1), (lo2, hi2) = la.value_bounds(key[0]), lb.value_bounds(key[1])
+        assert max(lo1, lo2) < min(hi1, hi2)
+    every = [(k, l) for k in range(la.count) for l in range(lb.count)]
+    missing = set(every) - set(keys)
+    for k, l in missing:
+        (lo1, hi1), (lo2, hi2) = la.value_bounds(k), lb.value_bounds(l)
+        assert not max(lo1, lo2) < min(hi1, hi2)
+
+
+def test_the_depth_2_draw_whose_support_took_14_s_eq_14_50():
+    # benchmarks/campaign.py --depth 2, seed 2 / draw 20: (three atoms ⊞ attention) ⊞
+    # attention took 14.9 s, 14 s of them in the two-law curves' samples of the nested
+    # law; its edges as recorded then (5bb9759, two-law curves of section 14.29),
+    # measured equal to 5e-16
+    law = freeattn.free_additive(
+        freeattn.free_additive(
+            freeattn.point_masses([-1.299, -0.075, 2.349], [0.132, 0.43, 0.438]),
+            freeattn.attention_law(0.045732, 0.23081).squared()),
+        freeattn.attention_law(0.1429, 0.36835).squared())
+    recorded = [(-1.294760789322174, -1.237152760844652),
+                (-0.0746457437061967, 0.04310888289413602),
+                (2.349330243704081, 2.472126975129292)]
+    bands = law.intervals()
+    np.testing.assert_allclose([v for iv in bands for v in iv[:2]],
+                               [v for iv in recorded for v in iv], rtol=0,
+                               atol=NESTED_CURVES_ATOL)
+    # the density integrates to 1 (measured mass error 2.5e-14, the campaign's check)
+    assert law.accuracy().mass_error < 1e-12
