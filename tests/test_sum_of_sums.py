@@ -1,5 +1,6 @@
 """A sum of sums located from the curves of all its terms (theory section 14.40,
-eq. (14.50)).
+eq. (14.50)), and a level that asks a nested system far from its support by its
+moments (eq. (14.47)).
 
 Closed forms: the free sum of ``n`` symmetric Bernoulli laws on {-1, 1} is the
 Kesten-McKay law, supported on ``|x| <= 2 sqrt(n - 1)`` with density
@@ -135,3 +136,42 @@ def test_the_depth_2_draw_whose_support_took_14_s_eq_14_50():
                                atol=NESTED_CURVES_ATOL)
     # the density integrates to 1 (measured mass error 2.5e-14, the campaign's check)
     assert law.accuracy().mass_error < 1e-12
+
+
+def test_a_level_over_a_system_asks_it_far_away_by_its_moments_eq_14_47():
+    # depth-3 campaign, seed 3 / draw 18: semicircle(3.7054) ⊞ (sample covariance of an
+    # attention law ⊠ two laws of atoms), a four-factor system on [0, 1.24] under an
+    # R-level. The level's support search asked the system at z = -5.25e5 + 181i, where
+    # its continuation misses 1e-11 (5.0e-10) and the build raised; beyond 1e4 times its
+    # support the moment series of eq. (14.47) answers, as it does for a ⊞ host.
+    # Moments 1-4 of the density against the exact ones: measured 4.9e-16.
+    law = freeattn.free_additive(
+        freeattn.free_multiplicative(
+            freeattn.sample_covariance(freeattn.attention_law(0.15497, 6.0968).squared(),
+                                       0.18593),
+            freeattn.free_multiplicative(freeattn.point_masses([3.623, 3.743], [0.113, 0.887]),
+                                         freeattn.point_masses([1.895, 3.33, 2.972],
+                                                               [0.533, 0.339, 0.128]))),
+        freeattn.semicircle(3.7054))
+    system = law.constituent
+    system.intervals()
+    far = np.array([complex(-525474.0836674907, 181.48024447697867)])
+    with pytest.raises(freeattn.ConvergenceError):
+        system._stieltjes_pair(far)
+    g, dg = system._pair_or_far(far)
+    mask, gf, dgf = system._far_pair(far)
+    assert mask.all() and g[0] == gf[0] and dg[0] == dgf[0]
+    # nearer, the solver's own answers (a second solve starts from the first one's
+    # tables: equal to rounding, measured 5e-17)
+    near = np.array([0.6 + 0.01j, 2.0 + 0.5j])
+    np.testing.assert_allclose(system._pair_or_far(near)[0], system._stieltjes_pair(near)[0],
+                               rtol=4 * EPS)
+    ((lo, hi),) = law.intervals()
+    x, w = np.polynomial.legendre.leggauss(200)
+    # the density has square-root edges: Gauss-Legendre in the angle of x = mid + half cos
+    theta = 0.5 * np.pi * (x + 1.0)
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    pts = mid + half * np.cos(theta)
+    dens = law.pdf(pts) * half * np.sin(theta) * 0.5 * np.pi
+    for k in range(1, 5):
+        np.testing.assert_allclose(np.sum(w * dens * pts ** k), law.moment(k), rtol=1e-12)

@@ -368,23 +368,10 @@ def _cauchy_pair(law, u):
     else:
         # a point where a nested law's solver meets a pole of its transform gives a
         # non-finite value, which the fixed-point strategies reject (never accept)
+        # (a solver built for its support's neighbourhood, asked far beyond it: the
+        # moment series there, eq. (14.47))
         with np.errstate(all="ignore"):
-            try:
-                g, d = law._stieltjes_pair(v)
-                far = None
-            except ConvergenceError:
-                far = law._far_pair(v)
-                if far is None:
-                    raise
-            if far is not None:
-                # a solver built for its support's neighbourhood, asked far beyond
-                # it: the moment series there (eq. (14.47)), the solver elsewhere
-                mask, gf, df = far
-                g = np.empty(v.shape, dtype=complex)
-                d = np.empty(v.shape, dtype=complex)
-                g[mask], d[mask] = gf, df
-                if not mask.all():
-                    g[~mask], d[~mask] = law._stieltjes_pair(v[~mask])
+            g, d = law._pair_or_far(v)
     if not flip:
         return g, d
     return np.where(low, np.conj(g), g), np.where(low, np.conj(d), d)

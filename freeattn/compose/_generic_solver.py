@@ -88,7 +88,9 @@ class GenericSolver:
         self.scale = max(abs(lo), abs(hi), 1e-300)
 
     def _phi(self, tau, with_constituent=False):
-        gb, dgb = self.constituent._stieltjes_pair(tau)
+        # a nested constituent asked far beyond its support: its moment series there
+        # (eq. (14.47)), as for any host
+        gb, dgb = self.constituent._pair_or_far(tau)
         out = self.level.apply(tau, gb, np.ones_like(tau), dgb)
         return (out, gb) if with_constituent else out
 

@@ -1150,6 +1150,26 @@ class SpectralLaw:
             out[rest] = exact
         return out
 
+    def _pair_or_far(self, zs):
+        """``(G, G')`` from :meth:`_stieltjes_pair`; where that raises
+        :class:`ConvergenceError`, from the moment series at the points beyond
+        ``FAR_RADIUS`` times the support's extent (:meth:`_far_pair`, theory eq.
+        (14.47)) and from the solver at the others (which may raise again).  The
+        rule by which a host asks a nested law anywhere in the plane."""
+        try:
+            return self._stieltjes_pair(zs)
+        except ConvergenceError:
+            far = self._far_pair(zs)
+            if far is None:
+                raise
+        mask, gf, df = far
+        g = np.empty(zs.shape, dtype=complex)
+        d = np.empty(zs.shape, dtype=complex)
+        g[mask], d[mask] = gf, df
+        if not mask.all():
+            g[~mask], d[~mask] = self._stieltjes_pair(zs[~mask])
+        return g, d
+
     def _far_pair(self, zs):
         """``(far, G, G')``: the points of ``zs`` beyond ``FAR_RADIUS`` times the
         support's extent and ``G``, ``G'`` there from the moment series (theory eq.
