@@ -531,13 +531,16 @@ def below_plain_grid(xs, bounds):
     return np.asarray(xs) < HARD_EDGE_GRID_START * hi
 
 
-def extension_inside(inside, low, solid, hard_possible=True):
+def extension_inside(inside, low, solid, hard_possible=True, real=None):
     """Which points below the plain grid (``low``) are inside (theory section 14.32): all
     of them where the plain grid's first point is inside and the product may reach 0
-    (the hard edge it sees), else those inside with a ``solid`` imaginary part."""
+    (the hard edge it sees) but those whose unknowns are ``real`` (a real solution
+    continued from above: a gap, eq. (14.16), section 14.41), else those inside with a
+    ``solid`` imaginary part."""
     plain = np.flatnonzero(~low)
     if hard_possible and plain.size and inside[plain[0]]:
-        return np.ones(int(low.sum()), dtype=bool)
+        out = np.ones(int(low.sum()), dtype=bool)
+        return out if real is None else out & ~real
     return inside[low] & solid
 
 

@@ -314,12 +314,15 @@ class ProductChainLaw(SpectralLaw):
     def _pointwise_transform(self):
         return any(f._pointwise_transform for f in self.factors)
 
-    def __init__(self, factors, options=None, two_laws=None):
+    def __init__(self, factors, options=None, two_laws=None, form=None):
         super().__init__(options if options is not None else factors[0].options)
         self.factors = tuple(factors)
         # (a, b) when the system flattens the product of two laws (theory section
-        # 14.39): their subordination (eq. (14.4)) answers a host where it has no root
+        # 14.39): their subordination (eq. (14.4)) answers a host where it has no root;
+        # ``form(a, b)`` builds that other form (by default analytic_multiplicative;
+        # a rational S-level over a system keeps its level, section 14.41)
         self._two_laws = two_laws
+        self._form = form
         # factors that are one law object share its evaluations (rows of the system)
         groups = {}
         for i, f in enumerate(self.factors):
@@ -647,7 +650,8 @@ class ProductChainLaw(SpectralLaw):
             om_low = om[:, low]
             solid = np.all(np.abs(om_low.imag) >= EXTENSION_INSIDE_RTOL * np.abs(om_low),
                            axis=0)
-            inside[low] = extension_inside(inside, low, solid, may_reach)
+            real = np.all(np.abs(om_low.imag) <= CHAIN_REAL_RTOL * np.abs(om_low), axis=0)
+            inside[low] = extension_inside(inside, low, solid, may_reach, real)
         if not inside.any():
             raise ConvergenceError(f"no point of the support of {self._describe()} found on "
                                    f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
@@ -893,9 +897,26 @@ class ProductChainLaw(SpectralLaw):
         return hard_edge_exponent(self.factors, self._describe())
 
     def _density(self, x):
-        # eq. (14.7) through the axis tables of _solve, the continuation for the rest
-        z = np.asarray(x, dtype=float).astype(complex)
-        g = self._g_from(self._solve(z), z)
+        # eq. (14.7) through the axis tables of _solve, the continuation for the rest;
+        # where that stalls, the flattened pair's other form (sections 14.39, 14.41)
+        # (the form that solved the last batch is tried first, as the formulations of
+        # eq. (14.29): a representation asks for batches next to one edge after another)
+        x = np.asarray(x, dtype=float)
+        z = x.astype(complex)
+        if self.__dict__.get("_form_first"):
+            try:
+                return self._two_law_form()._density(x)
+            except ConvergenceError:
+                self._form_first = False
+        try:
+            g = self._g_from(self._solve(z), z)
+        except ConvergenceError:
+            form = self._two_law_form()
+            if form is None:
+                raise
+            dens = form._density(x)
+            self._form_first = True
+            return dens
         return np.maximum(-g.imag, 0.0) / math.pi
 
     def _solve(self, z):
@@ -1135,7 +1156,9 @@ class ProductChainLaw(SpectralLaw):
         if form is None:
             from ._analytic import analytic_multiplicative
 
-            form = analytic_multiplicative(*self._two_laws, options=self.options)
+            build = self._form or (lambda a, b: analytic_multiplicative(
+                a, b, options=self.options))
+            form = build(*self._two_laws)
             # its support first: a host's point next to the axis is then solved from
             # the tables of the located support (eqs. (14.12), (14.16)), as when the two
             # laws were the law itself (where that fails, the points are solved cold)

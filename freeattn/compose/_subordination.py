@@ -772,6 +772,14 @@ def free_multiplicative(a, b, *, options=None):
             # subordination of eq. (14.4) where it finds no solution (section 14.39)
             return ProductChainLaw(rows, opts, two_laws=(a, b))
         return analytic_multiplicative(a, b, options=opts)
+    if (sa is None and _nested_product(a)) or (sb is None and _nested_product(b)):
+        # a rational S-level over a system (a sample covariance of a product of
+        # attention laws): one more factor of the system, not a level solved over it
+        # point by point (theory section 14.41); the level answers where the system stalls
+        from ._chain import ProductChainLaw
+
+        return ProductChainLaw(_system_factors(a) + _system_factors(b), opts, two_laws=(a, b),
+                               form=lambda a, b: _collapsed_product(a, b, sa, sb, opts))
     law = _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
     if isinstance(law, SubordinationLaw) and _scales_apart(law.constituent):
         # a constituent whose bands lie decades apart: the tower's critical points
