@@ -717,7 +717,10 @@ def free_multiplicative(a, b, *, options=None):
     eqs. (14.4)-(14.6)), or the many-law system of eq. (14.8) in all the
     factors: for three or more (an S-level over an attention law counting as
     its partner and its constituent, eq. (14.49)), for S-levels over
-    closed-form constituents (attention laws, eq. (14.21)), and for a
+    closed-form constituents (attention laws, eq. (14.21)), for a rational
+    S-transform times a product that is itself such a system (a sample
+    covariance of a product of attention laws: one more factor, its level kept
+    for the density where the system stalls, section 14.41), and for a
     collapsed level whose hard edge at 0 its tower cannot resolve (theory
     section 14.24).
 
