@@ -328,7 +328,7 @@ def test_a_system_hands_its_stalled_density_to_its_level_section_14_41(covarianc
     (lo0, hi0), (lo1, hi1) = law.intervals()
     assert law.accuracy().mass_error <= MASS_ATOL
     x = hi0 * (1 - 4e-9)
-    assert law._form_first and law.pdf(np.array([x]))[0] > 0
+    assert law._form_used and law.pdf(np.array([x]))[0] > 0
     for lo, hi in ((lo0, hi0), (lo1, hi1)):
         xs = np.linspace(lo, hi, 9)[1:-1]
         np.testing.assert_allclose(law.pdf(xs), covariance.pdf(xs), rtol=1e-12)

@@ -323,6 +323,8 @@ class ProductChainLaw(SpectralLaw):
         # a rational S-level over a system keeps its level, section 14.41)
         self._two_laws = two_laws
         self._form = form
+        # whether that form has answered the density somewhere (where the system stalled)
+        self._form_used = False
         # factors that are one law object share its evaluations (rows of the system)
         groups = {}
         for i, f in enumerate(self.factors):
@@ -899,24 +901,16 @@ class ProductChainLaw(SpectralLaw):
     def _density(self, x):
         # eq. (14.7) through the axis tables of _solve, the continuation for the rest;
         # where that stalls, the flattened pair's other form (sections 14.39, 14.41)
-        # (the form that solved the last batch is tried first, as the formulations of
-        # eq. (14.29): a representation asks for batches next to one edge after another)
         x = np.asarray(x, dtype=float)
         z = x.astype(complex)
-        if self.__dict__.get("_form_first"):
-            try:
-                return self._two_law_form()._density(x)
-            except ConvergenceError:
-                self._form_first = False
         try:
             g = self._g_from(self._solve(z), z)
         except ConvergenceError:
             form = self._two_law_form()
             if form is None:
                 raise
-            dens = form._density(x)
-            self._form_first = True
-            return dens
+            self._form_used = True
+            return form._density(x)
         return np.maximum(-g.imag, 0.0) / math.pi
 
     def _solve(self, z):
@@ -1159,13 +1153,20 @@ class ProductChainLaw(SpectralLaw):
             build = self._form or (lambda a, b: analytic_multiplicative(
                 a, b, options=self.options))
             form = build(*self._two_laws)
-            # its support first: a host's point next to the axis is then solved from
-            # the tables of the located support (eqs. (14.12), (14.16)), as when the two
-            # laws were the law itself (where that fails, the points are solved cold)
-            try:
-                form.interval_details()
-            except ConvergenceError:
-                pass
+            if self._form is not None and self._interval_cache is not None:
+                # a level kept as the other form (section 14.41) has the system's
+                # support: its own search (the generic solver's, a system solve per
+                # real point) is not repeated
+                form._interval_cache = self._interval_cache
+            else:
+                # its support first: a host's point next to the axis is then solved
+                # from the tables of the located support (eqs. (14.12), (14.16)), as
+                # when the two laws were the law itself (where that fails, the points
+                # are solved cold)
+                try:
+                    form.interval_details()
+                except ConvergenceError:
+                    pass
             self._two_law_cache = form
         return form
 
