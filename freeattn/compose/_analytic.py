@@ -1445,7 +1445,8 @@ class AnalyticLaw(SpectralLaw):
         locator then serves."""
         if self.multiplicative or self._discrete_pair() is not None or self._pointwise_transform:
             return None
-        from ._sum_support import MAX_LAW_CURVES, LawBranches, curve_keys, law_sum_edges
+        from ._sum_support import (MAX_LAW_CURVES, LawBranches, curve_keys, law_sum_edges,
+                                   parameter_index)
 
         terms = _additive_terms(self.a) + _additive_terms(self.b)
         if len(terms) > 2:
@@ -1458,7 +1459,7 @@ class AnalyticLaw(SpectralLaw):
                     if id(t) not in built:
                         built[id(t)] = LawBranches(t, _cauchy_pair)
                 laws = [built[id(t)] for t in terms]
-                first = next((i for i, law in enumerate(laws) if not law.cheap), 0)
+                first = parameter_index(laws)
                 if len(curve_keys(laws[first], laws[:first] + laws[first + 1:])) \
                         <= MAX_LAW_CURVES:
                     return law_sum_edges(*laws)

@@ -31,7 +31,7 @@ from ._discrete_sum_support import (ATOM_MARGIN, S_MARGIN, TAIL_FACTOR, TAIL_SAM
 from ._fixed_point import bracketed_newton
 from ..laws._elementary import PointMasses
 
-__all__ = ["LawBranches", "law_sum_edges", "curve_keys", "MAX_LAW_CURVES"]
+__all__ = ["LawBranches", "law_sum_edges", "curve_keys", "parameter_index", "MAX_LAW_CURVES"]
 
 #: Samples per decade of the distance from each end of a branch and from each
 #: atom on it (``F`` changes on every scale from the end's rounding up).
@@ -453,7 +453,7 @@ def law_sum_edges(*laws):
         :func:`curve_bands`).
     """
     # p: the law whose point is the parameter, others: the laws inverted at f = F_p(u)
-    first = next((i for i, law in enumerate(laws) if not law.cheap), 0)
+    first = parameter_index(laws)
     p = laws[first]
     others = laws[:first] + laws[first + 1:]
     own, extras, kk, ll = [], [], [], []
@@ -523,6 +523,12 @@ def law_sum_edges(*laws):
     return curve_bands(upad, s_and_x, limit, pole_x, p.finest, TOUCH_ULPS * _EPS,
                        "eq. (14.50)" if others[1:] else "eq. (14.20)", closed, pole_at,
                        PEAK_REACH, touch_relative=True)
+
+
+def parameter_index(laws):
+    """The index of the law whose point parametrizes the curves of eq. (14.50): the
+    first that is not a law of atoms (its inverse costs more), else the first."""
+    return next((i for i, law in enumerate(laws) if not law.cheap), 0)
 
 
 def _common_values(p, others, key):
