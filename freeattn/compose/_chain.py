@@ -144,6 +144,24 @@ class _SupportAtBound(Exception):
     """The locator grid's last point is inside the support (internal signal)."""
 
 
+class _GapInBand(Exception):
+    """The density's solve found real unknowns (a point outside the support, eq.
+    (14.16)) inside a band the locator reported (internal signal; section 14.41)."""
+
+    def __init__(self, x, om):
+        super().__init__()
+        self.x, self.om = x, om
+
+
+#: A point of the density's batch is inside a band by more than this fraction of its
+#: size from the band's edges when it may split the band (section 14.41): next to a soft
+#: edge the unknowns' imaginary parts are ~ sqrt of the relative distance, far above the
+#: ``CHAIN_REAL_RTOL`` of a real solution.
+GAP_SPLIT_MARGIN = 1e-9
+#: Most bands split by the density's solve before the representation is given up.
+GAP_SPLITS_MAX = 8
+
+
 class _OmegaRow:
     """A factor whose row of eq. (14.8) has its subordination point ``omega`` as the
     unknown: ``eta(omega)`` from the factor's Cauchy transform (eq. (14.4))."""
@@ -618,14 +636,23 @@ class ProductChainLaw(SpectralLaw):
         # by orders of magnitude); the full bound if the support reaches it
         lo, hi = self._bounds[0], min(self._bounds[1], self._start_scale())
         try:
-            return self._locate_support(lo, hi)
+            ivs = self._locate_support(lo, hi)
         except _SupportAtBound:
             if hi >= self._bounds[1]:
                 raise ConvergenceError(f"the support of {self._describe()} reaches its "
                                        f"bound {hi!r}") from None
             self._warm_x = np.empty(0)
             self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
-            return self._locate_support(lo, self._bounds[1])
+            ivs = self._locate_support(lo, self._bounds[1])
+        # the density's representation at once: where its solve finds a point outside
+        # a band, the band splits (section 14.41), so the support returned is final
+        self._interval_cache = tuple(ivs)
+        try:
+            self._representation()
+        except ConvergenceError:
+            self._rep = None           # the density's own error is raised where asked
+        ivs, self._interval_cache = self._interval_cache, None
+        return ivs
 
     def _locate_support(self, lo, hi, deeper=False):
         xs = product_grid((lo, hi), CHAIN_GRID, self.factors, deeper)
@@ -904,14 +931,77 @@ class ProductChainLaw(SpectralLaw):
         x = np.asarray(x, dtype=float)
         z = x.astype(complex)
         try:
-            g = self._g_from(self._solve(z), z)
+            om = self._solve(z)
         except ConvergenceError:
             form = self._two_law_form()
             if form is None:
                 raise
             self._form_used = True
             return form._density(x)
+        self._check_gaps(x, om)
+        g = self._g_from(om, z)
         return np.maximum(-g.imag, 0.0) / math.pi
+
+    def _check_gaps(self, x, om):
+        """Raise :class:`_GapInBand` at the first point of ``x`` whose unknowns are real
+        (outside the support, eq. (14.16)) well inside a band (``GAP_SPLIT_MARGIN``)."""
+        if self._interval_cache is None or not x.size:
+            return
+        real = np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        if not real.any():
+            return
+        for iv in self._interval_cache:
+            lo, hi = float(iv.lo), float(iv.hi)
+            margin = GAP_SPLIT_MARGIN * max(abs(lo), abs(hi))
+            hit = np.flatnonzero(real & (x > lo + margin) & (x < hi - margin))
+            if hit.size:
+                k = hit[0]
+                raise _GapInBand(float(x[k]), om[:, k].copy())
+
+    def _representation(self):
+        """The representation, splitting a band where the density's solve finds a
+        point outside it (section 14.41): the locator grid misses a gap narrower than
+        its spacing; the two new edges are the folds of eq. (14.22) from that point."""
+        for _ in range(GAP_SPLITS_MAX):
+            try:
+                return super()._representation()
+            except _GapInBand as gap:
+                self._rep = None
+                self._split_band(gap.x, gap.om)
+        raise ConvergenceError(f"the density of {self._describe()} found more than "
+                               f"{GAP_SPLITS_MAX} gaps inside the bands its locator reported")
+
+    def _split_band(self, x0, om0):
+        """Split the band holding the outside point ``x0`` (unknowns ``om0``) at the
+        edges of eq. (14.22) on both sides of it (eq. (14.9) where the fold fails),
+        each in the cell between ``x0`` and the nearest inside point of the band."""
+        ivs = list(self._interval_cache)
+        j = next(i for i, iv in enumerate(ivs) if float(iv.lo) < x0 < float(iv.hi))
+        lo, hi = float(ivs[j].lo), float(ivs[j].hi)
+        wx = self._warm_x
+        left = wx[(wx > lo) & (wx < x0)]
+        right = wx[(wx > x0) & (wx < hi)]
+        x_in = np.array([left.max() if left.size else 0.5 * (lo + x0),
+                         right.min() if right.size else 0.5 * (x0 + hi)])
+        x_out = np.array([x0, x0])
+        xe, ok = self._fold_edges(x_out, np.stack([om0, om0], axis=1), x_in)
+        # each fold in its own cell (from one outside point the secant can reach the
+        # same fold on both sides)
+        ok &= (np.minimum(x_out, x_in) <= xe) & (xe <= np.maximum(x_out, x_in))
+        if not ok.all():
+            bad = ~ok
+            xn_out, xn_in = self._narrow(x_out[bad], x_in[bad])
+            xe[bad] = self._refine_edges(xn_out, xn_in)
+        e_lo, e_hi = float(min(xe)), float(max(xe))
+        if not (lo < e_lo <= x0 <= e_hi < hi):
+            raise ConvergenceError(
+                f"a gap of {self._describe()} inside its band [{lo!r}, {hi!r}] at "
+                f"x={x0!r}: its edges {tuple(xe)!r} do not split the band")
+        half = Fraction(1, 2)
+        ivs[j:j + 1] = [Interval(ivs[j].lo, e_lo, ivs[j].lo_exponent, half),
+                        Interval(e_hi, ivs[j].hi, half, ivs[j].hi_exponent)]
+        self._interval_cache = tuple(ivs)
+        self._support_cache = None
 
     def _solve(self, z):
         """The unknowns of eq. (14.8) at ``z`` (1-d, ``Im z >= 0``), eqs. (14.15),
