@@ -144,12 +144,14 @@ class _SupportAtBound(Exception):
     """The locator grid's last point is inside the support (internal signal)."""
 
 
-class _GapInBand(Exception):
+class _GapInBand(ConvergenceError):
     """The density's solve found real unknowns (a point outside the support, eq.
-    (14.16)) inside a band the locator reported (internal signal; section 14.41)."""
+    (14.16)) inside a band the locator reported (internal signal of the system's own
+    representation build; section 14.41)."""
 
     def __init__(self, x, om):
-        super().__init__()
+        super().__init__(f"a point outside the support at x={x!r} inside a band its "
+                         f"locator reported (theory section 14.41)", point=x)
         self.x, self.om = x, om
 
 
@@ -343,6 +345,9 @@ class ProductChainLaw(SpectralLaw):
         self._form = form
         # whether that form has answered the density somewhere (where the system stalled)
         self._form_used = False
+        # while the system's own representation is built, a point of its density's
+        # solve outside a band splits that band (section 14.41)
+        self._splitting = False
         # factors that are one law object share its evaluations (rows of the system)
         groups = {}
         for i, f in enumerate(self.factors):
@@ -945,7 +950,7 @@ class ProductChainLaw(SpectralLaw):
     def _check_gaps(self, x, om):
         """Raise :class:`_GapInBand` at the first point of ``x`` whose unknowns are real
         (outside the support, eq. (14.16)) well inside a band (``GAP_SPLIT_MARGIN``)."""
-        if self._interval_cache is None or not x.size:
+        if not self._splitting or self._interval_cache is None or not x.size:
             return
         real = np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
         if not real.any():
@@ -963,11 +968,14 @@ class ProductChainLaw(SpectralLaw):
         point outside it (section 14.41): the locator grid misses a gap narrower than
         its spacing; the two new edges are the folds of eq. (14.22) from that point."""
         for _ in range(GAP_SPLITS_MAX):
+            self._splitting = True      # only this build splits (not a wrapper's)
             try:
                 return super()._representation()
             except _GapInBand as gap:
                 self._rep = None
                 self._split_band(gap.x, gap.om)
+            finally:
+                self._splitting = False
         raise ConvergenceError(f"the density of {self._describe()} found more than "
                                f"{GAP_SPLITS_MAX} gaps inside the bands its locator reported")
 
