@@ -72,7 +72,8 @@ LEVEL_RTOL = 1e-9
 #: fraction of ``|u| + |h|`` (64 ulps) is the rounding of the difference and is set to 0.
 NEVANLINNA_ROUNDING_RTOL = 64 * np.finfo(float).eps
 
-#: Relative padding of the ⊠ locator grid beyond the bounds of the support.
+#: Relative padding of the locator grids beyond the bounds of the support (of the
+#: bounds for ⊠, of the sum's scale for ⊞).
 GRID_PAD = 1e-3
 #: With a support that may reach 0 (a ⊠ whose factors' supports start at 0),
 #: the geometric locator grid starts at this fraction of the upper bound; a
@@ -1183,26 +1184,35 @@ class AnalyticLaw(SpectralLaw):
         ``bands`` (the curves' bands), each band located on its own (eq. (14.12)):
         the grid's points in the gaps, where a nested law is solved next to its
         own edges and zeros, are not needed once the curves gave the bands."""
-        lo, hi = self._bounds
-        pad = 1e-3 * self._xscale
-        grid = np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
-        pr = self._problem
+        grid = self._additive_grid()
         xs, ws = [], []
         for blo, bhi, _, _ in bands:
             x = grid[(grid > blo) & (grid < bhi)]
             if x.size:
                 w = self._locate(x)
-                seed = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
+                seed = self._warm_inside(w)
                 xs.append(x[seed])
                 ws.append(w[seed])
         self._warm_x = np.concatenate(xs) if xs else np.empty(0)
         self._warm_w = np.concatenate(ws) if ws else np.empty(0, dtype=complex)
 
+    def _additive_grid(self):
+        """The locator grid of a ⊞ (eq. (14.12)): ``SUPPORT_GRID`` equal steps over the
+        bounds of its support, padded by ``GRID_PAD`` of its scale on both sides."""
+        lo, hi = self._bounds
+        pad = GRID_PAD * self._xscale
+        return np.linspace(lo - pad, hi + pad, SUPPORT_GRID)
+
+    def _warm_inside(self, w):
+        """Boundary values ``w`` clearly inside the support, kept as warm starts of
+        eq. (14.7): ``Im w`` above ``WARM_INSIDE_RTOL`` of ``|w|`` plus the scale."""
+        pr = self._problem
+        return pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
+
     def _locator_grid(self):
         """``(xs, w)``: the locator's grid and its solution (eq. (14.12)); None where the
         grid's continuation stalls (its error is raised by :meth:`_own_support`)."""
         lo, hi = self._bounds
-        pad = 1e-3 * self._xscale
         if self.multiplicative:
             # a support reaching 0 (a hard edge) starts at the first grid point; where
             # the continuation stalls below the plain grid (eq. (14.41)), the plain grid
@@ -1217,7 +1227,7 @@ class AnalyticLaw(SpectralLaw):
                 grids += [xs[-1] * np.geomspace(HARD_EDGE_GRID_START * lift, 1.0, SUPPORT_GRID)
                           for lift in SUPPORT_START_LIFTS]
         else:
-            grids = [np.linspace(lo - pad, hi + pad, SUPPORT_GRID)]
+            grids = [self._additive_grid()]
         for xs in grids:
             try:
                 return xs, self._locate(xs)
@@ -1251,7 +1261,7 @@ class AnalyticLaw(SpectralLaw):
                                                                   self.multiplicative)
         if poles.size:
             xs, w, inside = self._probe_poles(xs, w, inside, poles)
-        seed = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
+        seed = self._warm_inside(w)
         self._warm_x, self._warm_w = xs[seed], w[seed]
         curves = self._curve_support()
         if curves is not None:
@@ -1592,7 +1602,6 @@ class AnalyticLaw(SpectralLaw):
         the others are solved by eq. (14.14), then by the continuation of
         eq. (14.3).
         """
-        pr = self._problem
         x = np.asarray(x, dtype=float)
         w = np.empty(x.shape, dtype=complex)
         todo = np.ones(x.shape, dtype=bool)
@@ -1601,7 +1610,7 @@ class AnalyticLaw(SpectralLaw):
             todo[:] = False
         if todo.any():
             w[todo] = self._continue(x[todo], np.zeros(int(todo.sum())))
-        inside = pr.sign * w.imag > WARM_INSIDE_RTOL * (pr.scale + np.abs(w))
+        inside = self._warm_inside(w)
         if inside.any():
             xs = np.concatenate([self._warm_x, x[inside]])
             ws = np.concatenate([self._warm_w, w[inside]])

@@ -116,6 +116,12 @@ CHAIN_WARM_TABLE = 8192
 CHAIN_REAL_RTOL = 1e-12
 
 
+def _real_unknowns(om):
+    """Where every unknown of eq. (14.8) (the rows of ``om``) is real to
+    ``CHAIN_REAL_RTOL``: a real solution, outside the support (eq. (14.16))."""
+    return np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+
+
 def _relative_residual(res, om, eL):
     """The largest residual of eq. (14.8), each relative to the size of its terms
     (the last row is relative already: :meth:`ProductChainLaw._system`)."""
@@ -343,8 +349,6 @@ class ProductChainLaw(SpectralLaw):
         # a rational S-level over a system keeps its level, section 14.41)
         self._two_laws = two_laws
         self._form = form
-        # whether that form has answered the density somewhere (where the system stalled)
-        self._form_used = False
         # while the system's own representation is built, a point of its density's
         # solve outside a band splits that band (section 14.41)
         self._splitting = False
@@ -684,7 +688,7 @@ class ProductChainLaw(SpectralLaw):
             om_low = om[:, low]
             solid = np.all(np.abs(om_low.imag) >= EXTENSION_INSIDE_RTOL * np.abs(om_low),
                            axis=0)
-            real = np.all(np.abs(om_low.imag) <= CHAIN_REAL_RTOL * np.abs(om_low), axis=0)
+            real = _real_unknowns(om_low)
             inside[low] = extension_inside(inside, low, solid, may_reach, real)
         if not inside.any():
             raise ConvergenceError(f"no point of the support of {self._describe()} found on "
@@ -692,11 +696,11 @@ class ProductChainLaw(SpectralLaw):
         seed = inside & np.all(om.imag < 0, axis=0)
         self._warm_x, self._warm_w = xs[seed], om[:, seed]
         # the continued real solutions outside the support, the table of eq. (14.16)
-        real = ~inside & np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        real = ~inside & _real_unknowns(om)
         self._add_inside(ext, om_ext)
         gx = np.r_[ext, xs[real]]
         gw = np.concatenate([om_ext, om[:, real]], axis=1)
-        keep = np.all(np.abs(gw.imag) <= CHAIN_REAL_RTOL * np.abs(gw), axis=0)
+        keep = _real_unknowns(gw)
         order = np.argsort(gx[keep])
         self._gap_x, self._gap_w = gx[keep][order], gw[:, keep][:, order].real + 0j
         if inside[-1]:
@@ -825,7 +829,7 @@ class ProductChainLaw(SpectralLaw):
         n = x_out.size
         edges = np.full(n, np.nan)
         ok = np.zeros(n, dtype=bool)
-        real = np.all(np.abs(om_out.imag) <= CHAIN_REAL_RTOL * np.abs(om_out), axis=0)
+        real = _real_unknowns(om_out)
         if not real.any():
             return edges, ok
         u0 = om_out[-1].real.copy()
@@ -941,7 +945,6 @@ class ProductChainLaw(SpectralLaw):
             form = self._two_law_form()
             if form is None:
                 raise
-            self._form_used = True
             return form._density(x)
         self._check_gaps(x, om)
         g = self._g_from(om, z)
@@ -952,7 +955,7 @@ class ProductChainLaw(SpectralLaw):
         (outside the support, eq. (14.16)) well inside a band (``GAP_SPLIT_MARGIN``)."""
         if not self._splitting or self._interval_cache is None or not x.size:
             return
-        real = np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        real = _real_unknowns(om)
         if not real.any():
             return
         for iv in self._interval_cache:
@@ -1113,7 +1116,7 @@ class ProductChainLaw(SpectralLaw):
             size = np.abs(base).max(axis=0)
         new, ok = self._newton(base, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
         inside = np.all(new.imag < -WARM_INSIDE_RTOL * np.abs(new), axis=0)
-        real_base = np.all(np.abs(base.imag) <= CHAIN_REAL_RTOL * np.abs(base), axis=0)
+        real_base = _real_unknowns(base)
         with np.errstate(all="ignore"):
             moved = np.abs(new - base).max(axis=0)
         gap = (real_base & (first <= CHAIN_NEAR_AXIS_STEP * size)
@@ -1170,7 +1173,7 @@ class ProductChainLaw(SpectralLaw):
                 wa, wb = gw[:, a], gw[:, b]
                 guess = wa + frac * (wb - wa)
                 new, ok = self._newton(guess, t[cand], CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
-                ok &= np.all(np.abs(new.imag) <= CHAIN_REAL_RTOL * np.abs(new), axis=0)
+                ok &= _real_unknowns(new)
                 # eq. (14.16): within the bracket of its neighbours, widened by its width
                 spread = np.abs(wb - wa)
                 lo = np.minimum(wa.real, wb.real) - spread
@@ -1191,8 +1194,7 @@ class ProductChainLaw(SpectralLaw):
         x = -np.geomspace(b, a, n + 1)
         om = self._continue(x, np.zeros(x.size), check=False,
                             optional=np.ones(x.size, dtype=bool))
-        keep = np.all(np.isfinite(om), axis=0) & np.all(
-            np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+        keep = np.all(np.isfinite(om), axis=0) & _real_unknowns(om)
         gx = np.r_[x[keep], self._gap_x]
         gw = np.concatenate([om[:, keep].real + 0j, self._gap_w], axis=1)
         order = np.argsort(gx)
