@@ -551,15 +551,7 @@ def _mp_curve(curve):
     """``Z(t)`` of a rational tower with a Marchenko-Pastur leaf, in mpmath (eq. (8.6))."""
     import mpmath
 
-    p, q = mpmath.mpf(curve.leaf_law.p), mpmath.mpf(curve.leaf_law.q)
-    levels = [level.mp(mpmath) for level in curve.levels]
-
-    def z_of(t):
-        z, g = t * (t + p) / (t - q), 1 / t
-        for level in levels:
-            z, g = level(z, g)
-        return z
-    return z_of
+    return curve.mp_z_of(mpmath)
 
 
 #: Where the expanded polynomial's roots depend on the LAPACK kernel (see the reason).

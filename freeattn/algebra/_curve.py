@@ -133,6 +133,22 @@ class Curve:
     def z_of(self, t):
         return self.stages(t, derivatives=False)[0][-1]
 
+    def mp_z_of(self, mpmath):
+        """``Z(t)`` in mpmath, at its working precision, for a Marchenko-Pastur leaf
+        (eq. (8.6)) and the levels' own mpmath forms (the references' evaluator)."""
+        leaf = self.leaf_law
+        if not isinstance(leaf, MarchenkoPasturLeaf):
+            raise TypeError("mp_z_of needs a Marchenko-Pastur leaf")
+        p, q = mpmath.mpf(leaf.p), mpmath.mpf(leaf.q)
+        levels = [level.mp(mpmath) for level in self.levels]
+
+        def z_of(t):
+            z, g = t * (t + p) / (t - q), 1 / t
+            for level in levels:
+                z, g = level(z, g)
+            return z
+        return z_of
+
     def partner_points(self, zs, gs):
         """The partners' subordination points of every level, ``[(level, k, point)]``."""
         out = []

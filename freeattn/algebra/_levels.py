@@ -88,6 +88,11 @@ class AffineLevel:
         """``lim dz/dtau`` as ``tau -> oo`` (the scale of the map's derivative)."""
         return self.scale
 
+    def ray_reach(self):
+        """How far beyond the constituent's support the level's own structure reaches
+        in ``tau`` (theory section 8.5): none, ``tau`` is ``z`` moved and scaled."""
+        return 0.0
+
     def apply(self, tau, gb, dtau, dgb):
         z = self.shift + self.scale * tau
         if dtau is None:
@@ -168,6 +173,13 @@ class RLevel:
         """``lim dz/dtau = 1`` as ``tau -> oo`` (``R_a(G_b(tau)) -> R_a(0)``)."""
         return 1.0
 
+    def ray_reach(self):
+        """How far beyond the constituent's support the level's own structure reaches
+        in ``tau`` (theory section 8.5): the partner's extent, where ``R_a(G_b(tau))``
+        with ``G_b(tau) ~ 1/tau`` meets the singularities of ``R_a``."""
+        lo, hi = self.partner.support()
+        return max(abs(float(lo)), abs(float(hi)))
+
     def apply(self, tau, gb, dtau, dgb):
         if dtau is None:
             return tau + self.transform(gb), gb, None, None
@@ -221,6 +233,12 @@ class SLevel:
     def slope_at_infinity(self):
         """``lim dz/dtau = 1/S_a(0)`` as ``tau -> oo`` (``w -> 0``), in modulus."""
         return abs(1.0 / self.transform.at_zero())
+
+    def ray_reach(self):
+        """How far beyond the constituent's support the level's own structure reaches
+        in ``tau`` (theory section 8.5): none, ``w = tau G_b(tau) - 1`` is a function
+        of ``tau`` on the constituent's scale."""
+        return 0.0
 
     def apply(self, tau, gb, dtau, dgb):
         w = tau * gb - 1.0

@@ -150,6 +150,10 @@ class CompanionLevel:
         """``dz/dtau = 1``: the level keeps the point."""
         return 1.0
 
+    def ray_reach(self):
+        """No structure of its own beyond the constituent's support (the level keeps the point)."""
+        return 0.0
+
     def apply(self, tau, gb, dtau, dgb):
         t = self.t
         g = t * gb + (1.0 - t) / tau

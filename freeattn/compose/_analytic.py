@@ -209,6 +209,13 @@ EXACT_H_MAX_ATOMS = 256
 #: sum's, they are absolute at its size, and the density of a band of width
 #: ``1.9e-6`` next to 0 in a sum of scale 14.2 came out 4.3e-3 off.
 LOCAL_BAND_RTOL = 1e-4
+#: A band at an atom (section 14.37) narrower than ``ATOM_BAND_MIN_RTOL`` of the sum's
+#: scale, solved at that scale (not a band of eq. (14.48)), is not resolved: the band
+#: of ``(0.37 + 1e-6 attention(0.5, 0.5)²) ⊞ sample_covariance({1, 2}, 4)``, ``1.3e-7``
+#: of the scale, split its representation's panels for 9.5 s, while bands ``9e-6`` of
+#: the scale at an atom (tests/test_sum_support.py) are solved to their mass.  Bands
+#: below eq. (8.30)'s limit raise there instead.
+ATOM_BAND_MIN_RTOL = 1e-6
 
 
 def _atom_sums(values, weights, v):
@@ -494,12 +501,13 @@ def locator_schedule(n):
     return coarse, levels, np.flatnonzero(~solved)
 
 
-def lowest_scale(factors):
+def lowest_scale(factors, atoms=False):
     """The scale of the lowest band a ``⊠`` of ``factors`` can have, or None where it is
     that of the plain grid (theory eq. (14.41)).
 
-    Each factor contributes its lowest band's lower end, or, where that band
-    reaches 0, its upper end.  Only a factor whose band ``[0, e]`` lies apart from
+    Each factor contributes its lowest band's lower end (with ``atoms``, its lowest
+    positive atom where that is lower, or where it has no band; without, a factor
+    without a band gives None), or, where that band reaches 0, its upper end.  Only a factor whose band ``[0, e]`` lies apart from
     the rest of its support (a gap above it) with more mass than any factor's atom
     at 0 puts mass far below the product's upper bound: it acts as a projection
     of its other mass, and the atoms at 0 (``⊠`` keeps the largest) absorb a
@@ -508,14 +516,22 @@ def lowest_scale(factors):
     scale, isolated, atom = 1.0, 0.0, 0.0
     for law in factors:
         ivs = law.interval_details()
-        if not ivs:
-            return None
         loc, mass = law.atoms()
         at_zero = float(np.sum(mass[loc == 0.0]))
         atom = max(atom, at_zero)
+        # the lowest positive atom where it lies below the bands (a discrete factor's
+        # lowest atom: a product of an attention law's band [0, 1.9e-12] with atoms
+        # {0.434, 4.533} has its lowest band at 1.4e-16)
+        positive = loc[loc > 0.0]
+        low_atom = float(np.min(positive)) if positive.size and atoms else np.inf
+        if not ivs:
+            if not np.isfinite(low_atom):
+                return None
+            scale *= low_atom
+            continue
         first = ivs[0]
         if first.lo > 0:
-            scale *= first.lo
+            scale *= min(first.lo, low_atom)
             continue
         scale *= first.hi
         if len(ivs) > 1:
@@ -545,7 +561,7 @@ def extension_inside(inside, low, solid, hard_possible=True, real=None):
     return inside[low] & solid
 
 
-def product_grid(bounds, points, factors=(), deeper=False):
+def product_grid(bounds, points, factors=(), deeper=False, atoms=False):
     """The geometric locator grid of a ``⊠`` over the bounds ``(lo, hi)`` of its support.
 
     Padded by :data:`GRID_PAD` on both sides; a support that may reach 0 (a
@@ -554,13 +570,14 @@ def product_grid(bounds, points, factors=(), deeper=False):
     (14.41)); ``points`` per ``log10(1/HARD_EDGE_GRID_START)``
     decades, the grid's density kept as it reaches further down.  ``deeper``: that
     many decades further down again (a band whose soft lower edge lies below the
-    first grid point of a product that cannot reach 0, section 14.32).
+    first grid point of a product that cannot reach 0, section 14.32).  ``atoms``:
+    the factors' atoms count in the lowest scale (:func:`lowest_scale`).
     """
     lo, hi = bounds
     if lo > 0:
         return np.geomspace(lo * (1 - GRID_PAD), hi * (1 + GRID_PAD), points)
     base = hi
-    low = lowest_scale(factors) if factors else None
+    low = lowest_scale(factors, atoms) if factors else None
     if low is not None and 0 < low < hi:
         base = low
     start = HARD_EDGE_GRID_START * base * (HARD_EDGE_GRID_START if deeper else 1.0)
@@ -1158,7 +1175,9 @@ class AnalyticLaw(SpectralLaw):
             except ConvergenceError:
                 pass                  # the whole grid, as below
             else:
-                return _curve_intervals(curves)
+                ivs = _curve_intervals(curves)
+                self._check_far_atom_bands(ivs)
+                return ivs
         grid = self._locator_grid()
         try:
             return self._own_support(grid)
@@ -1618,6 +1637,47 @@ class AnalyticLaw(SpectralLaw):
             self._warm_x, self._warm_w = xs[order], ws[order]
         return w
 
+    def _check_far_atom_bands(self, ivs):
+        """Raise on a band the curves found at an atom that the sum's tolerances do not
+        resolve (theory section 14.37): within ``s + [lo - d, hi + d]`` of an atom ``s``
+        of one law (mass below 1), ``[lo, hi]`` the other's support, the band and ``d``
+        narrower than ``ATOM_BAND_MIN_RTOL`` of the sum's scale, not a band solved at its
+        own scale (eq. (14.48)) and not below eq. (8.30)'s limit (raised there)."""
+        from ..algebra._chebyshev import ROUNDING_FLOOR_MAX
+
+        scale = self._problem.scale
+        for law, other, s_, m, olo, ohi in self._atom_windows(ATOM_BAND_MIN_RTOL * scale):
+            width = ohi - olo
+            lo, hi = s_ + olo - width, s_ + ohi + width
+            for iv in ivs:
+                w = float(iv.hi) - float(iv.lo)
+                own = max(abs(float(iv.lo)), abs(float(iv.hi)), w)
+                if (iv.lo <= hi and iv.hi >= lo and w < ATOM_BAND_MIN_RTOL * scale
+                        and not own < LOCAL_BAND_RTOL * scale
+                        and not np.finfo(float).eps * scale / w > ROUNDING_FLOOR_MAX):
+                    raise _UnresolvedBand(
+                        f"{self._describe()}: the atom of {law._describe()} at "
+                        f"{float(s_)!r} (mass {float(m):.6g}) spreads into the band "
+                        f"[{float(iv.lo)!r}, {float(iv.hi)!r}], as wide as the support of "
+                        f"{other._describe()} ({width:.3e}), below ATOM_BAND_MIN_RTOL "
+                        f"{ATOM_BAND_MIN_RTOL:.0e} of the sum's scale {scale:.3e}: the "
+                        f"solver's tolerances, relative to that scale, do not resolve "
+                        f"its density (theory section 14.37)", point=float(s_))
+
+    def _atom_windows(self, max_width):
+        """``(law, other, s, m, lo, hi)`` for every atom ``s`` of mass ``0 < m < 1`` of one
+        law whose partner's support ``[lo, hi]`` is narrower than ``max_width``."""
+        for law, other in ((self.a, self.b), (self.b, self.a)):
+            loc, mass = law.atoms()
+            if not loc.size or not other.interval_details():
+                continue
+            olo, ohi = other.support()
+            if not ohi - olo < max_width:
+                continue
+            for s_, m in zip(loc, mass):
+                if 0 < m < 1:
+                    yield law, other, s_, m, olo, ohi
+
     def _check_atom_bands(self, ivs, xs):
         """Raise where an atom's band of ``a ⊞ b`` lies between two locator points.
 
@@ -1631,27 +1691,20 @@ class AnalyticLaw(SpectralLaw):
         """
         spacing = float(np.max(np.diff(xs)))
         sum_loc = self.atoms()[0]
-        for law, other in ((self.a, self.b), (self.b, self.a)):
-            loc, mass = law.atoms()
-            if not loc.size or not other.interval_details():
-                continue
-            olo, ohi = other.support()
+        for law, other, s, m, olo, ohi in self._atom_windows(spacing):
             width = ohi - olo
-            if not width < spacing:
+            if np.any(np.abs(sum_loc - s - olo) <= width):
                 continue
-            for s, m in zip(loc, mass):
-                if not 0 < m < 1 or np.any(np.abs(sum_loc - s - olo) <= width):
-                    continue
-                lo, hi = s + olo - width - spacing, s + ohi + width + spacing
-                if any(iv.lo <= hi and iv.hi >= lo for iv in ivs):
-                    continue
-                raise _UnresolvedBand(
-                    f"{self._describe()}: the atom of {law._describe()} at {float(s)!r} "
-                    f"(mass {float(m):.6g}) spreads into a band about as wide as the support "
-                    f"of {other._describe()} ({width:.3e}), which lies between two points "
-                    f"of the locator grid (spacing {spacing:.3e}) and was not found; the "
-                    f"solver's tolerances, relative to the sum's scale, do not resolve it "
-                    f"(theory section 14.37)", point=float(s))
+            lo, hi = s + olo - width - spacing, s + ohi + width + spacing
+            if any(iv.lo <= hi and iv.hi >= lo for iv in ivs):
+                continue
+            raise _UnresolvedBand(
+                f"{self._describe()}: the atom of {law._describe()} at {float(s)!r} "
+                f"(mass {float(m):.6g}) spreads into a band about as wide as the support "
+                f"of {other._describe()} ({width:.3e}), which lies between two points "
+                f"of the locator grid (spacing {spacing:.3e}) and was not found; the "
+                f"solver's tolerances, relative to the sum's scale, do not resolve it "
+                f"(theory section 14.37)", point=float(s))
 
     def _first_panel_nodes(self):
         # Two discrete laws with at most as many pairs of atoms as the exact supports

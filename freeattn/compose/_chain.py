@@ -660,11 +660,28 @@ class ProductChainLaw(SpectralLaw):
             self._representation()
         except ConvergenceError:
             self._rep = None           # the density's own error is raised where asked
+            if self._atoms_reach_lower(lo, hi):
+                # a discrete factor's atoms put the lowest band below the grid (eq.
+                # (14.41) with the atoms): located again on the grid reaching it
+                self._warm_x = np.empty(0)
+                self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
+                self._interval_cache = tuple(self._locate_support(lo, hi, atoms=True))
+                try:
+                    self._representation()
+                except ConvergenceError:
+                    self._rep = None
         ivs, self._interval_cache = self._interval_cache, None
         return ivs
 
-    def _locate_support(self, lo, hi, deeper=False):
-        xs = product_grid((lo, hi), CHAIN_GRID, self.factors, deeper)
+    def _atoms_reach_lower(self, lo, hi):
+        """Whether the grid of eq. (14.41) with the factors' atoms starts lower."""
+        if lo > 0:
+            return False
+        with_atoms = product_grid((lo, hi), CHAIN_GRID, self.factors, atoms=True)[0]
+        return with_atoms < product_grid((lo, hi), CHAIN_GRID, self.factors)[0]
+
+    def _locate_support(self, lo, hi, deeper=False, atoms=False):
+        xs = product_grid((lo, hi), CHAIN_GRID, self.factors, deeper, atoms)
         may_reach = not lo > 0 and may_reach_zero(self.factors)
         start = xs[0]
         # points beyond the grid on both sides (geometric, to CHAIN_GAP_REACH) for
@@ -709,7 +726,7 @@ class ProductChainLaw(SpectralLaw):
         if hard and not may_reach and not deeper:
             # no factor gives a hard edge (eq. (14.6)): the band's soft lower edge lies
             # below the grid; nine decades further down (section 14.32)
-            return self._locate_support(lo, hi, deeper=True)
+            return self._locate_support(lo, hi, deeper=True, atoms=atoms)
         edges = []
         if hard:
             edges.append((0.0, "lo", self._hard_edge_exponent()))

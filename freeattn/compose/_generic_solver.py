@@ -164,6 +164,7 @@ class GenericSolver:
         floor = DPHI_FLOOR * self._dphi_infinity()
         for glo, ghi, e_glo, e_ghi in _gaps(b):
             taus = _gap_grid(glo, ghi, opts.critical_grid, self.scale)
+            taus = _ray_reach_points(taus, glo, ghi, self.scale, self.level.ray_reach())
             # one evaluation of the constituent for both tests (its transform can
             # be the expensive part: a system solved per point)
             tc = taus.astype(complex)
@@ -179,10 +180,14 @@ class GenericSolver:
                     right, e_right = ghi, e_ghi
                 else:
                     right, e_right = self._zero(taus[j], taus[j + 1]), SOFT
-                pieces.append((self._phi_real_limit(left, +1), self._phi_real_limit(right, -1),
-                               e_left, e_right))
-        scale = max((abs(v) for p in pieces for v in p[:2] if np.isfinite(v)), default=1.0)
-        pieces = [p for p in pieces if p[1] - p[0] > opts.edge_merge_rtol * scale]
+                xl, xr = self._phi_real_limit(left, +1), self._phi_real_limit(right, -1)
+                # the piece's rounding: the terms of Phi at its ends (eq. (8.8):
+                # z = tau + (z - tau)), bounded by twice its ends' z and tau
+                size = max((abs(v) for v in (xl, xr, left, right) if np.isfinite(v)),
+                           default=0.0)
+                if not (xr - xl > opts.edge_merge_rtol * size):
+                    continue
+                pieces.append((xl, xr, e_left, e_right))
         pieces.sort(key=lambda p: p[0])
         merged = []
         for p in pieces:
@@ -378,6 +383,33 @@ def _gap_grid(lo, hi, n, scale):
     if np.isinf(hi):
         return lo + 4 * scale * u / (1 - u)
     return lo + (hi - lo) * u
+
+
+#: A level whose own structure reaches beyond ``RAY_REACH_RATIO`` times the
+#: constituent's scale (a ⊞ with MP(1.01, 2.99), on [0.54, 7.5], over a product of
+#: attention laws on [0, 9.4e-9]) gets ``RAY_REACH_PER_DECADE`` geometric points a
+#: decade on each infinite gap, from where the mapped Chebyshev grid thins out
+#: (``RAY_REACH_RATIO`` times the scale; with 256 points its last is at 4.3e5 times
+#: the scale) to ``RAY_REACH_FAR`` times the reach: the grid alone put no point
+#: between 1e-3 and infinity there, read one increasing run across the partner's
+#: band and missed it (theory section 8.5).
+RAY_REACH_RATIO = 1e4
+RAY_REACH_PER_DECADE = 16
+RAY_REACH_FAR = 1e2
+
+
+def _ray_reach_points(taus, lo, hi, scale, reach):
+    """``taus`` with the geometric points of ``RAY_REACH_PER_DECADE`` on infinite gaps."""
+    if not reach > RAY_REACH_RATIO * scale or (np.isfinite(lo) and np.isfinite(hi)):
+        return taus
+    start, stop = RAY_REACH_RATIO * scale, RAY_REACH_FAR * reach
+    mags = np.geomspace(start, stop, int(np.ceil(np.log10(stop / start) * RAY_REACH_PER_DECADE)) + 1)
+    extra = []
+    if np.isinf(hi):
+        extra.append((0.0 if np.isinf(lo) else lo) + mags)
+    if np.isinf(lo):
+        extra.append((0.0 if np.isinf(hi) else hi) - mags)
+    return np.unique(np.concatenate([taus] + extra))
 
 
 def _runs(mask):

@@ -116,6 +116,40 @@ EDGE_SEED_RTOL = 1e-4
 #: selection per call.
 EDGE_SEED_MIN_DEGREE = 5
 
+#: A break where the expanded denominator of ``Z`` vanishes is a pole only if the
+#: factored tower blows up there too (theory eq. (8.33)): ``|Z(t)|`` above
+#: ``POLE_CONFIRM_RATIO`` times ``|Z|`` at ``t (1 +- POLE_PROBE_RTOL)``.  At a pole
+#: rounded to ``k`` ulps the ratio is about ``POLE_PROBE_RTOL / (k eps)``, 1e10 at
+#: ``k = 64``; where the tower is continuous it is about 1.  The expanded
+#: coefficients of a product of a small-``beta`` attention law with three
+#: Marchenko-Pastur laws lose their low-order terms to cancellation (5.8e-16 where
+#: 0 is exact, against 4e-8 at higher orders) and have spurious real roots at
+#: ``|t| ~ 0.05``, where ``Z`` is finite: read as poles, they swallowed the support.
+POLE_PROBE_RTOL = 1e-4
+POLE_CONFIRM_RATIO = 1e3
+
+#: The same cancellation loses critical points of ``Z`` (the lower edge of that
+#: product, at ``t = 7e-5``, is a root of no expanded coefficient's polynomial).
+#: On towers of degree at least ``EDGE_SEED_MIN_DEGREE`` the factored ``Z'`` is
+#: also scanned at ``SCAN_PER_DECADE`` points a decade on ``+-[SCAN_LOW, SCAN_HIGH]``
+#: times the largest break (at least 1); a sign change with no expanded critical
+#: point or pole between its two points is bisected ``SCAN_BISECTIONS`` times (a
+#: relative 1e-7 of its cell) and joins the critical points before their polish.
+SCAN_PER_DECADE = 16
+SCAN_LOW = 1e-12
+SCAN_HIGH = 1e2
+SCAN_BISECTIONS = 24
+
+#: An edge ``x_e = Z(t_e)`` is kept only where the factored tower resolves it:
+#: ``Z`` at ``t_e (1 + k eps)``, ``|k| <= EDGE_ROUNDING_ULPS``, stays within
+#: ``EDGE_ROUNDING_RTOL`` of the edge's scale (``|x_e|``, or its band's width at 0)
+#: of its linear model (an edge within ``edge_merge_rtol`` of the band's width from 0:
+#: the width).  Well-conditioned towers spread by a few ulps; the
+#: product above spread by 1e-11 at its lower edge 1.3e-11, where its density's
+#: solve ran 167 s before it gave up.
+EDGE_ROUNDING_ULPS = 8
+EDGE_ROUNDING_RTOL = 1e-9
+
 
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL, roots=None):
     """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged
@@ -588,6 +622,11 @@ class RationalSolver:
                       if poly.size > 1]
         raw, *pole_roots = _real_roots_of([crit_poly] + pole_polys,
                                           roots=[all_crit] + [None] * len(pole_polys))
+        if curve.degree >= EDGE_SEED_MIN_DEGREE:
+            lost = self._scanned_critical(np.concatenate([raw] + pole_roots))
+            if lost.size:
+                raw = np.sort(np.concatenate([raw, lost]))
+                all_crit = np.concatenate([all_crit, lost])
         crit = self._polish_critical(raw)
         # Multiplicities (eq. (8.13)) are counted among the coefficient roots,
         # next to each polished point's unpolished origin.
@@ -663,9 +702,74 @@ class RationalSolver:
             edge_points[float(lo)], edge_points[float(hi)] = left[3], right[2]
         if intervals:
             self.extent = max(max(abs(iv[0]), abs(iv[1])) for iv in intervals)
+            self._check_edge_rounding(intervals, edge_points)
         intervals = _snap_hard_edge(intervals, self.hard_edges, self.options)
         self._record_soft_edges(intervals, edge_points)
         return intervals
+
+    def _check_edge_rounding(self, intervals, edge_points):
+        """Raise where the factored tower's rounding swamps an edge (``EDGE_ROUNDING_RTOL``)."""
+        xs, ts, scales = [], [], []
+        for lo, hi, _, _ in intervals:
+            for x in (lo, hi):
+                te = edge_points.get(x)
+                if te is not None and np.isfinite(te) and te != 0.0:
+                    xs.append(x)
+                    ts.append(te)
+                    # an edge at 0 up to rounding (snapped later) on its band's width
+                    at_zero = abs(x) <= self.options.edge_merge_rtol * (hi - lo)
+                    scales.append(hi - lo if at_zero else abs(x))
+        if not xs:
+            return
+        ts, xs, scales = np.array(ts), np.array(xs), np.array(scales)
+        k = np.arange(-EDGE_ROUNDING_ULPS, EDGE_ROUNDING_ULPS + 1)
+        tt = ts[:, None] * (1.0 + k * _EPS)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            zs, _, dzs, _ = self.curve.stages(tt.astype(complex))
+        z, dz = zs[-1].real, dzs[-1].real
+        mid = EDGE_ROUNDING_ULPS
+        model = z[:, mid:mid + 1] + dz[:, mid:mid + 1] * (tt - ts[:, None])
+        spread = np.max(np.abs(z - model), axis=1)
+        # (a leaf point at a pole of a stage gives no finite spread: not judged)
+        bad = np.isfinite(spread) & (spread > EDGE_ROUNDING_RTOL * scales)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ConvergenceError(
+                f"the tower does not resolve the edge {xs[i]!r}: Z varies by {spread[i]:.3e} "
+                f"within {EDGE_ROUNDING_ULPS} ulps of its leaf point {ts[i]!r}, more than "
+                f"EDGE_ROUNDING_RTOL {EDGE_ROUNDING_RTOL:.0e} of the edge's scale "
+                f"{scales[i]:.3e} (theory section 8.5)")
+
+    def _scanned_critical(self, known):
+        """Sign changes of the factored ``Z'`` that no point of ``known`` explains.
+
+        The expanded numerator of ``Z'`` (eq. (8.12)) loses roots to the
+        cancellation of its coefficients; the scan (``SCAN_PER_DECADE``) finds
+        them on the factored tower, bisected to ``SCAN_BISECTIONS`` halvings.
+        """
+        known = np.sort(known[np.isfinite(known)])
+        top = max(float(np.max(np.abs(known))) if known.size else 1.0, 1.0)
+        decades = np.log10(SCAN_HIGH / SCAN_LOW)
+        mags = top * np.geomspace(SCAN_LOW, SCAN_HIGH, int(decades * SCAN_PER_DECADE) + 1)
+        t = np.concatenate([-mags[::-1], mags])
+
+        def slope(t):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                return self.curve.stages(t.astype(complex))[2][-1].real
+        d = slope(t)
+        lo, hi, dlo, dhi = t[:-1], t[1:], d[:-1], d[1:]
+        change = np.isfinite(dlo) & np.isfinite(dhi) & (np.sign(dlo) * np.sign(dhi) < 0)
+        # no expanded critical point or pole between or at the two points (the grid
+        # holds the largest break itself)
+        change &= np.searchsorted(known, lo, "left") == np.searchsorted(known, hi, "right")
+        lo, hi, slo = lo[change], hi[change], np.sign(dlo[change])
+        if not lo.size:
+            return np.empty(0)
+        for _ in range(SCAN_BISECTIONS):
+            mid = 0.5 * (lo + hi)
+            same = np.sign(slope(mid)) == slo
+            lo, hi = np.where(same, mid, lo), np.where(same, hi, mid)
+        return 0.5 * (lo + hi)
 
     def _polish_critical(self, crit):
         """Critical points of ``Z`` refined on the factored tower (theory eq. (8.12), section 8.4).
@@ -734,6 +838,14 @@ class RationalSolver:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             z = self.curve.z_of(tf.astype(complex))
             value = np.where(np.isfinite(z), z.real, nval / dval)
+            if pole.any():
+                # the factored tower confirms the pole (eq. (8.33))
+                near = self.curve.z_of(np.concatenate(
+                    [tf * (1.0 - POLE_PROBE_RTOL), tf * (1.0 + POLE_PROBE_RTOL)]
+                ).astype(complex)).reshape(2, tf.size)
+                scale = np.max(np.abs(near), axis=0)
+                finite = np.isfinite(z) & np.all(np.isfinite(near), axis=0)
+                pole &= ~finite | (np.abs(z) > POLE_CONFIRM_RATIO * scale)
         out[fin] = np.where(pole, np.where(side[fin] > 0, -np.inf, np.inf), value)
         return out
 

@@ -79,6 +79,16 @@ POLISH_STEP_RTOL = 1e-6
 #: ulps of ``|z|`` (measured: 1.4e-16 relative at ``z = 3.8e-35``).
 HARD_EDGE_RESIDUAL_ULPS = 64
 
+#: Inside a band (farther than ``INTERIOR_MARGIN`` of its width from its edges) the
+#: density is positive: a solve giving ``f(x) * width`` below ``INTERIOR_DENSITY_FLOOR``
+#: there took a real root on another sheet, and raises instead of being fitted.  A
+#: true density at that distance from an edge of exponent ``p <= 3/2`` is at least
+#: ``1e-9 / width``; the wrong sheet of a tower of a small-``beta`` attention law
+#: times three Marchenko-Pastur laws gave 1e-57 to 1e-99 (its representation
+#: split panels for 167 s before it gave up).
+INTERIOR_MARGIN = 1e-6
+INTERIOR_DENSITY_FLOOR = 1e-30
+
 _EPS = float(np.finfo(float).eps)
 
 from ._rational_solver import _TINY, RationalSolver
@@ -360,7 +370,24 @@ class SubordinationLaw(SpectralLaw):
             raise ConvergenceError(
                 f"density at x={x[k]!r}: G={g[k]!r} is not on the Stieltjes branch "
                 f"(Im G must be <= 0)", point=float(x[k]))
-        return np.maximum(-g.imag, 0.0) / math.pi
+        f = np.maximum(-g.imag, 0.0) / math.pi
+        self._check_interior(x, f)
+        return f
+
+    def _check_interior(self, x, f):
+        """Raise where the density inside a band is below ``INTERIOR_DENSITY_FLOOR``
+        (once the bands are known: never during their own search)."""
+        for iv in self.__dict__.get("_interval_cache") or ():
+            w = float(iv.hi) - float(iv.lo)
+            inside = (x > iv.lo + INTERIOR_MARGIN * w) & (x < iv.hi - INTERIOR_MARGIN * w)
+            low = inside & ~(f * w >= INTERIOR_DENSITY_FLOOR)
+            if low.any():
+                k = int(np.argmax(low))
+                raise ConvergenceError(
+                    f"density {f[k]!r} at x={x[k]!r} inside the band [{iv.lo!r}, {iv.hi!r}]: "
+                    f"the solve took a real root on another sheet (INTERIOR_DENSITY_FLOOR "
+                    f"{INTERIOR_DENSITY_FLOOR:.0e} of the band's width, eq. (8.10))",
+                    point=float(x[k]))
 
     def _stieltjes_exact(self, z):
         near = self._near_edge_outside(z)
@@ -722,7 +749,10 @@ def free_multiplicative(a, b, *, options=None):
     covariance of a product of attention laws: one more factor, its level kept
     for the density where the system stalls, section 14.41), and for a
     collapsed level whose hard edge at 0 its tower cannot resolve (theory
-    section 14.24).
+    section 14.24).  A tall tower (degree at least 5) or one over a constituent
+    whose bands lie decades apart has its support located and its density probed
+    inside every band when it is built, and falls back to eqs. (14.4)-(14.6)
+    where either raises (theory section 8.5).
 
     Parameters
     ----------
@@ -784,12 +814,14 @@ def free_multiplicative(a, b, *, options=None):
         return ProductChainLaw(_system_factors(a) + _system_factors(b), opts, two_laws=(a, b),
                                form=lambda a, b: _collapsed_product(a, b, sa, sb, opts))
     law = _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
-    if isinstance(law, SubordinationLaw) and _scales_apart(law.constituent):
-        # a constituent whose bands lie decades apart: the tower's critical points
-        # (eq. (8.12)) can be lost among roots of every size; its support is located
-        # now, and a failure falls back to analytic subordination (theory eq. (14.4))
+    if isinstance(law, SubordinationLaw) and (_scales_apart(law.constituent)
+                                             or _tall_tower(law)):
+        # a constituent whose bands lie decades apart, or a tall tower: the tower's
+        # critical points (eq. (8.12)) and roots can be lost among roots of every
+        # size; its support is located now and its density probed inside every band,
+        # and a failure falls back to analytic subordination (theory eq. (14.4))
         try:
-            law.interval_details()
+            _probe_bands(law)
         except ConvergenceError:
             from ._analytic import analytic_multiplicative
 
@@ -801,6 +833,30 @@ def free_multiplicative(a, b, *, options=None):
 #: bands decades apart (an attention law at small beta: ``[0, 5.3e-12]`` beside
 #: ``[3.4e-6, 3.1e-5]``), where a ⊠'s tower can lose its critical points.
 SCALES_APART_RTOL = 1e-6
+
+
+#: Fractions of each band's width at which a tall tower's density is probed before
+#: the tower is kept (:func:`_probe_bands`).
+PROBE_FRACTIONS = (0.01, 0.15, 0.5, 0.85, 0.99)
+
+
+def _tall_tower(law):
+    """Whether ``law`` is solved on a rational tower of degree at least
+    ``EDGE_SEED_MIN_DEGREE`` (whose expanded coefficients can cancel)."""
+    from ._rational_solver import EDGE_SEED_MIN_DEGREE, RationalSolver
+
+    solver = law._solver
+    return isinstance(solver, RationalSolver) and solver.curve.degree >= EDGE_SEED_MIN_DEGREE
+
+
+def _probe_bands(law):
+    """``law``'s support, and its density at ``PROBE_FRACTIONS`` of every band (raises
+    :class:`ConvergenceError` where either fails)."""
+    ivs = law.interval_details()
+    if ivs:
+        lo = np.array([float(iv.lo) for iv in ivs])
+        hi = np.array([float(iv.hi) for iv in ivs])
+        law._density((lo[:, None] + np.outer(hi - lo, PROBE_FRACTIONS)).ravel())
 
 
 def _scales_apart(law):

@@ -66,6 +66,15 @@ _EPS = float(np.finfo(float).eps)
 #: of its leading term.
 FAR_FACTOR = 4.0
 FAR_TERMS = 24
+#: The moments about the mean come from the moments by the binomial transform, which
+#: cancels where the mean is far from 0 against the radius (``-0.239 + 1e-5 X``: all
+#: digits of the 13th central moment lost, and the series gave ``F = -1.1e11`` where
+#: ``F = -0.024``).  Orders are kept while the transform's rounding bound, ``(k + 2)
+#: eps sum_j C(k, j) |m_j| |mean|**(k - j)``, is within ``CENTRAL_MOMENT_RTOL`` of
+#: ``(FAR_FACTOR radius)**k`` (the order's term of ``F/v`` at the series' reach); with
+#: ``K < FAR_TERMS`` orders the series serves only beyond ``FAR_FACTOR**(FAR_TERMS /
+#: K)`` times the radius (the same truncation).
+CENTRAL_MOMENT_RTOL = 1e-13
 #: Most pairs of branches the method takes (each is a curve of a few hundred
 #: samples, two inverses per sample); larger sums keep the grid locator.
 MAX_LAW_CURVES = 64
@@ -124,7 +133,9 @@ class LawBranches:
         # far from the support F by its Boolean cumulants (eq. (14.40))
         self.radius = max(hi - self.mean, self.mean - lo, np.finfo(float).tiny)
         self._boolean = None if self.cheap else _boolean_cumulants(law.moments(FAR_TERMS),
-                                                                   self.mean)
+                                                                   self.mean, self.radius)
+        self._far_factor = (FAR_FACTOR ** (FAR_TERMS / (len(self._boolean) + 1))
+                            if self._boolean is not None else np.inf)
         self.branches = []
         self._samples = []
         edges = [-np.inf] + [v for b in bands for v in b] + [np.inf]
@@ -139,7 +150,7 @@ class LawBranches:
     # -- evaluation ---------------------------------------------------------------
     def _far(self, u):
         """Points where the series of eq. (14.40) serves."""
-        return (np.abs(u - self.mean) > FAR_FACTOR * self.radius) & (self._boolean is not None)
+        return np.abs(u - self.mean) > self._far_factor * self.radius
 
     def _series(self, u):
         """``(F - u + mean, F' - 1)`` at far points by eq. (14.40), without cancellation."""
@@ -603,14 +614,25 @@ def _known_zeros(law, pair):
     return at[order], slope[order]
 
 
-def _boolean_cumulants(moments, mean):
-    """The Boolean cumulants ``b_2, ..., b_N`` of a law about its mean (eq. (14.40)),
-    from its moments ``m_0, ..., m_N``; None where they are not finite."""
+def _boolean_cumulants(moments, mean, radius):
+    """The Boolean cumulants ``b_2, ..., b_K`` of a law about its mean (eq. (14.40)),
+    from its moments ``m_0, ..., m_N``, ``K <= N`` the orders whose moments about the
+    mean the binomial transform resolves (``CENTRAL_MOMENT_RTOL`` of
+    ``(FAR_FACTOR radius)**k``);
+    None where they are not finite or not even ``b_2`` is resolved."""
     m = np.asarray(moments, dtype=float)
     n = m.size - 1
-    # moments about the mean by the binomial transform
-    c = np.array([sum(math.comb(k, j) * m[j] * (-mean) ** (k - j) for j in range(k + 1))
-                  for k in range(n + 1)])
+    # moments about the mean by the binomial transform, with its rounding bound
+    terms = [[math.comb(k, j) * m[j] * (-mean) ** (k - j) for j in range(k + 1)]
+             for k in range(n + 1)]
+    c = np.array([sum(t) for t in terms])
+    bound = np.array([(k + 2) * _EPS * sum(abs(v) for v in t) for k, t in enumerate(terms)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        resolved = bound[2:] <= CENTRAL_MOMENT_RTOL * (FAR_FACTOR * radius) ** np.arange(2, n + 1)
+    n = 1 + (int(np.argmin(resolved)) if not resolved.all() else resolved.size)
+    if n < 2:
+        return None
+    c = c[:n + 1]
     c[1] = 0.0
     b = np.zeros(n + 1)
     for k in range(2, n + 1):
