@@ -35,6 +35,12 @@ FAR_SERIES_RTOL = 1e-12
 #: Boolean cumulants kept by the far series against the exact ones, relative to
 #: ``radius**k`` (the bound the truncation enforces is CENTRAL_MOMENT_RTOL = 1e-13).
 BOOLEAN_RTOL = 1e-12
+#: A tower's density against a 30-digit polish of its own roots (measured 5.4e-15 inside
+#: the bands, 3.9e-12 at 1e-4 of the width from an edge; here at 1e-3 and beyond).
+TOWER_DENSITY_RTOL = 1e-11
+#: G next to an edge, seeded from its quadratic model, against eq. (14.4)'s solve and the
+#: representation's Cauchy integral (measured 1e-13).
+NEAR_EDGE_G_RTOL = 1e-10
 #: The mean of a sum against the sum of the means (exact; measured 0 to 1 ulp after
 #: the quadrature of the density's representation).
 MEAN_RTOL = 1e-12
@@ -205,3 +211,48 @@ def test_sum_with_band_below_resolution_raises_eq_8_30():
     assert len(ivs) == 3 and ivs[0][1] - ivs[0][0] < 1e-9
     with pytest.raises(ConvergenceError, match=r"eq\. \(8\.30\)"):
         law.pdf(np.linspace(ivs[0][0], ivs[-1][1], 20))
+
+
+def test_rescue_seeds_from_the_nearest_edge_eq_8_20():
+    # sample_covariance(attention(0.0011, 0.134)², 1.19) (seed 3 / draw 17 of depth 2): the
+    # coefficient roots over the top 1.5 % of the band [6.6e-16, 3.5e-12] are all real,
+    # on other sheets; seeded from the nearest square-root edge's quadratic model the
+    # tower's density is that of a 30-digit polish of its own roots (measured 5.4e-15
+    # inside, 3.9e-12 at 1e-4 of the width from an edge) and the tower is kept
+    import mpmath
+
+    law = fa.sample_covariance(fa.attention_law(0.0010751, 0.13443).squared(), 1.1928)
+    assert isinstance(law, SubordinationLaw) and isinstance(law._solver, RationalSolver)
+    solver, curve = law._solver, law._solver.curve
+    z_of = curve.mp_z_of(mpmath)
+    levels = [level.mp(mpmath) for level in curve.levels]
+    p, q = curve.leaf_law.p, curve.leaf_law.q
+
+    def g_of(t):
+        z, g = t * (t + p) / (t - q), 1 / t
+        for level in levels:
+            z, g = level(z, g)
+        return g
+    for lo, hi in law.intervals():
+        x = lo + (hi - lo) * np.array([0.01, 0.3, 0.7, 0.985, 0.99, 0.999])
+        t = solver.solve(x + 0j)[0]
+        with mpmath.workdps(30):
+            ref = [float(-mpmath.im(g_of(mpmath.findroot(
+                lambda s: z_of(s) - mpmath.mpf(xi), mpmath.mpc(ti.real, ti.imag)))) / mpmath.pi)
+                for xi, ti in zip(x, t)]
+        np.testing.assert_allclose(law._density(x), ref, rtol=TOWER_DENSITY_RTOL)
+
+
+def test_pair_next_to_an_edge_from_the_representation():
+    # 2.7e-15 outside the lower edge 2.04e-11 of sample_covariance(attention(0.0025,
+    # 0.139)², 4.36) the tower's leaf roots are nearly double and (G, G') came from a
+    # complex root, F = 1/G 4e-3 off; the edge's seeded zone now reaches 1e-9 of the
+    # extent (EDGE_SEED_EXTENT_RTOL, eq. (8.20)), and G agrees with eq. (14.4)'s solve
+    att = fa.attention_law(0.0024936, 0.1392).squared()
+    law = fa.sample_covariance(att, 4.3569)
+    other = analytic_multiplicative(fa.marchenko_pastur(1.0, 4.3569), att)
+    law.intervals()
+    u = np.array([2.0384475817247236e-11 + 0j])
+    g, _ = law._stieltjes_pair(u)
+    np.testing.assert_allclose(g, other._stieltjes(u), rtol=NEAR_EDGE_G_RTOL)
+    np.testing.assert_allclose(g, law._stieltjes(u), rtol=NEAR_EDGE_G_RTOL)

@@ -115,6 +115,14 @@ EDGE_SEED_RTOL = 1e-4
 #: coefficients do not cancel), and the seeded solve would cost them a second
 #: selection per call.
 EDGE_SEED_MIN_DEGREE = 5
+#: An edge far below the law's extent gets a zone of at least ``EDGE_SEED_EXTENT_RTOL``
+#: of the extent (the region where ``G`` alone comes from the representation,
+#: ``NEAR_EDGE_RTOL``), up to ``EDGE_SEED_MAX_RTOL`` of its local scale: 2.7e-15 outside
+#: the lower edge 2.04e-11 of a tower on ``[2e-11, 1.8e-4]`` (its zone 2e-15 wide) the
+#: coefficient roots gave ``(G, G')`` from a complex pair, ``F = 1/G`` 4e-3 off, and a
+#: host's curves (eq. (14.20)) raised.
+EDGE_SEED_EXTENT_RTOL = 1e-9
+EDGE_SEED_MAX_RTOL = 1e-2
 
 #: A break where the expanded denominator of ``Z`` vanishes is a pole only if the
 #: factored tower blows up there too (theory eq. (8.33)): ``|Z(t)|`` above
@@ -374,7 +382,10 @@ class RationalSolver:
                     d2 = complex(self._second_derivative(
                         np.array([te + 0j]), CRITICAL_DIFF_STEP * max(abs(te), _TINY))[0])
                 if np.isfinite(d2) and d2 != 0:
-                    self.soft_edges.append((x, te, d2, EDGE_SEED_RTOL * local))
+                    zone = min(max(EDGE_SEED_RTOL * local,
+                                   EDGE_SEED_EXTENT_RTOL * (self.extent or 0.0)),
+                               EDGE_SEED_MAX_RTOL * local)
+                    self.soft_edges.append((x, te, d2, zone))
 
     def _rescue(self, roots, z, strict=True):
         """The branch where the coefficient roots did not give it (theory eqs. (8.10), (8.20)).
@@ -410,6 +421,17 @@ class RationalSolver:
             seeds = [self._polish_factored(r + (-dzs[-1] + sign * disc) / d2, z[None, :],
                                            max_move=RESCUE_MOVE)
                      for sign in (1.0, -1.0)]
+            if self.soft_edges:
+                # and the quadratic model of the nearest square-root edge (eq. (8.20)),
+                # beyond its zone: inside a band of a tall tower the coefficient roots
+                # can all be real, on other sheets (the top 1.5 % of the band [6.6e-16,
+                # 3.5e-12] of sample_covariance(attention(0.0011, 0.134)², 1.19))
+                xe, te, d2e, _ = (np.array(v) for v in zip(*self.soft_edges))
+                k = np.argmin(np.abs(z.real[:, None] - xe.real[None, :]), axis=1)
+                step = np.sqrt(2.0 * (z - xe[k]) / d2e[k] + 0j)
+                seeds += [self._polish_factored((te[k] + sign * step)[None, :], z[None, :],
+                                                max_move=RESCUE_MOVE)
+                          for sign in (1.0, -1.0)]
         t, g, bad, failed, message, _ = self._select(np.concatenate([polished] + seeds), z,
                                                   retry=strict)
         if not strict:
