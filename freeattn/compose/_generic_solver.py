@@ -403,7 +403,8 @@ def _ray_reach_points(taus, lo, hi, scale, reach):
     if not reach > RAY_REACH_RATIO * scale or (np.isfinite(lo) and np.isfinite(hi)):
         return taus
     start, stop = RAY_REACH_RATIO * scale, RAY_REACH_FAR * reach
-    mags = np.geomspace(start, stop, int(np.ceil(np.log10(stop / start) * RAY_REACH_PER_DECADE)) + 1)
+    count = int(np.ceil(np.log10(stop / start) * RAY_REACH_PER_DECADE)) + 1
+    mags = np.geomspace(start, stop, count)
     extra = []
     if np.isinf(hi):
         extra.append((0.0 if np.isinf(lo) else lo) + mags)

@@ -148,16 +148,6 @@ SCAN_LOW = 1e-12
 SCAN_HIGH = 1e2
 SCAN_BISECTIONS = 24
 
-#: An edge ``x_e = Z(t_e)`` is kept only where the factored tower resolves it:
-#: ``Z`` at ``t_e (1 + k eps)``, ``|k| <= EDGE_ROUNDING_ULPS``, stays within
-#: ``EDGE_ROUNDING_RTOL`` of the edge's scale (``|x_e|``, or its band's width at 0)
-#: of its linear model (an edge within ``edge_merge_rtol`` of the band's width from 0:
-#: the width).  Well-conditioned towers spread by a few ulps; the
-#: product above spread by 1e-11 at its lower edge 1.3e-11, where its density's
-#: solve ran 167 s before it gave up.
-EDGE_ROUNDING_ULPS = 8
-EDGE_ROUNDING_RTOL = 1e-9
-
 
 def _real_roots(poly, tol=REAL_CRITICAL_RTOL, roots=None):
     """Real roots of a polynomial (lowest first), Newton-polished, with multiplicities merged
@@ -724,43 +714,9 @@ class RationalSolver:
             edge_points[float(lo)], edge_points[float(hi)] = left[3], right[2]
         if intervals:
             self.extent = max(max(abs(iv[0]), abs(iv[1])) for iv in intervals)
-            self._check_edge_rounding(intervals, edge_points)
         intervals = _snap_hard_edge(intervals, self.hard_edges, self.options)
         self._record_soft_edges(intervals, edge_points)
         return intervals
-
-    def _check_edge_rounding(self, intervals, edge_points):
-        """Raise where the factored tower's rounding swamps an edge (``EDGE_ROUNDING_RTOL``)."""
-        xs, ts, scales = [], [], []
-        for lo, hi, _, _ in intervals:
-            for x in (lo, hi):
-                te = edge_points.get(x)
-                if te is not None and np.isfinite(te) and te != 0.0:
-                    xs.append(x)
-                    ts.append(te)
-                    # an edge at 0 up to rounding (snapped later) on its band's width
-                    at_zero = abs(x) <= self.options.edge_merge_rtol * (hi - lo)
-                    scales.append(hi - lo if at_zero else abs(x))
-        if not xs:
-            return
-        ts, xs, scales = np.array(ts), np.array(xs), np.array(scales)
-        k = np.arange(-EDGE_ROUNDING_ULPS, EDGE_ROUNDING_ULPS + 1)
-        tt = ts[:, None] * (1.0 + k * _EPS)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            zs, _, dzs, _ = self.curve.stages(tt.astype(complex))
-        z, dz = zs[-1].real, dzs[-1].real
-        mid = EDGE_ROUNDING_ULPS
-        model = z[:, mid:mid + 1] + dz[:, mid:mid + 1] * (tt - ts[:, None])
-        spread = np.max(np.abs(z - model), axis=1)
-        # (a leaf point at a pole of a stage gives no finite spread: not judged)
-        bad = np.isfinite(spread) & (spread > EDGE_ROUNDING_RTOL * scales)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ConvergenceError(
-                f"the tower does not resolve the edge {xs[i]!r}: Z varies by {spread[i]:.3e} "
-                f"within {EDGE_ROUNDING_ULPS} ulps of its leaf point {ts[i]!r}, more than "
-                f"EDGE_ROUNDING_RTOL {EDGE_ROUNDING_RTOL:.0e} of the edge's scale "
-                f"{scales[i]:.3e} (theory section 8.5)")
 
     def _scanned_critical(self, known):
         """Sign changes of the factored ``Z'`` that no point of ``known`` explains.

@@ -16,9 +16,9 @@ The laws:
 Each edge is ``x_e = Z(t_e)`` at a real zero ``t_e`` of ``Z'`` (eq. (8.12)), with
 ``Z`` the tower evaluated level by level in mpmath at ``DPS`` digits
 (``Curve.mp_z_of``: the levels' own mpmath forms, ``level.mp``, and the leaf's closed
-form ``z = t (t + p)/(t - q)``, ``G = 1/t`` of eq. (8.6)); ``Z'`` by ``mpmath.diff``, its zero by ``mpmath.findroot``
-(secant) from freeattn's float leaf points of the edges (freeattn supplies the
-starting points only).  A zero is accepted when ``|Z'(t_e)|`` is below
+form ``z = t (t + p)/(t - q)``, ``G = 1/t`` of eq. (8.6)); ``Z'`` by ``mpmath.diff``,
+its zero by ``mpmath.findroot`` (secant) from freeattn's float leaf points of the edges
+(freeattn supplies the starting points only).  A zero is accepted when ``|Z'(t_e)|`` is below
 ``10**-(DPS - 15)`` of ``|Z'|`` at ``t_e (1 + 10**-3)``.  The parameters are the
 laws' float parameters, read as exact binary numbers.  The multi-head law's edges
 are the critical values of the exact sympy curve of
