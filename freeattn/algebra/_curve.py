@@ -133,21 +133,27 @@ class Curve:
     def z_of(self, t):
         return self.stages(t, derivatives=False)[0][-1]
 
-    def mp_z_of(self, mpmath):
-        """``Z(t)`` in mpmath, at its working precision, for a Marchenko-Pastur leaf
-        (eq. (8.6)) and the levels' own mpmath forms (the references' evaluator)."""
+    def mp_stages_of(self, mpmath):
+        """``t -> (Z(t), G(t))`` in mpmath, at its working precision, for a
+        Marchenko-Pastur leaf (eq. (8.6)) and the levels' own mpmath forms (the
+        references' evaluator)."""
         leaf = self.leaf_law
         if not isinstance(leaf, MarchenkoPasturLeaf):
-            raise TypeError("mp_z_of needs a Marchenko-Pastur leaf")
+            raise TypeError("mp_stages_of needs a Marchenko-Pastur leaf")
         p, q = mpmath.mpf(leaf.p), mpmath.mpf(leaf.q)
         levels = [level.mp(mpmath) for level in self.levels]
 
-        def z_of(t):
+        def stages(t):
             z, g = t * (t + p) / (t - q), 1 / t
             for level in levels:
                 z, g = level(z, g)
-            return z
-        return z_of
+            return z, g
+        return stages
+
+    def mp_z_of(self, mpmath):
+        """``t -> Z(t)`` of :meth:`mp_stages_of`."""
+        stages = self.mp_stages_of(mpmath)
+        return lambda t: stages(t)[0]
 
     def partner_points(self, zs, gs):
         """The partners' subordination points of every level, ``[(level, k, point)]``."""
