@@ -31,7 +31,7 @@ import numpy as np
 
 from . import _causal
 from ..algebra._chebyshev import LogEnd
-from ..laws._law_base import SOFT, Interval, SpectralLaw
+from ..laws._law_base import POINTWISE_EVALUATION_COST, SOFT, Interval, SpectralLaw
 from ..core._options import DEFAULT_OPTIONS
 
 __all__ = ["CausalLaw", "causal_law"]
@@ -82,6 +82,7 @@ class CausalLaw(SpectralLaw):
 
     # the boundary-value problem of theory section 10.5 is solved point by point
     _pointwise_transform = True
+    _evaluation_cost = POINTWISE_EVALUATION_COST
 
     def __init__(self, beta, gamma, options=None):
         super().__init__(DEFAULT_OPTIONS.with_(cheb_tail_rtol=BULK_SAMPLE_RTOL)

@@ -24,7 +24,7 @@ from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, ite
 from ._pole_edge import (POLE_MODEL_NEAR, POLE_MODEL_REACH, PoleEdge, pole_candidates,
                           pole_edge_pair)
 from ..laws._elementary import PointMasses
-from ..laws._law_base import Interval, SpectralLaw
+from ..laws._law_base import NESTED_SOLVE_FACTOR, Interval, SpectralLaw
 
 __all__ = ["AnalyticLaw", "analytic_additive", "analytic_multiplicative"]
 
@@ -805,6 +805,11 @@ class AnalyticLaw(SpectralLaw):
     @property
     def _pointwise_transform(self):
         return self.a._pointwise_transform or self.b._pointwise_transform
+
+    @property
+    def _evaluation_cost(self):
+        # Newton on eq. (14.1) / (14.4) over both constituents (eq. (14.51))
+        return NESTED_SOLVE_FACTOR * (self.a._evaluation_cost + self.b._evaluation_cost)
 
     def _describe(self):
         op = "⊠" if self.multiplicative else "⊞"
@@ -1970,11 +1975,52 @@ def analytic_additive(a, b, *, options=None):
     """
     _check(a, "a")
     _check(b, "b")
+    arranged = _arranged_sum(_additive_terms(a) + _additive_terms(b),
+                             a._evaluation_cost + b._evaluation_cost, options)
+    if arranged is not None:
+        a, b = arranged
     (la, ha), (lb, hb) = a.support(), b.support()
     if 0 < hb - lb < NARROW_SPREAD_RATIO * (ha - la):
         # the unknown is the narrower law's subordination point (section 14.31)
         a, b = b, a
     return AnalyticLaw(a, b, False, options)
+
+
+def _costliest(terms):
+    """Index of the term whose transform costs the most (the first of equals)."""
+    costs = [t._evaluation_cost for t in terms]
+    return costs.index(max(costs))
+
+
+def _sum_cost(terms):
+    """Cost of one evaluation of ``G`` of the sum of ``terms`` (eq. (14.51)) with the
+    costliest term outermost and the others nested the same way."""
+    if len(terms) == 1:
+        return terms[0]._evaluation_cost
+    top = _costliest(terms)
+    return NESTED_SOLVE_FACTOR * (terms[top]._evaluation_cost
+                                  + _sum_cost(terms[:top] + terms[top + 1:]))
+
+
+def _arranged_sum(terms, cost, options):
+    """``(nested, top)``: a sum of three or more ``terms`` as the sum of its costliest
+    term and the sum of the others, where eq. (14.51) makes that cheaper than the two
+    operands given (of costs adding to ``cost``); else None (theory section 14.42).
+
+    ``⊞`` is associative: every arrangement is the same law, and its support comes
+    from the curves of all the terms (eq. (14.50)) whichever it is; only the cost
+    of its Cauchy transform changes, which a nested sum multiplies by its Newton.
+    """
+    if len(terms) <= 2:
+        return None
+    top = _costliest(terms)
+    rest = terms[:top] + terms[top + 1:]
+    if not terms[top]._evaluation_cost + _sum_cost(rest) < cost:
+        return None
+    nested = rest[0]
+    for t in rest[1:]:
+        nested = analytic_additive(nested, t, options=options)
+    return nested, terms[top]
 
 
 def analytic_multiplicative(a, b, *, options=None):

@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core._errors import ConvergenceError
-from ..laws._law_base import AffineLaw, Interval, SpectralLaw
+from ..laws._law_base import NESTED_SOLVE_FACTOR, AffineLaw, Interval, SpectralLaw
 from ._fixed_point import SystemProblem, newton_system, secant
 from ._analytic import (EXTENSION_INSIDE_RTOL, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL,
                         _cauchy_pair, below_plain_grid, extension_inside, hard_edge_exponent,
@@ -346,6 +346,11 @@ class ProductChainLaw(SpectralLaw):
     @property
     def _pointwise_transform(self):
         return any(f._pointwise_transform for f in self.factors)
+
+    @property
+    def _evaluation_cost(self):
+        # Newton on the system of eq. (14.8) over every factor (eq. (14.51))
+        return NESTED_SOLVE_FACTOR * sum(f._evaluation_cost for f in self.factors)
 
     def __init__(self, factors, options=None, two_laws=None, form=None):
         super().__init__(options if options is not None else factors[0].options)

@@ -20,7 +20,8 @@ solution out, the density ``Im m(x + i0)/pi``.
 import numpy as np
 
 from ..core._errors import ConvergenceError
-from ..laws._law_base import HARD, QUADRATURE_EXTRA, Interval, SpectralLaw
+from ..laws._law_base import (HARD, NESTED_SOLVE_FACTOR, QUADRATURE_EXTRA, TOWER_EVALUATION_COST,
+                              Interval, SpectralLaw)
 from ._fixed_point import EdgeProblem, SystemProblem, bordered_newton, newton_system
 
 __all__ = ["DysonSystem", "DysonLaw", "law_nodes"]
@@ -365,6 +366,8 @@ class DysonLaw(SpectralLaw):
 
     atom_mass = 0.0
     hard_edge_at_zero = False
+    #: Newton on a system over the token law's atoms (eq. (14.51))
+    _evaluation_cost = NESTED_SOLVE_FACTOR * TOWER_EVALUATION_COST
 
     def __init__(self, system, options):
         super().__init__(options)

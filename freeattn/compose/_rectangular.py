@@ -28,8 +28,8 @@ from ..core._errors import ConvergenceError
 from ..core._options import check_options
 from ._fixed_point import (FIXED_POINT_RTOL, EdgeProblem, FixedPointProblem, SystemProblem,
                            bordered_newton, iterate, newton_system)
-from ..laws._law_base import (FAR_RADIUS, FAR_TERMS, HARD, SOFT, AffineLaw, Interval,
-                              SingularValueLaw, SpectralLaw)
+from ..laws._law_base import (FAR_RADIUS, FAR_TERMS, HARD, NESTED_SOLVE_FACTOR, SOFT,
+                              AffineLaw, Interval, SingularValueLaw, SpectralLaw)
 
 __all__ = ["RectangularLaw", "RectangularSquaredLaw", "rectangular_free_additive",
            "rectangular_cumulants", "rectangular_moments"]
@@ -698,6 +698,11 @@ class RectangularSquaredLaw(SpectralLaw):
     ratio : float
         ``λ = p/n``.
     """
+
+    @property
+    def _evaluation_cost(self):
+        # Newton on the rectangular system over both laws (eq. (14.51))
+        return NESTED_SOLVE_FACTOR * (self.a._evaluation_cost + self.b._evaluation_cost)
 
     def __init__(self, a, b, ratio, options=None):
         super().__init__(options)

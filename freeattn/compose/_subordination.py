@@ -37,7 +37,8 @@ import numpy as np
 
 from ..algebra._levels import AffineLevel, RLevel, SLevel, _single_atom
 from ..core._errors import ConvergenceError
-from ..laws._law_base import Interval, SpectralLaw
+from ..laws._law_base import (NESTED_SOLVE_FACTOR, TOWER_EVALUATION_COST, Interval,
+                              SpectralLaw)
 
 from ._moments import additive_series, multiplicative_series
 
@@ -292,6 +293,13 @@ class SubordinationLaw(SpectralLaw):
     @property
     def _pointwise_transform(self):
         return self.constituent._pointwise_transform
+
+    @property
+    def _evaluation_cost(self):
+        # a tower's roots, or the level's Newton over the constituent (eq. (14.51))
+        if isinstance(self._solver, RationalSolver):
+            return TOWER_EVALUATION_COST
+        return NESTED_SOLVE_FACTOR * (self.constituent._evaluation_cost + 1.0)
 
     def _describe(self):
         if self._name:
