@@ -1009,9 +1009,10 @@ class AnalyticLaw(SpectralLaw):
             ok &= ~(moved <= DEGENERATE_RTOL * sz)
         return rf.value, ok
 
-    def _axis(self, x, guess, check=False):
+    def _axis(self, x, guess, check=False, partial=False):
         """``w(x + i0)`` at real points: :meth:`_axis_newton` from ``guess``, then
-        :meth:`_near_axis` and at last the continuation for the points it rejects."""
+        :meth:`_near_axis` and at last the continuation for the points it rejects
+        (``partial`` as in :meth:`_continue`)."""
         x = np.asarray(x, dtype=float)
         w, status = self._axis_newton(x, guess)
         bad = np.flatnonzero(status < 0)
@@ -1020,7 +1021,7 @@ class AnalyticLaw(SpectralLaw):
             w[bad[ok]] = wn[ok]
             bad = bad[~ok]
         if bad.size:
-            w[bad] = self._continue(x[bad], np.zeros(bad.size), check=check)
+            w[bad] = self._continue(x[bad], np.zeros(bad.size), check=check, partial=partial)
         return w
 
     def _first_level(self, x, y):
@@ -1044,7 +1045,7 @@ class AnalyticLaw(SpectralLaw):
                 pr.sign * r.value.imag > 0)
         return w, ok
 
-    def _continue(self, x, y_final, check=True):
+    def _continue(self, x, y_final, check=True, partial=False):
         """Continuation from ``x + i CONT_START*scale`` down to ``x + i y_final`` (eq. (14.3)).
 
         Each point divides ``y`` by its own factor (first ``CONT_FACTOR_MAX``),
@@ -1058,7 +1059,9 @@ class AnalyticLaw(SpectralLaw):
         Points whose factor falls below ``CONT_FACTOR_MIN`` raise
         :class:`ConvergenceError`, and so do points whose final value misses
         :data:`BOUNDARY_RTOL` unless ``check`` is false (the support locator
-        only needs to tell the inside from the outside).
+        only needs to tell the inside from the outside).  With ``partial`` such
+        points are NaN instead and the others go on; the first one's error is
+        kept in ``_partial_error`` (section 14.43).
         """
         pr = self._problem
         s = self._xscale
@@ -1091,7 +1094,8 @@ class AnalyticLaw(SpectralLaw):
             idx = np.flatnonzero(active)
             ya, fa = y[idx], factor[idx]
             yn = np.maximum(ya / fa, y_final[idx])
-            yn = np.where(yn < stop[idx], y_final[idx], yn)
+            last = yn < stop[idx]
+            yn = np.where(last, y_final[idx], yn)
             has = np.isfinite(y_prev[idx])
             slope = np.where(has, (w[idx] - w_prev[idx]) / np.where(has, ya - y_prev[idx], 1.0),
                              0.0)
@@ -1113,12 +1117,23 @@ class AnalyticLaw(SpectralLaw):
             w[good], y[good] = rn.value[ok], yn[ok]
             factor[good] = np.minimum(factor[good] * 2.0, CONT_FACTOR_MAX)
             factor[bad] = np.sqrt(factor[bad])
-            if (factor[bad] < CONT_FACTOR_MIN).any():
-                k = int(bad[np.argmin(factor[bad])])
-                raise ConvergenceError(
+            # a failed last step (to y_final from below the stop height) would be the
+            # same Newton from the same predictor at every factor that also lands
+            # below it: the next level is at least the stop height (section 14.43)
+            again = bad[last[~ok]]
+            factor[again] = np.minimum(factor[again], y[again] / stop[again])
+            dead = bad[factor[bad] < CONT_FACTOR_MIN]
+            if dead.size:
+                k = int(dead[np.argmin(factor[dead])])
+                err = ConvergenceError(
                     f"subordination continuation at x={float(x[k])!r} stalled at "
                     f"y={float(y[k]):.3e} (step factor below {CONT_FACTOR_MIN}; "
                     f"theory eq. (14.3))", point=float(x[k]), iterations=levels)
+                if not partial:
+                    raise err
+                self._partial_failure(err)
+                w[dead], y[dead] = np.nan, y_final[dead]
+                landed[dead] = True
             # eq. (14.11): try the axis from here; an accepted root is final
             hop = good[(y[good] > 0) & (y[good] <= jump[good])]
             if hop.size:
@@ -1149,13 +1164,22 @@ class AnalyticLaw(SpectralLaw):
             bad[idx] = ~_at_rounding_floor(pr, w[idx], zf[idx])
         if bad.any():
             k = int(np.argmax(bad))
-            raise ConvergenceError(
+            error = ConvergenceError(
                 f"subordination solve at z={complex(x[k] + 1j * y[k])!r}: estimated error "
                 f"{err[k]:.3e} > {tol[k]:.1e} after the continuation's Newton steps "
                 f"(theory eq. (14.3))",
                 point=complex(x[k] + 1j * y[k]), residual=float(err[k]),
                 tolerance=float(tol[k]), iterations=levels)
+            if not partial:
+                raise error
+            self._partial_failure(error)
+            w[bad] = np.nan
         return w
+
+    def _partial_failure(self, error):
+        """Keep the first error of a partial solve (:meth:`_continue`)."""
+        if self.__dict__.get("_partial_error") is None:
+            self._partial_error = error
 
     # -- hooks ----------------------------------------------------------------------
     def _atoms(self):
@@ -1616,7 +1640,7 @@ class AnalyticLaw(SpectralLaw):
             out[below] = lw[0] + slope * (tq[below] - t[0])
         return np.exp(out)
 
-    def _boundary(self, x):
+    def _boundary(self, x, partial=False):
         """``w(x + i0)`` at real points inside the support (eq. (14.7)).
 
         Newton at ``y = 0`` from the interpolation of already solved
@@ -1624,16 +1648,16 @@ class AnalyticLaw(SpectralLaw):
         :meth:`_classify_axis` accepts it (the interior fixed point with the
         margin of eq. (14.13), or the boundary fixed point of eq. (14.11));
         the others are solved by eq. (14.14), then by the continuation of
-        eq. (14.3).
+        eq. (14.3).  With ``partial``, NaN where those fail (:meth:`_continue`).
         """
         x = np.asarray(x, dtype=float)
         w = np.empty(x.shape, dtype=complex)
         todo = np.ones(x.shape, dtype=bool)
         if self._warm_x.size >= 2 and x.size:
-            w = self._axis(x, self._warm_guess(x), check=True)
+            w = self._axis(x, self._warm_guess(x), check=True, partial=partial)
             todo[:] = False
         if todo.any():
-            w[todo] = self._continue(x[todo], np.zeros(int(todo.sum())))
+            w[todo] = self._continue(x[todo], np.zeros(int(todo.sum())), partial=partial)
         inside = self._warm_inside(w)
         if inside.any():
             xs = np.concatenate([self._warm_x, x[inside]])
@@ -1739,8 +1763,8 @@ class AnalyticLaw(SpectralLaw):
                                                     self.options)
         return mirror
 
-    def _boundary_density(self, x):
-        w = self._boundary(x)
+    def _boundary_density(self, x, partial=False):
+        w = self._boundary(x, partial)
         g = self._g(w, x.astype(complex))
         return np.maximum(-g.imag, 0.0) / math.pi
 
@@ -1846,34 +1870,55 @@ class AnalyticLaw(SpectralLaw):
     def _general_density(self, x):
         """The density on the axis (eq. (14.7)); points whose subordination point
         cannot be resolved (next to an edge where it tends to infinity, eq. (14.29))
-        are solved in the mirrored formulation, halving the batch until each part
-        is solved by one of the two or a single point fails in both."""
+        are solved in the mirrored formulation (section 14.43): each formulation
+        solves the points it can and leaves the others to the next one; where one
+        raises outright, the points neither solved are halved until each part is
+        solved or a single point fails in both."""
         x = np.asarray(x, dtype=float)
         mirror = self._mirror()
         if mirror is None:
             return self._boundary_density(x)
 
-        # the formulation that solved the last batch is tried first (a representation
-        # asks for batches next to one edge after another)
+        # the formulation that completed the last batch is tried first (a
+        # representation asks for batches next to one edge after another)
         order = self.__dict__.setdefault("_formulations", [self, mirror])
 
         def solve(xs):
-            errors = []
+            values = np.full(xs.shape, np.nan)
+            errors, raised, solved = [], False, []
             for law in tuple(order):
+                todo = np.flatnonzero(~np.isfinite(values))
+                if not todo.size:
+                    solved.append(0)
+                    continue
+                law._partial_error = None
                 try:
-                    values = law._boundary_density(xs)
+                    values[todo] = law._boundary_density(xs[todo], partial=True)
                 except ConvergenceError as err:
                     errors.append(err)
+                    raised = True
+                    solved.append(0)
                     continue
-                if law is not order[0]:
+                solved.append(int(np.isfinite(values[todo]).sum()))
+                if solved[-1] < todo.size:
+                    errors.append(law._partial_error or ConvergenceError(
+                        f"{law._describe()}: density not finite at x="
+                        f"{float(xs[todo][~np.isfinite(values[todo])][0])!r}"))
+            bad = np.flatnonzero(~np.isfinite(values))
+            if not bad.size:
+                if solved[0] < xs.size:
                     order.reverse()
                 return values
-            if xs.size == 1:
+            if xs.size == 1 or not raised:
+                first = errors[0] if errors else None
                 raise ConvergenceError(
                     f"{errors[0]} and, in the mirrored formulation of eq. (14.29), "
-                    f"{errors[1]}", point=float(xs[0])) from errors[0]
-            half = xs.size // 2
-            return np.concatenate([solve(xs[:half]), solve(xs[half:])])
+                    f"{errors[-1]}", point=float(xs[bad[0]])) from first
+            part = xs[bad]
+            half = part.size // 2
+            values[bad] = (solve(part) if part.size == 1 else
+                           np.concatenate([solve(part[:half]), solve(part[half:])]))
+            return values
 
         return solve(x.ravel()).reshape(x.shape)
 

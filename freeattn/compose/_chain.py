@@ -506,13 +506,14 @@ class ProductChainLaw(SpectralLaw):
         tot = np.prod(m1)
         return np.stack([row.start(t * (tot / m)) for row, m in zip(self._rows, m1)])
 
-    def _continue(self, x, y_final, check=True, optional=None):
+    def _continue(self, x, y_final, check=True, optional=None, partial=False):
         """Continuation from ``x + i CHAIN_START*scale`` to ``x + i y_final``.
 
         ``optional`` (boolean, like ``x``) marks points that may fail at the first
         level (the tables' points far beyond the support, where the factors' ``eta``
         keep few digits at ``|z|`` up to ``CHAIN_GAP_REACH`` times the scale): they
-        come back as NaN instead of raising.
+        come back as NaN instead of raising.  With ``partial`` every point the
+        continuation does not solve comes back as NaN (section 14.43).
         """
         s = self._start_scale()
         x = np.asarray(x, dtype=float)
@@ -521,6 +522,8 @@ class ProductChainLaw(SpectralLaw):
         t = 1.0 / (x + 1j * y)
         om, ok = self._newton(self._start(t), t, 4 * CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
         dropped = np.zeros(x.shape, dtype=bool)
+        if partial:
+            optional = np.ones(x.shape, dtype=bool)
         if not ok.all() and optional is not None and np.all(optional[~ok]):
             dropped = ~ok
             y_final = np.where(dropped, y, y_final)
@@ -586,20 +589,30 @@ class ProductChainLaw(SpectralLaw):
                 tt = 1.0 / (x[stalled] + 1j * y_final[stalled])
                 new, _ = self._newton(om[:, stalled], tt, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
                 good = self._accepted_near_fold(new, tt)
+                if partial and not good.all():
+                    lost = stalled[~good]
+                    dropped[lost] = True
+                    y_final = y_final.copy()
+                    y_final[lost] = y[lost]
+                    new[:, ~good] = om[:, lost]
+                    good[:] = True
                 if not good.all():
                     k = int(stalled[np.argmin(good)])
                     raise ConvergenceError(
                         f"{self._describe()}: continuation of eq. (14.8) stalled at "
                         f"z={complex(x[k] + 1j * y[k])!r}", point=float(x[k]))
                 om[:, stalled], y[stalled] = new, y_final[stalled]
-            active = y > y_final
+            active = (y > y_final) & ~dropped
         t = 1.0 / (x + 1j * y)
         final, ok = self._newton(om, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
         keep = np.all(np.isfinite(final), axis=0)
         om[:, keep] = final[:, keep]
         if check:
             good, err = self._accepted(om, t)
-            bad = ~good
+            bad = ~good & ~dropped
+            if partial:
+                dropped |= bad
+                bad[:] = False
             if bad.any():
                 k = int(np.argmax(bad))
                 raise ConvergenceError(
@@ -1067,7 +1080,7 @@ class ProductChainLaw(SpectralLaw):
         self._interval_cache = tuple(ivs)
         self._support_cache = None
 
-    def _solve(self, z):
+    def _solve(self, z, partial=False):
         """The unknowns of eq. (14.8) at ``z`` (1-d, ``Im z >= 0``), eqs. (14.15),
         (14.16), (14.44), (14.45).
 
@@ -1079,7 +1092,8 @@ class ProductChainLaw(SpectralLaw):
         real part (:meth:`_near_axis`), any other from its nearest solved point at
         any distance, and last from the large-``|z|`` value.  On the axis the tables
         of :meth:`_solve_axis` are tried.  Every other point is continued from
-        ``y = CHAIN_START * scale``.
+        ``y = CHAIN_START * scale``; with ``partial``, a point the continuation does
+        not solve comes back as NaN instead of raising (section 14.43).
         """
         z = np.asarray(z, dtype=complex)
         om = np.empty((len(self.factors), z.size), dtype=complex)
@@ -1124,9 +1138,10 @@ class ProductChainLaw(SpectralLaw):
             om[:, on[ok]] = new[:, ok]
             todo[on[ok]] = False
         if todo.any():
-            om[:, todo] = self._continue(z[todo].real, np.maximum(z[todo].imag, 0.0))
+            om[:, todo] = self._continue(z[todo].real, np.maximum(z[todo].imag, 0.0),
+                                         partial=partial)
         self._add_inside(z.real[on], om[:, on])
-        up = z.imag > 0
+        up = (z.imag > 0) & np.all(np.isfinite(om), axis=0)
         if up.any():
             # the table keeps the latest CHAIN_WARM_TABLE points (a nested law is
             # called by its host's solvers in turn, at interleaved point sets)
@@ -1323,29 +1338,48 @@ class ProductChainLaw(SpectralLaw):
             self._two_law_cache = form
         return form
 
-    def _or_two_laws(self, solved, name, z):
-        """``solved(z)``; where the system has no root there, the flattened pair's
-        two-law subordination (section 14.39) answers by its method ``name`` (a
-        host's point far from the support), and without such a pair the error stands."""
+    def _or_two_laws(self, from_unknowns, name, z):
+        """``from_unknowns(om, z)`` of the system's unknowns at ``z``; at the points
+        where the system has no root (a host's points far from the support), the
+        flattened pair's two-law subordination (section 14.39) answers by its method
+        ``name``, and at all of them where the system raises otherwise; without such
+        a pair the error stands (section 14.43)."""
+        if self._two_laws is None:
+            return from_unknowns(self._solve(z), z)
         try:
-            return solved(z)
+            om = self._solve(z, partial=True)
         except ConvergenceError:
-            form = self._two_law_form()
-            if form is None:
-                raise
-            return getattr(form, name)(z)
+            return getattr(self._two_law_form(), name)(z)
+        solved = np.all(np.isfinite(om), axis=0)
+        if solved.all():
+            return from_unknowns(om, z)
+        parts = [(solved, from_unknowns(om[:, solved], z[solved])),
+                 (~solved, getattr(self._two_law_form(), name)(z[~solved]))]
+        if isinstance(parts[0][1], tuple):
+            out = tuple(np.empty(z.shape, dtype=complex) for _ in parts[0][1])
+            for sel, values in parts:
+                for full, part in zip(out, values):
+                    full[sel] = part
+            return out
+        out = np.empty(z.shape, dtype=complex)
+        for sel, values in parts:
+            out[sel] = values
+        return out
 
     def _stieltjes_exact(self, z):
-        z = np.asarray(z, dtype=complex)
-        return self._or_two_laws(lambda zz: self._g_from(self._solve(zz), zz),
-                                 "_stieltjes_exact", z)
+        return self._or_two_laws(self._g_from, "_stieltjes_exact",
+                                 np.asarray(z, dtype=complex))
 
     def _stieltjes_pair(self, zs):
-        return self._or_two_laws(self._solved_pair, "_stieltjes_pair",
+        return self._or_two_laws(self._pair_from, "_stieltjes_pair",
                                  np.asarray(zs, dtype=complex))
 
     def _solved_pair(self, zs):
-        om = self._solve(zs)
+        """``(G, G')`` at ``zs`` from the system alone."""
+        return self._pair_from(self._solve(zs), zs)
+
+    def _pair_from(self, om, zs):
+        """``(G, G')`` at ``zs`` from the system's unknowns ``om`` there."""
         t = 1.0 / zs
         _, _, eL, denom = self._system(om, t)
         dL = self._rows[-1].map(om[-1])[3]
