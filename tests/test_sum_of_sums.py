@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn.compose._analytic import AnalyticLaw, _additive_terms, _cauchy_pair
+from freeattn.compose._analytic import AnalyticLaw, _additive_terms, _cauchy_pair, _curve_terms
 from freeattn.compose._discrete_sum_support import sum_criterion
 from freeattn.compose._sum_support import LawBranches, curve_keys, law_sum_edges
 from freeattn.laws._law_base import NESTED_SOLVE_FACTOR, TOWER_EVALUATION_COST
@@ -230,3 +230,22 @@ def test_a_sum_of_sums_of_equal_costs_keeps_its_order_eq_14_51():
     right = freeattn.free_additive(atts[2], atts[3])
     law = freeattn.free_additive(left, right)
     assert {id(law.a), id(law.b)} == {id(left), id(right)}
+
+
+def test_a_sum_with_a_semicircle_over_a_nested_law_has_its_terms_as_curves_eq_14_50():
+    # semicircle ⊞ (two atoms ⊠ two atoms) is an R-level (eq. (8.8)) solved by Newton over
+    # the nested product: its real values cost a solve each; as a term of a sum of sums
+    # it enters the curves of eq. (14.50) as its two laws (depth-3 campaign, seed 3 /
+    # draw 20: the support 16.3 -> 7.2 s, the same edges to 4.4e-16)
+    sc = freeattn.semicircle(0.5)
+    prod = freeattn.free_multiplicative(freeattn.point_masses([1.0, 2.0], [0.3, 0.7]),
+                                        freeattn.point_masses([1.0, 3.0], [0.6, 0.4]))
+    level = freeattn.free_additive(sc, prod)
+    assert level._additive_level_terms == (sc, prod)
+    atoms = freeattn.point_masses([-3.0, 0.0, 5.0], [0.3, 0.3, 0.4])
+    assert _curve_terms(freeattn.free_additive(level, atoms)) == [sc, prod, atoms]
+    # a level solved by its tower keeps its real values (one root solve each)
+    att = freeattn.attention_law(1.0, 0.5).squared()
+    tower = freeattn.free_additive(sc, att)
+    assert tower._additive_level_terms is None
+    assert _curve_terms(freeattn.free_additive(tower, atoms)) == [tower, atoms]

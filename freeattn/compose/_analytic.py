@@ -1506,7 +1506,7 @@ class AnalyticLaw(SpectralLaw):
         from ._sum_support import (MAX_LAW_CURVES, LawBranches, curve_keys, law_sum_edges,
                                    parameter_index)
 
-        terms = _additive_terms(self.a) + _additive_terms(self.b)
+        terms = _curve_terms(self.a) + _curve_terms(self.b)
         if len(terms) > 2:
             # a sum of sums: the curves of eq. (14.50) on the branches of every term,
             # without a nested law's real values (a solve of its own at each point,
@@ -1987,6 +1987,20 @@ def _additive_terms(law):
     if parts is None:
         return [law]
     return _additive_terms(parts[0]) + _additive_terms(parts[1])
+
+
+def _curve_terms(law):
+    """The terms of ``law`` as a sum for the curves of eq. (14.50): those of
+    :func:`_additive_terms`, and a ``⊞`` with a law of known R-transform solved by
+    Newton over a nested law (eq. (8.8)) as that law and its partner, whose real values
+    cost one evaluation each rather than a solve (theory section 14.42)."""
+    parts = law._additive_level_terms
+    if parts is not None:
+        return _curve_terms(parts[0]) + _curve_terms(parts[1])
+    parts = law._additive_constituents
+    if parts is None:
+        return [law]
+    return _curve_terms(parts[0]) + _curve_terms(parts[1])
 
 
 def _check(law, name):

@@ -295,6 +295,14 @@ class SubordinationLaw(SpectralLaw):
         return self.constituent._pointwise_transform
 
     @property
+    def _additive_level_terms(self):
+        # an R-level whose real values are each a Newton over a nested law (eq. (8.8))
+        if (isinstance(self.level, RLevel) and self.level.partner is not None
+                and isinstance(self._solver, GenericSolver)):
+            return self.level.partner, self.constituent
+        return None
+
+    @property
     def _evaluation_cost(self):
         # a tower's roots, or the level's Newton over the constituent (eq. (14.51))
         if isinstance(self._solver, RationalSolver):

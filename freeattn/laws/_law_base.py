@@ -272,6 +272,9 @@ class SpectralLaw:
     #: ``(a, b)`` where the law is ``a ⊞ b`` solved by analytic subordination (the
     #: constituents of eq. (14.43)), else None.
     _additive_constituents = None
+    #: ``(partner, constituent)`` where the law is ``partner ⊞ constituent`` solved by
+    #: Newton on an R-level over a nested law (eq. (8.8)), else None.
+    _additive_level_terms = None
     #: Relative cost of one evaluation of the Cauchy transform on a small batch of
     #: points (theory eq. (14.51)): 1 for a closed form or a law of atoms; the laws
     #: solved point by point override it.  It orders the terms of a sum of sums.
