@@ -172,3 +172,19 @@ def test_a_system_solves_its_points_and_its_two_laws_the_others_section_14_43():
     np.testing.assert_allclose(d[[0, 2]], d_sys, rtol=RESOLVE_RTOL)
     g_far, d_far = pair(np.array([far]))
     assert g[1] == g_far[0] and d[1] == d_far[0]
+
+
+def test_a_root_left_above_the_step_tolerance_is_kept_under_the_acceptance_section_14_43():
+    # Newton from a solved neighbour stops after CHAIN_NEIGHBOUR_STEPS; a root it left
+    # unconverged (next to a fold it converges linearly) is kept where the
+    # continuation's acceptance takes it (its next step below CHAIN_ACCEPT_RTOL, or the
+    # fold's residual), strictly inside the lower half-plane; a root 1e-6 off is not
+    law = freeattn.free_multiplicative(freeattn.attention_law(0.026488, 0.39777).squared(),
+                                       freeattn.attention_law(0.71258, 0.85779).squared())
+    z = np.array([1e-3 + 1e-3j, 2e-3 + 5e-4j, 4e-3 + 1e-5j])
+    om = law._continue(z.real, z.imag)
+    unconverged = np.zeros(z.size, dtype=bool)
+    assert law._kept_inside(om, 1.0 / z, unconverged).all()
+    assert not law._kept_inside(om * (1.0 + 1e-6), 1.0 / z, unconverged).any()
+    # and a converged root outside the open lower half-plane is not kept
+    assert not law._kept_inside(om.conj(), 1.0 / z, ~unconverged).any()
