@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import freeattn
-from freeattn.compose._analytic import AnalyticLaw, _additive_terms, _cauchy_pair, _curve_terms
+from freeattn.compose._analytic import AnalyticLaw, _additive_terms, _cauchy_pair
 from freeattn.compose._discrete_sum_support import sum_criterion
 from freeattn.compose._sum_support import LawBranches, curve_keys, law_sum_edges
 from freeattn.laws._law_base import NESTED_SOLVE_FACTOR, TOWER_EVALUATION_COST
@@ -243,9 +243,11 @@ def test_a_sum_with_a_semicircle_over_a_nested_law_has_its_terms_as_curves_eq_14
     level = freeattn.free_additive(sc, prod)
     assert level._additive_level_terms == (sc, prod)
     atoms = freeattn.point_masses([-3.0, 0.0, 5.0], [0.3, 0.3, 0.4])
-    assert _curve_terms(freeattn.free_additive(level, atoms)) == [sc, prod, atoms]
+    nested = freeattn.free_additive(level, atoms)
+    assert _additive_terms(nested, levels=True) == [sc, prod, atoms]
+    assert _additive_terms(nested) == [level, atoms]             # its arrangement's terms
     # a level solved by its tower keeps its real values (one root solve each)
     att = freeattn.attention_law(1.0, 0.5).squared()
     tower = freeattn.free_additive(sc, att)
     assert tower._additive_level_terms is None
-    assert _curve_terms(freeattn.free_additive(tower, atoms)) == [tower, atoms]
+    assert _additive_terms(freeattn.free_additive(tower, atoms), levels=True) == [tower, atoms]

@@ -1506,7 +1506,7 @@ class AnalyticLaw(SpectralLaw):
         from ._sum_support import (MAX_LAW_CURVES, LawBranches, curve_keys, law_sum_edges,
                                    parameter_index)
 
-        terms = _curve_terms(self.a) + _curve_terms(self.b)
+        terms = _additive_terms(self.a, levels=True) + _additive_terms(self.b, levels=True)
         if len(terms) > 2:
             # a sum of sums: the curves of eq. (14.50) on the branches of every term,
             # without a nested law's real values (a solve of its own at each point,
@@ -1885,35 +1885,31 @@ class AnalyticLaw(SpectralLaw):
 
         def solve(xs):
             values = np.full(xs.shape, np.nan)
-            errors, raised, solved = [], False, []
-            for law in tuple(order):
+            errors, raised = [], False          # an error for each formulation that
+            for law in tuple(order):            # left points or raised
                 todo = np.flatnonzero(~np.isfinite(values))
                 if not todo.size:
-                    solved.append(0)
-                    continue
+                    break
                 law._partial_error = None
                 try:
                     values[todo] = law._boundary_density(xs[todo], partial=True)
                 except ConvergenceError as err:
                     errors.append(err)
                     raised = True
-                    solved.append(0)
                     continue
-                solved.append(int(np.isfinite(values[todo]).sum()))
-                if solved[-1] < todo.size:
+                left = todo[~np.isfinite(values[todo])]
+                if left.size:
                     errors.append(law._partial_error or ConvergenceError(
-                        f"{law._describe()}: density not finite at x="
-                        f"{float(xs[todo][~np.isfinite(values[todo])][0])!r}"))
+                        f"{law._describe()}: density not finite at x={float(xs[left[0]])!r}"))
             bad = np.flatnonzero(~np.isfinite(values))
             if not bad.size:
-                if solved[0] < xs.size:
+                if errors:                      # the second completed what the first left
                     order.reverse()
                 return values
             if xs.size == 1 or not raised:
-                first = errors[0] if errors else None
                 raise ConvergenceError(
                     f"{errors[0]} and, in the mirrored formulation of eq. (14.29), "
-                    f"{errors[-1]}", point=float(xs[bad[0]])) from first
+                    f"{errors[-1]}", point=float(xs[bad[0]])) from errors[0]
             part = xs[bad]
             half = part.size // 2
             values[bad] = (solve(part) if part.size == 1 else
@@ -1980,27 +1976,18 @@ def _curve_intervals(curves):
                  for lo, hi, plo, phi in curves)
 
 
-def _additive_terms(law):
+def _additive_terms(law, levels=False):
     """The terms of ``law`` as a sum: the terms of both operands of an additive
-    :class:`AnalyticLaw`, else ``[law]`` (theory section 14.40)."""
-    parts = law._additive_constituents
+    :class:`AnalyticLaw`, else ``[law]`` (theory section 14.40); with ``levels`` (the
+    curves of eq. (14.50)) also a ``⊞`` with a law of known R-transform solved by Newton
+    over a nested law (eq. (8.8)) as that law and its partner, whose real values cost
+    one evaluation each rather than a solve (section 14.42)."""
+    parts = law._additive_level_terms if levels else None
+    if parts is None:
+        parts = law._additive_constituents
     if parts is None:
         return [law]
-    return _additive_terms(parts[0]) + _additive_terms(parts[1])
-
-
-def _curve_terms(law):
-    """The terms of ``law`` as a sum for the curves of eq. (14.50): those of
-    :func:`_additive_terms`, and a ``⊞`` with a law of known R-transform solved by
-    Newton over a nested law (eq. (8.8)) as that law and its partner, whose real values
-    cost one evaluation each rather than a solve (theory section 14.42)."""
-    parts = law._additive_level_terms
-    if parts is not None:
-        return _curve_terms(parts[0]) + _curve_terms(parts[1])
-    parts = law._additive_constituents
-    if parts is None:
-        return [law]
-    return _curve_terms(parts[0]) + _curve_terms(parts[1])
+    return _additive_terms(parts[0], levels) + _additive_terms(parts[1], levels)
 
 
 def _check(law, name):

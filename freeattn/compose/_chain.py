@@ -596,18 +596,18 @@ class ProductChainLaw(SpectralLaw):
                 tt = 1.0 / (x[stalled] + 1j * y_final[stalled])
                 new, _ = self._newton(om[:, stalled], tt, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
                 good = self._accepted_near_fold(new, tt)
-                if partial and not good.all():
+                if not good.all():
+                    if not partial:
+                        k = int(stalled[np.argmin(good)])
+                        raise ConvergenceError(
+                            f"{self._describe()}: continuation of eq. (14.8) stalled at "
+                            f"z={complex(x[k] + 1j * y[k])!r}", point=float(x[k]))
+                    # with partial, a point the fold's acceptance refuses is dropped
                     lost = stalled[~good]
                     dropped[lost] = True
                     y_final = y_final.copy()
                     y_final[lost] = y[lost]
-                    new[:, ~good] = om[:, lost]
-                    good[:] = True
-                if not good.all():
-                    k = int(stalled[np.argmin(good)])
-                    raise ConvergenceError(
-                        f"{self._describe()}: continuation of eq. (14.8) stalled at "
-                        f"z={complex(x[k] + 1j * y[k])!r}", point=float(x[k]))
+                    stalled, new = stalled[good], new[:, good]
                 om[:, stalled], y[stalled] = new, y_final[stalled]
             active = (y > y_final) & ~dropped
         t = 1.0 / (x + 1j * y)
@@ -1372,18 +1372,15 @@ class ProductChainLaw(SpectralLaw):
         solved = np.all(np.isfinite(om), axis=0)
         if solved.all():
             return from_unknowns(om, z)
-        parts = [(solved, from_unknowns(om[:, solved], z[solved])),
-                 (~solved, getattr(self._two_law_form(), name)(z[~solved]))]
-        if isinstance(parts[0][1], tuple):
-            out = tuple(np.empty(z.shape, dtype=complex) for _ in parts[0][1])
-            for sel, values in parts:
-                for full, part in zip(out, values):
-                    full[sel] = part
-            return out
-        out = np.empty(z.shape, dtype=complex)
-        for sel, values in parts:
-            out[sel] = values
-        return out
+        own = from_unknowns(om[:, solved], z[solved])
+        other = getattr(self._two_law_form(), name)(z[~solved])
+        single = not isinstance(own, tuple)
+        if single:
+            own, other = (own,), (other,)
+        out = tuple(np.empty(z.shape, dtype=complex) for _ in own)
+        for full, a, b in zip(out, own, other):
+            full[solved], full[~solved] = a, b
+        return out[0] if single else out
 
     def _stieltjes_exact(self, z):
         return self._or_two_laws(self._g_from, "_stieltjes_exact",
