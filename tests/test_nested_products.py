@@ -6,6 +6,7 @@ import pytest
 
 import freeattn
 from freeattn.compose._analytic import AnalyticLaw
+from freeattn.core._errors import ConvergenceError
 from freeattn.compose._chain import ProductChainLaw
 from freeattn.compose._subordination import SubordinationLaw
 from freeattn.laws._law_base import PAIR_MEMO_MAX_POINTS, PAIR_MEMO_SIZE
@@ -72,29 +73,61 @@ def test_two_laws_are_flattened_and_explicit_rows_are_not_section_14_39(nested):
 FAR_RTOL = 1e-13
 
 
-def test_a_flattened_pair_answers_a_host_by_their_subordination_section_14_39():
-    # (MP ⊠ attention) ⊠ two atoms, nested at depth 3 of the campaign (seed 0, draw 39):
-    # its host asked it at z = -1.9e4 + 14i (its support ends at 0.046), where the system
-    # of eq. (14.8) in the three factors finds no root from its start; the two laws'
-    # subordination (eq. (14.4)) answers there
+def _campaign_pair():
+    # (MP ⊠ attention) ⊠ two atoms, nested at depth 3 of the campaign (seed 0, draw 39)
     law = freeattn.free_multiplicative(
         freeattn.free_multiplicative(freeattn.marchenko_pastur(0.53392, 1.1864),
                                      freeattn.attention_law(0.045567, 0.27105).squared()),
         freeattn.point_masses([1.553, 4.649], [0.694, 0.306]))
     assert isinstance(law, ProductChainLaw) and law._two_laws is not None
-    z = np.array([-19449.70752567695 + 14.03775846899765j])
-    with pytest.raises(freeattn.ConvergenceError, match="far from the axis"):
+    return law
+
+
+def _series_pair(law, z):
+    m = [law.moment(k) for k in range(16)]
+    gs = sum(m[k] / z ** (k + 1) for k in range(16))
+    ds = sum(-(k + 1) * m[k] / z ** (k + 2) for k in range(16))
+    return gs, ds
+
+
+#: Its host asked the law at z = -1.9e4 + 14i (its support ends at 0.046).
+FAR_POINT = -19449.70752567695 + 14.03775846899765j
+
+
+def test_a_system_solves_far_from_its_support_by_the_moment_tail_eq_14_52():
+    # there eta = 1 - w/G(1/w) of an omega-row (eq. (14.4)) kept eps/|w| = 4e-10 of its
+    # digits, the Newton steps followed that noise and the system found no root; with
+    # eta from the moment tail (eq. (14.52)) it solves the point (measured 1.3e-16 in G
+    # and 6e-19 in G' from the series)
+    law = _campaign_pair()
+    g, d = law._solved_pair(np.array([FAR_POINT]))
+    gs, ds = _series_pair(law, FAR_POINT)
+    assert abs(g[0] - gs) <= FAR_RTOL * abs(gs)
+    assert abs(d[0] - ds) <= FAR_RTOL * abs(ds)
+
+
+def test_a_flattened_pair_answers_a_host_by_their_subordination_section_14_39(monkeypatch):
+    # where the system of eq. (14.8) in the three factors raises (made to, here, as it
+    # did at FAR_POINT before eq. (14.52)), the two laws' subordination (eq. (14.4))
+    # answers
+    law = _campaign_pair()
+    own = law._solve
+
+    def failing(z, partial=False):
+        raise ConvergenceError("no root of the system (made to fail)", point=z[0])
+
+    monkeypatch.setattr(law, "_solve", failing)
+    z = np.array([FAR_POINT])
+    with pytest.raises(ConvergenceError, match="made to fail"):
         law._solved_pair(z)
     g, d = law._stieltjes_pair(z)
     # the two-law form answered, its support located first (its tables serve a host's
     # points next to the axis, as when the two laws were the law itself)
     assert law._two_law_form()._interval_cache is not None
-    m = [law.moment(k) for k in range(16)]
-    zz = complex(z[0])
-    gs = sum(m[k] / zz ** (k + 1) for k in range(16))
-    ds = sum(-(k + 1) * m[k] / zz ** (k + 2) for k in range(16))
+    gs, ds = _series_pair(law, FAR_POINT)
     assert abs(g[0] - gs) <= FAR_RTOL * abs(gs)
     assert abs(d[0] - ds) <= FAR_RTOL * abs(ds)
+    monkeypatch.setattr(law, "_solve", own)
     assert law.stieltjes(z)[0] == pytest.approx(gs, rel=FAR_RTOL)
 
 

@@ -137,20 +137,71 @@ def _relative_residual(res, om, eL):
                           np.abs(res[-1]))
 
 
-def _eta_pair(law, w):
-    """``eta(w) = 1 - w/G(1/w)`` and ``eta'(w)`` (theory eq. (14.4))."""
-    g, dg = _cauchy_pair(law, 1.0 / w)
-    with np.errstate(all="ignore"):
-        eta = 1.0 - w / g
-        deta = -1.0 / g - dg / (w * g * g)
-    return eta, deta
-
-
-#: :meth:`_LevelRow._w_pair`: beyond ``LEVEL_SERIES_REACH`` times the radius of
-#: the constituent's support, ``w`` from ``LEVEL_SERIES_TERMS`` exact moments
+#: :class:`_Tail`: beyond ``LEVEL_SERIES_REACH`` times the radius of
+#: a law's support, ``w`` from ``LEVEL_SERIES_TERMS`` exact moments
 #: (truncation ``LEVEL_SERIES_REACH**-(LEVEL_SERIES_TERMS + 1)`` = 3e-23).
 LEVEL_SERIES_REACH = 8.0
 LEVEL_SERIES_TERMS = 24
+
+
+class _Tail:
+    """``v = tau G(tau)``, ``w = v - 1`` and ``dw/dtau`` of a law (theory eq.
+    (14.52)).
+
+    Far from the support (``|tau| >= LEVEL_SERIES_REACH`` times its radius) ``w``
+    comes from the law's exact moments, ``w = sum_k m_k tau**-k``, where
+    ``tau G - 1`` would keep only ``eps |tau|/radius`` of ``w`` (and ``eta = w/v``
+    as little), and ``v = 1 + w``; elsewhere ``v`` is the product itself, which
+    next to the hard edge (``v -> 0``) ``1 + w`` would lose.  A law without exact
+    moments keeps the product everywhere.
+    """
+
+    def __init__(self, law):
+        self.law = law
+        self._series = None
+
+    def _columns(self):
+        if self._series is None:
+            exact = self.law._exact_scaled_moments(LEVEL_SERIES_TERMS)
+            radius = np.inf
+            if exact is not None:
+                lo, hi = self.law.support()
+                radius = max(abs(lo), abs(hi))
+                # the columns (m_k, k m_k) for k = K, ..., 1, Horner's order
+                unit, m = exact
+                exact = (unit, tuple(np.array([[m[k]], [k * m[k]]])
+                                     for k in range(m.size - 1, 0, -1)))
+            self._series = (radius, exact)
+        return self._series
+
+    def pair(self, tau, g, dg):
+        """``(v, w, dw/dtau)`` at ``tau`` from ``G(tau)`` and ``G'(tau)``."""
+        with np.errstate(all="ignore"):
+            v = tau * g
+            w = v - 1.0
+            dw = g + tau * dg
+        radius, exact = self._columns()
+        if exact is None:
+            return v, w, dw
+        far = np.abs(tau) >= LEVEL_SERIES_REACH * radius
+        if far.any():
+            unit, cols = exact
+            r = unit / tau[far]
+            # Horner in r = unit/tau of w/r and of its derivative's series (rows)
+            acc = np.zeros((2, r.size), dtype=complex)
+            for col in cols:
+                acc = acc * r + col
+            w[far] = acc[0] * r
+            v[far] = 1.0 + w[far]
+            dw[far] = -acc[1] * r / tau[far]
+        return v, w, dw
+
+    def eta_pair(self, tau, g, dg):
+        """``eta = 1 - 1/v = w/v`` (eq. (14.4) at ``omega = u = 1/tau``, eq. (14.21)
+        in ``tau``) and ``d eta/du``."""
+        v, w, dw = self.pair(tau, g, dg)
+        with np.errstate(all="ignore"):
+            return w / v, -dw / (v * v) * (tau * tau)
 
 
 class _SupportAtBound(Exception):
@@ -190,10 +241,15 @@ class _OmegaRow:
 
     def __init__(self, law):
         self.law = law
+        self._tail = _Tail(law)
 
     def map(self, u):
-        """``(omega, d omega/du, eta, d eta/du)`` at the unknowns ``u``."""
-        eta, deta = _eta_pair(self.law, u)
+        """``(omega, d omega/du, eta, d eta/du)`` at the unknowns ``u``:
+        ``eta(omega) = 1 - omega/G(1/omega)`` (eq. (14.4)) as ``w/v`` of eq. (14.52)."""
+        with np.errstate(all="ignore"):
+            tau = 1.0 / u
+        g, dg = _cauchy_pair(self.law, tau)
+        eta, deta = self._tail.eta_pair(tau, g, dg)
         return u, np.ones_like(u), eta, deta
 
     def start(self, omega):
@@ -224,6 +280,7 @@ class _LevelRow:
         self.constituent = sub.constituent
         self.scale = float(scale)
         self.rtol = sub.options.branch_rtol
+        self._tail = _Tail(self.constituent)
 
     @classmethod
     def of(cls, law):
@@ -248,52 +305,13 @@ class _LevelRow:
             z, g, dz, _ = self.level.apply_at_pole(tau, gb, dgb)
         return tau, gb, z, g, dz, dgb
 
-    def _w_pair(self, tau, gb, dgb):
-        """``v = tau G_b(tau)``, ``w = v - 1`` and ``dw/dtau``.  Far from ``b``'s
-        support (``|tau| >= LEVEL_SERIES_REACH`` times its radius) ``w`` comes from
-        ``b``'s exact moments, ``w = sum_k m_k tau**-k``, where ``tau G_b - 1``
-        would keep only ``eps |tau|/radius`` of ``w`` (and ``eta = w/(1 + w)``
-        as little), and ``v = 1 + w``; elsewhere ``v`` is the product itself,
-        which next to the hard edge (``v -> 0``) ``1 + w`` would lose."""
-        with np.errstate(all="ignore"):
-            v = tau * gb
-            w = v - 1.0
-            dw = gb + tau * dgb
-        series = self.__dict__.get("_series")
-        if series is None:
-            lo, hi = self.constituent.support()
-            exact = self.constituent._exact_scaled_moments(LEVEL_SERIES_TERMS)
-            if exact is not None:
-                # the columns (m_k, k m_k) for k = K, ..., 1, Horner's order
-                unit, m = exact
-                exact = (unit, tuple(np.array([[m[k]], [k * m[k]]])
-                                     for k in range(m.size - 1, 0, -1)))
-            series = self._series = (max(abs(lo), abs(hi)), exact)
-        radius, exact = series
-        if exact is None:
-            return v, w, dw
-        far = np.abs(tau) >= LEVEL_SERIES_REACH * radius
-        if far.any():
-            unit, cols = exact
-            r = unit / tau[far]
-            # Horner in r = unit/tau of w/r and of its derivative's series (rows)
-            acc = np.zeros((2, r.size), dtype=complex)
-            for col in cols:
-                acc = acc * r + col
-            w[far] = acc[0] * r
-            v[far] = 1.0 + w[far]
-            dw[far] = -acc[1] * r / tau[far]
-        return v, w, dw
-
     def map(self, u):
         tau, gb, z, _, dz, dgb = self._values(u)
-        v, w, dw = self._w_pair(tau, gb, dgb)
+        eta, deta = self._tail.eta_pair(tau, gb, dgb)
         with np.errstate(all="ignore"):
             t2 = -tau * tau                       # d tau/du
             omega = 1.0 / (self.scale * z)
             domega = -dz / (self.scale * z * z) * t2
-            eta = w / v
-            deta = dw / (v * v) * t2
         return omega, domega, eta, deta
 
     def start(self, omega):
