@@ -788,3 +788,52 @@ def test_a_subordination_point_on_its_own_laws_support_is_inside():
     dens = -law.stieltjes(np.array([1.0950, 1.09552]) + 1e-12j).imag / np.pi
     assert dens[0] > 0.1 and dens[1] < 1e-6
     assert law.accuracy().mass_error <= 1e-12
+
+
+#: The upper edge of seed 1 / draw 38 (depth-3 campaign) from the curves against a fit of
+#: rho**2 = A (e - x) + B (e - x)**2 to its density solved by the continuation of eq.
+#: (14.3) at six points 2e-9 - 6.4e-8 inside (no curve): measured 2.0e-15 (x at the curve's
+#: last sample, before eq. (14.53): 1.5e-11; before r = omega - f: up to 6e-11).
+EDGE_FIT_RTOL = 2e-13
+
+
+def test_a_gap_ending_at_a_constituents_edge_ends_at_the_zero_eq_14_53():
+    # attention ⊞ (atoms ⊠ attention ⊠ sample covariance of attention): the curve ends
+    # where the product's point reaches its upper edge, its last sample still in the gap
+    law = freeattn.free_additive(
+        freeattn.attention_law(0.065312, 0.18079).squared(),
+        freeattn.free_multiplicative(
+            freeattn.free_multiplicative(freeattn.point_masses([1.191, 2.285], [0.583, 0.417]),
+                                         freeattn.attention_law(1.8224, 0.29215).squared()),
+            freeattn.sample_covariance(freeattn.attention_law(0.57523, 0.52402).squared(),
+                                       0.92829)))
+    assert isinstance(law, AnalyticLaw)
+    ((_, edge),) = law.intervals()
+    ds = np.array([2e-9, 4e-9, 8e-9, 1.6e-8, 3.2e-8, 6.4e-8])
+    xs = edge - ds
+    w = law._continue(xs, np.zeros(xs.size), check=False)
+    rho2 = (law._problem.cauchy(w, xs + 0j).imag / np.pi) ** 2
+    # rho**2 = A t + B t**2, t = ds + shift: linear in (A, B) for a given shift, whose
+    # best value a scan of its residual finds (to 1e-15 of the edge)
+    def fit(shift):
+        t = ds + shift
+        m = np.c_[t, t * t] / rho2[:, None]
+        coef, *_ = np.linalg.lstsq(m, np.ones(ds.size), rcond=None)
+        return np.abs(m @ coef - 1.0).max()
+
+    shifts = np.linspace(-1e-10, 1e-10, 2001)
+    best = shifts[np.argmin([fit(s) for s in shifts])]
+    assert abs(best) <= EDGE_FIT_RTOL * edge
+
+
+def test_the_shift_of_eq_14_53():
+    from freeattn.compose._sum_support import stationary_shift
+
+    # s = d: the other laws' terms vanish, the zero is at the edge itself
+    assert stationary_shift(1e-9, 1e-4, 1e-4) == pytest.approx(1e-9, rel=1e-15)
+    # s = d (1 - rho) with rho = 1/2: a quarter of the distance
+    assert stationary_shift(1e-9, 1e-4, 5e-5) == pytest.approx(2.5e-10, rel=1e-15)
+    # the sample at the zero (s = 0) is the end; d not positive or not finite: no shift
+    assert stationary_shift(1e-9, 1e-4, 0.0) == 0.0
+    assert stationary_shift(1e-9, 0.0, 0.0) == 0.0
+    assert stationary_shift(1e-9, np.nan, 1e-4) == 0.0

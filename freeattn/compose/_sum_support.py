@@ -208,7 +208,11 @@ class LawBranches:
         with np.errstate(all="ignore"):
             d = g * g / -dg
             e = d - 1.0
-            r = u - 1.0 / g
+            # the curve's common value f, not 1/G(u) again: at a point u inverted from
+            # f next to an edge (F' large) the inverse leaves a residual F(u) - f of
+            # F' times its step tolerance, which would enter x of eq. (14.50) (section
+            # 14.45)
+            r = u - np.asarray(f, dtype=float)
         far = self._far(u)
         if far.any():
             shift, slope = self._series(u[far])
@@ -500,11 +504,12 @@ def law_sum_edges(*laws):
     for i, r in enumerate(rows):
         upad[i, :r.size] = r
 
-    def s_and_x(u, rows):
+    def s_and_x(u, rows, parts=False):
         f = p.forward(u)
         vs = [o.inverse(f, ll[rows, j]) for j, o in enumerate(others)]
-        return sum_criterion([u] + vs, [p.parts(u, f)] + [o.parts(v, f)
-                                                            for o, v in zip(others, vs)])
+        pr = [p.parts(u, f)] + [o.parts(v, f) for o, v in zip(others, vs)]
+        out = sum_criterion([u] + vs, pr)
+        return (out, [u] + vs, pr) if parts else out
 
     pole_x = np.full(kk.size, np.nan)
     pole_at = np.full(kk.size, np.nan)
@@ -519,14 +524,22 @@ def law_sum_edges(*laws):
                                             for o, l in zip(others, ll[r])]
 
     def limit(r, side):
-        if any(kind == "edge" for kind, _ in ends(r, side)):
+        kinds = ends(r, side)
+        if any(kind == "edge" for kind, _ in kinds):
             # the curve ends where a point reaches an edge of its law's support, where
             # 1/F' -> 0 and eq. (14.50) tends to the others' sum of 1/F' - 1 <= 0: a
-            # positive last sample has its zero within the rounding of that edge
-            # (eq. (14.38)), and x is stationary there
+            # positive last sample has its zero between it and that edge (eq.
+            # (14.38)), where x is stationary; x there from x at the sample by eq.
+            # (14.53)
             row = upad[r][np.isfinite(upad[r])]
-            return float(s_and_x(np.array([row[0] if side < 0 else row[-1]]),
-                                 np.array([r]))[1][0])
+            (_, x), points, pr = s_and_x(np.array([row[0] if side < 0 else row[-1]]),
+                                         np.array([r]), parts=True)
+            d = np.array([float(q[0][0]) for q in pr])
+            e = np.array([float(q[1][0]) for q in pr])
+            at = [i for i, (kind, _) in enumerate(kinds) if kind == "edge"]
+            j = min(at, key=lambda i: d[i])          # the law at its edge: 1/F' smallest
+            return float(x[0]) - stationary_shift(float(points[j][0]) - kinds[j][1], d[j],
+                                                  d[j] + e.sum() - e[j])
         return _limit(ends(r, side), side, (int(kk[r]),) + tuple(int(l) for l in ll[r]))
 
     closed = np.array([[any(kind == "edge" for kind, _ in ends(r, side)) for side in (-1, 1)]
@@ -534,6 +547,18 @@ def law_sum_edges(*laws):
     return curve_bands(upad, s_and_x, limit, pole_x, p.finest, TOUCH_ULPS * _EPS,
                        "eq. (14.50)" if others[1:] else "eq. (14.20)", closed, pole_at,
                        PEAK_REACH, touch_relative=True)
+
+
+def stationary_shift(dw, d, s):
+    """``x_s - x_0`` of eq. (14.53): from a sample of a curve of eq. (14.50) whose point
+    ``omega_j`` lies ``dw = omega_j - e`` beyond the square-root edge ``e`` of its law, with
+    ``d = 1/F_j'`` there and the criterion ``s = d + sum_{i != j} (1/F_i' - 1)``, to the
+    stationary point ``x_0`` of ``x`` (the zero of the criterion) between the sample and
+    the edge: ``dw (s/d)**2`` (0 where ``d`` is not a positive number)."""
+    if not d > 0 or not np.isfinite(d) or not np.isfinite(dw):
+        return 0.0
+    ratio = min(max(s / d, 0.0), 1.0)
+    return dw * ratio * ratio
 
 
 def parameter_index(laws):
