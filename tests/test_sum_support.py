@@ -50,6 +50,34 @@ def test_branches_of_the_semicircle_and_their_inverse_eq_14_37():
     np.testing.assert_allclose(br.forward(u), f, rtol=1e-12)
 
 
+def test_a_value_within_ulps_of_a_sample_is_that_samples_point():
+    # the semicircle's branch (2, oo): a value one ulp off a sampled value is inverted to
+    # that sample's point without a solve (SAMPLE_ULPS), which is the closed-form inverse
+    # f + 1/f to the sample's own rounding (8 ulps); an infinite value is not a sample's
+    from freeattn.compose._sum_support import SAMPLE_ULPS
+
+    br = LawBranches(freeattn.semicircle(1.0), _cauchy_pair)
+    f_s, u_s = br.sampled_values(1), br.sampled_points(1)
+    f = np.array([f_s[3] * (1.0 + EPS), f_s[7] * (1.0 - 2 * EPS)])
+    calls = []
+    values = br.values
+
+    def counted(u):
+        calls.append(np.size(u))
+        return values(u)
+
+    br.values = counted
+    u = br.inverse(f, np.ones(2, dtype=int))
+    assert not calls
+    np.testing.assert_array_equal(u, u_s[[3, 7]])
+    np.testing.assert_allclose(u, f + 1.0 / f, rtol=8 * EPS)
+    # farther than SAMPLE_ULPS: solved
+    g = np.array([f_s[3] * (1.0 + 4 * SAMPLE_ULPS * EPS)])
+    v = br.inverse(g, np.ones(1, dtype=int))
+    assert calls and v[0] != u_s[3]
+    np.testing.assert_allclose(v, g + 1.0 / g, rtol=4 * EPS)
+
+
 def test_branches_of_a_discrete_law_are_cut_at_the_zeros_of_g_eq_14_37():
     # three atoms: G has one zero between consecutive atoms (section 14.19), so four
     # pieces... three branches, each holding one atom, F = 0 there; the zeros agree
