@@ -1168,6 +1168,22 @@ def test_three_discrete_laws_with_an_atom_against_a_haar_rotated_product():
         assert abs(mc - (law.cdf(hi) - law.cdf(lo))) <= 0.01
 
 
+def test_the_nearest_solved_point_directly_and_by_a_tree():
+    # nearest_solved compares pairs directly up to NEAREST_DIRECT_PAIRS and by a k-d
+    # tree beyond: the same index on both sides of the threshold (random points, no
+    # ties), against the distances themselves
+    from freeattn.compose import _fixed_point
+
+    rng = np.random.default_rng(7)
+    table = rng.standard_normal(4096) + 1j * rng.random(4096)
+    for m in (3, _fixed_point.NEAREST_DIRECT_PAIRS // 4096 + 5):
+        z = rng.standard_normal(m) + 1j * rng.random(m)
+        idx = _fixed_point.nearest_solved(table, z)
+        ref = np.argmin(np.abs(z[:, None] - table[None, :]), axis=1)
+        np.testing.assert_array_equal(idx, ref)
+    assert 3 * table.size <= _fixed_point.NEAREST_DIRECT_PAIRS < m * table.size
+
+
 def test_off_axis_points_start_from_their_nearest_solved_point_eq_14_45(monkeypatch):
     # a nested law is called at points far (3 to 3000 times |z|) from every point it
     # solved: Newton from the nearest of its latest solved points, kept clearly inside

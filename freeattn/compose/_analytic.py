@@ -20,7 +20,7 @@ from ..algebra._levels import HARD_EDGE_MASS_RTOL
 from ..core._errors import ConvergenceError
 from ._atom_tree import TREE_MIN_ATOMS, AtomTree, sums_nearest_apart
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
-                           newton)
+                           nearest_solved, newton)
 from ._pole_edge import (POLE_MODEL_NEAR, POLE_MODEL_REACH, PoleEdge, pole_candidates,
                           pole_edge_pair)
 from ..laws._elementary import PointMasses
@@ -355,14 +355,6 @@ def _sum_condition(arguments):
                              np.maximum(moduli / np.abs(g), 1.0), 1.0)
         cond = c if cond is None else np.maximum(cond, c)
     return cond
-
-
-def nearest_solved(table, z):
-    """Index in ``table`` (complex points solved before) of the nearest to each point
-    of ``z``: the Newton starts of theory eqs. (14.15), (14.45)."""
-    from scipy.spatial import cKDTree
-
-    return cKDTree(np.c_[table.real, table.imag]).query(np.c_[z.real, z.imag])[1]
 
 
 def _cauchy_pair(law, u):

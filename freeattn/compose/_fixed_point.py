@@ -39,7 +39,8 @@ from ..core._errors import ConvergenceError
 
 __all__ = ["FixedPointResult", "FixedPointProblem", "SystemProblem", "EdgeProblem", "iterate",
            "newton", "newton_system", "bordered_newton", "edge_newton", "polish_newton",
-           "bracketed_newton", "bracketed_zeros", "bracketed_maxima", "secant"]
+           "bracketed_newton", "bracketed_zeros", "bracketed_maxima", "secant",
+           "nearest_solved"]
 
 #: Relative residual ``|w - phi(w, z)| / (1 + |w|)`` at which a solve is converged
 #: (a few ulps of the subordination point).
@@ -1017,3 +1018,20 @@ def secant(fun, x0, x1, f0, f1, rtol, max_steps, active=None):
         if done.all():
             break
     return FixedPointResult(x1, last, steps, done & ~skipped)
+
+
+#: :func:`nearest_solved` compares every pair directly up to this many pairs (a host's
+#: Newton asks a nested law a few points at a time against a table of up to 8192: 0.05 ms
+#: where building a k-d tree costs 1.9 ms, 3.5 s of seed 3 / draw 20 of the depth-3
+#: campaign); a k-d tree beyond.
+NEAREST_DIRECT_PAIRS = 1 << 17
+
+
+def nearest_solved(table, z):
+    """Index in ``table`` (complex points solved before) of the nearest to each point
+    of ``z``: the Newton starts of theory eqs. (14.15), (14.45)."""
+    if table.size * z.size <= NEAREST_DIRECT_PAIRS:
+        return np.argmin(np.abs(z[:, None] - table[None, :]), axis=1)
+    from scipy.spatial import cKDTree
+
+    return cKDTree(np.c_[table.real, table.imag]).query(np.c_[z.real, z.imag])[1]
