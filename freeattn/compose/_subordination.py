@@ -50,7 +50,7 @@ __all__ = [
     "compose_affine",
 ]
 
-from ._fixed_point import polish_newton
+from ._fixed_point import nearest_solved, polish_newton
 from ._generic_solver import GenericSolver
 
 #: Secant steps of ``mpmath.findroot`` in the arbitrary-precision path (it
@@ -75,6 +75,18 @@ HARD_EDGE_STEP_ULPS = 4
 #: Newton steps, each at most this long relative to ``|tau|`` (a longer one heads
 #: for another root, and the point keeps the tower's value).
 POLISH_STEPS = 2
+#: A level over a closed-form constituent solves an off-axis point by Newton on
+#: ``Phi(tau) = z`` (eq. (8.10)) from the subordination point of its nearest solved
+#: point when they are within ``LEVEL_WARM_RTOL`` of ``|z|`` (section 8.11): at most
+#: ``LEVEL_WARM_STEPS`` steps, converged at a step of ``LEVEL_WARM_STEP_RTOL |tau|``,
+#: kept where ``tau`` and the partner's point lie strictly inside the upper half-plane
+#: (``LEVEL_WARM_INSIDE_RTOL`` of their modulus) and the partner's transform agrees
+#: there.  The latest ``LEVEL_WARM_TABLE`` solved points are kept as starts.
+LEVEL_WARM_RTOL = 0.05
+LEVEL_WARM_STEPS = 8
+LEVEL_WARM_STEP_RTOL = 1e-14
+LEVEL_WARM_INSIDE_RTOL = 1e-6
+LEVEL_WARM_TABLE = 4096
 POLISH_STEP_RTOL = 1e-6
 #: A hard-edge root is accepted when ``|Phi(tau) - z|`` is within this many
 #: ulps of ``|z|`` (measured: 1.4e-16 relative at ``z = 3.8e-35``).
@@ -489,8 +501,8 @@ class SubordinationLaw(SpectralLaw):
         (8.16)), as :meth:`_stieltjes_exact` does, once the support is known.
 
         Kept for a host's repeated questions (:meth:`SpectralLaw._memoized_pair`);
-        the solve is a function of ``z`` alone (no warm start), so a kept answer is
-        the one a new solve would give, bit for bit.
+        a new solve (the tower's, or Newton from a neighbour certified by eq. (8.34))
+        gives a kept answer again to rounding.
         """
         return self._memoized_pair(np.asarray(z), self._unmemoized_pair)
 
@@ -508,18 +520,129 @@ class SubordinationLaw(SpectralLaw):
     def _solved_pair(self, z):
         """:meth:`_stieltjes_pair` from the solver alone."""
         if isinstance(self._solver, RationalSolver):
-            # G' from the polisher where it gives G (the closed-form outermost level,
-            # eq. (8.10)), else from the tower's stages at the polished leaf
-            t, g, dg = self._solver.solve(z, leaf=False, derivative=True)
-            need = np.flatnonzero(np.isnan(dg) & np.isfinite(t))
-            if need.size:
-                _, _, dzs, dgs = self._solver.curve.stages(t[need])
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    dg[need] = dgs[-1] / dzs[-1]
-            edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
-            if edge.any():
-                g[edge], dg[edge] = self._hard_edge_values(z[edge])[:2]
+            z = np.asarray(z, dtype=complex)
+            g, dg, done = self._warm_pair(z)
+            rest = np.flatnonzero(~done)
+            if rest.size:
+                g[rest], dg[rest] = self._tower_pair(z[rest])
             return g, dg
+        tau, g = self._solver.solve(z)
+        _, _, dz, dg = self._solver._phi(tau)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return g, dg / dz
+
+    def _tower_pair(self, z):
+        """``(G, G')`` from the tower's roots (eqs. (8.10)-(8.11)); the outermost
+        subordination points of the off-axis points enter the table of
+        :meth:`_warm_pair`."""
+        # G' from the polisher where it gives G (the closed-form outermost level,
+        # eq. (8.10)), else from the tower's stages at the polished leaf
+        t, g, dg = self._solver.solve(z, leaf=False, derivative=True)
+        need = np.flatnonzero(np.isnan(dg) & np.isfinite(t))
+        if need.size:
+            _, _, dzs, dgs = self._solver.curve.stages(t[need])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dg[need] = dgs[-1] / dzs[-1]
+        edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
+        if edge.any():
+            g[edge], dg[edge] = self._hard_edge_values(z[edge])[:2]
+        if self._solver.polisher is not None:
+            up = np.flatnonzero((z.imag > 0) & np.isfinite(t))
+            if up.size:
+                tau = self._solver.curve.stages(t[up], derivatives=False)[0][-2]
+                self._remember(z[up], tau)
+        return g, dg
+
+    def _remember(self, z, tau):
+        """Keep solved off-axis points and their outermost subordination points, the
+        latest first (the starts of :meth:`_warm_pair`)."""
+        keep = np.isfinite(tau)
+        old = self.__dict__.get("_warm_table")
+        zs, taus = (z[keep], tau[keep]) if old is None else (
+            np.concatenate([z[keep], old[0]]), np.concatenate([tau[keep], old[1]]))
+        self._warm_table = (zs[:LEVEL_WARM_TABLE], taus[:LEVEL_WARM_TABLE])
+
+    def _warm_pair(self, z):
+        """``(G, G', done)``: the off-axis points within ``LEVEL_WARM_RTOL`` of a solved
+        one, by Newton on the outermost level from its subordination point (theory
+        section 8.11, eq. (8.34)), where the root is certified; ``done`` marks them.
+
+        For ``Im z > 0`` the subordination points of eq. (8.10) are the unique ones in
+        the open upper half-plane on both transforms' principal branches (the
+        Denjoy-Wolff point of the subordination map): a root with ``tau`` and the
+        partner's point strictly inside it and the partner's transform equal to ``G``
+        there is the solution whatever the start, as the tower's branch selection
+        would give.
+        """
+        g = np.full(z.shape, np.nan + 0j)
+        dg = np.full(z.shape, np.nan + 0j)
+        done = np.zeros(z.shape, dtype=bool)
+        table = self.__dict__.get("_warm_table")
+        off = np.flatnonzero(z.imag > 0)
+        if table is None or not off.size or self._solver.polisher is None:
+            return g, dg, done
+        zt, tt = table
+        pick = nearest_solved(zt, z[off])
+        near = np.abs(z[off] - zt[pick]) <= LEVEL_WARM_RTOL * np.abs(z[off])
+        k, tau = off[near], tt[pick[near]].copy()
+        if not k.size:
+            return g, dg, done
+        b = self.constituent
+        zk = z[k]
+        act = np.arange(k.size)
+        conv = np.zeros(k.size, dtype=bool)
+        with np.errstate(all="ignore"):
+            for _ in range(LEVEL_WARM_STEPS):
+                ta = tau[act]
+                gb, dgb = b._stieltjes_pair(ta)
+                zz, _, dz, _ = self._level_values(ta, gb, dgb)
+                step = (zz - zk[act]) / dz
+                ok = np.isfinite(step)
+                tau[act[ok]] = ta[ok] - step[ok]
+                small = ok & (np.abs(step) <= LEVEL_WARM_STEP_RTOL * np.abs(ta))
+                conv[act[small]] = True
+                act = act[ok & ~small]
+                if not act.size:
+                    break
+        sel = np.flatnonzero(conv)
+        if not sel.size:
+            return g, dg, done
+        ok, gg, dgg = self._certified(zk[sel], tau[sel])
+        good = sel[ok]
+        g[k[good]], dg[k[good]] = gg[ok], dgg[ok]
+        done[k[good]] = True
+        if good.size:
+            self._remember(z[k[good]], tau[good])
+        return g, dg, done
+
+    def _level_values(self, tau, gb, dgb):
+        """``(z, G, dz/dtau, dG/dtau)`` of the outermost level at ``tau``: an S-level's
+        in ``v = tau G_b`` (:meth:`SLevel.apply_at_pole`, eq. (8.27)), which keeps its
+        digits next to the hard edge where ``w = v - 1 -> -1``."""
+        if hasattr(self.level, "apply_at_pole"):
+            return self.level.apply_at_pole(tau, gb, dgb)
+        return self.level.apply(tau, gb, np.ones_like(tau), dgb)
+
+    def _certified(self, z, tau):
+        """``(ok, G, G')`` at outermost subordination points ``tau`` of off-axis ``z``:
+        ``ok`` where eq. (8.34) certifies the Stieltjes branch (``tau`` and the
+        partner's point strictly inside the upper half-plane, the partner's transform
+        agreeing there, ``Im G < 0``)."""
+        b, level = self.constituent, self.level
+        with np.errstate(all="ignore"):
+            gb, dgb = b._stieltjes_pair(tau)
+            _, g, dz, dg = self._level_values(tau, gb, dgb)
+            dg = dg / dz
+            ok = (np.isfinite(g) & np.isfinite(dg) & (g.imag < 0)
+                  & (tau.imag > LEVEL_WARM_INSIDE_RTOL * np.abs(tau)))
+            point = level.partner_point(z, tau, gb, g)
+            if point is not None:
+                ok &= np.isfinite(point) & (point.imag > LEVEL_WARM_INSIDE_RTOL * np.abs(point))
+                chk = np.flatnonzero(ok)
+                if chk.size:
+                    mism = level.partner_check(point[chk], tau[chk], gb[chk], g[chk])
+                    ok[chk] &= mism <= np.sqrt(self.options.branch_rtol)
+        return ok, g, dg
         tau, g = self._solver.solve(z)
         _, _, dz, dg = self._solver._phi(tau)
         with np.errstate(divide="ignore", invalid="ignore"):

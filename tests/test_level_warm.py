@@ -1,0 +1,88 @@
+"""A level over a closed-form constituent solved by Newton from a neighbour's
+subordination point, certified by theory eq. (8.34) (section 8.11).
+
+Independent checks: the tower's own solve of the same points (eqs. (8.10)-(8.11)),
+and every other root of the tower's polynomial, which eq. (8.34) must refuse.
+"""
+
+import numpy as np
+import pytest
+
+import freeattn
+from freeattn.algebra._rational import batched_roots
+from freeattn.compose import _subordination
+from freeattn.compose._subordination import SubordinationLaw
+
+#: Newton from a neighbour against the tower at the same points: two solves of one
+#: root, each to a few ulps; measured 3.4e-16 (G) and 6.1e-16 (G') for the attention
+#: law, 1.4e-16 and 3.3e-16 for MP ⊞ semicircle (the points of the first test).
+WARM_VS_TOWER_RTOL = 1e-13
+
+
+def _levels():
+    att = freeattn.attention_law(1.0, 1.0).squared().base          # an S-level
+    rsum = freeattn.free_additive(freeattn.marchenko_pastur(1.0, 0.5),
+                                  freeattn.semicircle(1.0))          # an R-level
+    for law in (att, rsum):
+        assert isinstance(law, SubordinationLaw) and law._solver.polisher is not None
+    return att, rsum
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_neighbours_newton_agrees_with_the_tower_eq_8_34(which):
+    law = _levels()[which]
+    lo, hi = law.support()
+    z0 = np.array([lo + 0.3 * (hi - lo) + 0.05j, hi + 0.5 + 0.2j, 0.5 * (lo + hi) + 1e-3j])
+    law._solved_pair(z0)                                  # the tower: the table's starts
+    z = z0 * (1 + 2e-3) + 1e-4j
+    g, dg, done = law._warm_pair(z)
+    assert done.all()
+    g_t, dg_t = law._tower_pair(z)
+    np.testing.assert_allclose(g, g_t, rtol=WARM_VS_TOWER_RTOL)
+    np.testing.assert_allclose(dg, dg_t, rtol=WARM_VS_TOWER_RTOL)
+
+
+def test_points_far_from_every_solved_one_and_on_the_axis_go_to_the_tower():
+    law = _levels()[0]
+    law._solved_pair(np.array([1.0 + 0.1j]))
+    z = np.array([1.0 * (1 + 2 * _subordination.LEVEL_WARM_RTOL) + 0.1j, 1.0 + 0j])
+    _, _, done = law._warm_pair(z)
+    assert not done.any()
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_eq_8_34_refuses_every_other_root_of_the_tower(which):
+    # at points inside, beside and far from the support, each root of the tower's
+    # polynomial gives an outermost subordination point: eq. (8.34) accepts the one the
+    # tower selects and no other
+    law = _levels()[which]
+    lo, hi = law.support()
+    z = np.array([lo + 0.4 * (hi - lo) + 1e-2j, hi + 0.3 + 0.05j, 3 * hi + 2.0j])
+    solver = law._solver
+    coeffs = solver.num[:, None] - z[None, :] * solver.den[:, None]
+    roots = solver._newton(coeffs, batched_roots(coeffs))           # (degree, points)
+    t_sel, g_sel = solver.solve(z)[:2]
+    tau_sel = solver.curve.stages(t_sel, derivatives=False)[0][-2]
+    for j in range(z.size):
+        taus = solver.curve.stages(roots[:, j], derivatives=False)[0][-2]
+        ok, g, _ = law._certified(np.full(taus.size, z[j]), taus)
+        assert ok.sum() == 1
+        assert abs(taus[ok][0] - tau_sel[j]) <= 1e-10 * abs(tau_sel[j])
+        assert abs(g[ok][0] - g_sel[j]) <= WARM_VS_TOWER_RTOL * abs(g_sel[j])
+
+
+def test_a_refused_warm_root_falls_back_to_the_tower(monkeypatch):
+    # a start that Newton takes to another root (the table made to hold the conjugate
+    # of the branch's subordination point: it converges to tau = 0.699 - 0.653i, in the
+    # lower half-plane): eq. (8.34) refuses it, the tower answers
+    law = _levels()[0]
+    z0 = np.array([1.0 + 0.2j])
+    law._solved_pair(z0)
+    zs, taus = law._warm_table
+    law._warm_table = (zs, np.conj(taus))
+    z = z0 * (1 + 1e-3)
+    g, dg, done = law._warm_pair(z)
+    assert not done.any()
+    g2, dg2 = law._solved_pair(z)
+    g_t, dg_t = law._tower_pair(z)
+    np.testing.assert_allclose(g2, g_t, rtol=WARM_VS_TOWER_RTOL)
