@@ -344,3 +344,33 @@ def test_density_batch_keeps_the_system_beside_a_failing_point(monkeypatch):
     assert calls[:2] == [x.size, x.size - 3]
     assert len(asked) == 1 and np.array_equal(asked[0], x[-3:])
     np.testing.assert_allclose(got, plain, rtol=FORMS_RTOL)
+
+
+def test_a_real_point_continued_once_is_kept_section_14_46(monkeypatch):
+    # a real point just beyond an edge of a product (no table start is accepted there)
+    # is continued once; asked again, alone or in another batch, it gets the same
+    # unknowns without a continuation
+    law = freeattn.free_multiplicative(
+        freeattn.free_multiplicative(freeattn.point_masses([4.586, 2.486, 4.346],
+                                                           [0.341, 0.098, 0.561]),
+                                     freeattn.attention_law(0.10008, 0.15406).squared()),
+        freeattn.point_masses([2.486, 2.257, 2.234, 3.014], [0.035, 0.331, 0.251, 0.383]))
+    assert isinstance(law, ProductChainLaw)
+    (_, hi), *_ = law.intervals()
+    x = np.array([hi * (1 + 1e-11)])
+    om = law._solve(x.astype(complex))
+    assert np.all(np.isfinite(om)) and np.all(np.abs(om.imag) <= 1e-12 * np.abs(om))
+    assert float(x[0]) in law._axis_memo             # it was continued
+    continued = []
+    cont = law._continue
+
+    def recorded(xs, *args, **kwargs):
+        continued.extend(np.asarray(xs).tolist())
+        return cont(xs, *args, **kwargs)
+
+    monkeypatch.setattr(law, "_continue", recorded)
+    again = law._solve(np.array([hi * 0.5 + 0j, x[0] + 0j]))
+    alone = law._solve(x.astype(complex))
+    assert float(x[0]) not in continued
+    np.testing.assert_array_equal(again[:, 1], om[:, 0])
+    np.testing.assert_array_equal(alone, om)
