@@ -347,9 +347,9 @@ def test_density_batch_keeps_the_system_beside_a_failing_point(monkeypatch):
 
 
 def test_a_real_point_continued_once_is_kept_section_14_46(monkeypatch):
-    # a real point just beyond an edge of a product (no table start is accepted there)
-    # is continued once; asked again, alone or in another batch, it gets the same
-    # unknowns without a continuation
+    # a real point beyond an edge of a product where no table start is accepted is
+    # continued once; asked again, alone or in another batch, it gets the same unknowns
+    # without a continuation
     law = freeattn.free_multiplicative(
         freeattn.free_multiplicative(freeattn.point_masses([4.586, 2.486, 4.346],
                                                            [0.341, 0.098, 0.561]),
@@ -357,7 +357,9 @@ def test_a_real_point_continued_once_is_kept_section_14_46(monkeypatch):
         freeattn.point_masses([2.486, 2.257, 2.234, 3.014], [0.035, 0.331, 0.251, 0.383]))
     assert isinstance(law, ProductChainLaw)
     (_, hi), *_ = law.intervals()
-    x = np.array([hi * (1 + 1e-11)])
+    # beyond the reach of the fold's model (eq. (14.54)) and nearer the edge than the
+    # gap table's cell
+    x = np.array([hi * (1 + 1.2e-2)])
     om = law._solve(x.astype(complex))
     assert np.all(np.isfinite(om)) and np.all(np.abs(om.imag) <= 1e-12 * np.abs(om))
     assert float(x[0]) in law._axis_memo             # it was continued
@@ -374,3 +376,62 @@ def test_a_real_point_continued_once_is_kept_section_14_46(monkeypatch):
     assert float(x[0]) not in continued
     np.testing.assert_array_equal(again[:, 1], om[:, 0])
     np.testing.assert_array_equal(alone, om)
+
+
+def _atoms_attention_atoms():
+    # seed 0 / draw 20 of the depth-3 campaign: (atoms ⊠ attention) ⊠ atoms
+    return freeattn.free_multiplicative(
+        freeattn.free_multiplicative(freeattn.point_masses([4.586, 2.486, 4.346],
+                                                           [0.341, 0.098, 0.561]),
+                                     freeattn.attention_law(0.10008, 0.15406).squared()),
+        freeattn.point_masses([2.486, 2.257, 2.234, 3.014], [0.035, 0.331, 0.251, 0.383]))
+
+
+#: Real points at relative distance d beside a soft edge from its fold's model (eq.
+#: (14.54)) against the continuation (eq. (14.3)): both carry the fold's conditioning,
+#: eps/sqrt(d), so G within FOLD_ULPS * eps/sqrt(d) (measured at most 0.6 eps/sqrt(d),
+#: 4.1e-11 at d = 1e-11 and 3.6e-15 at d = 5e-3).
+FOLD_ULPS = 8
+
+
+def test_real_points_beside_a_soft_edge_start_from_its_fold_eq_14_54():
+    law = _atoms_attention_atoms()
+    ivs = law.intervals()
+    folds = law._folds[0]
+    assert folds.size == 3                       # the three soft edges (0 is hard)
+    d = np.array([1e-11, 1e-9, 1e-7, 1e-5, 1e-3, 5e-3])
+    eps = np.finfo(float).eps
+    for xe in folds:
+        for side in (1.0, -1.0):
+            x = xe * (1 + side * d)
+            if any(np.any((x > lo) & (x < hi)) for lo, hi in ivs):
+                continue                          # the band's side
+            om, acc = law._from_fold(x)
+            assert acc.all()
+            ref = law._continue(x, np.zeros(x.size), check=False)
+            g, gr = law._g_from(om, x + 0j), law._g_from(ref, x + 0j)
+            assert np.all(np.abs(g - gr) <= FOLD_ULPS * eps / np.sqrt(d) * np.abs(gr))
+            # outside the support G is real and decreasing there
+            _, dg = law._pair_from(om, x + 0j)
+            assert np.all(np.abs(om.imag) == 0) and np.all(dg.real < 0)
+
+
+def test_the_mirror_root_through_a_fold_is_refused_eq_14_54():
+    # the fold's other real root (the mirror branch) has G' > 0: not the solution
+    law = _atoms_attention_atoms()
+    law.intervals()
+    xe, ome, x2, ratios = (a[..., 0] for a in law._folds)
+    x = np.array([xe * (1 + 1e-6)])
+    du = np.sqrt(2.0 * (x - xe) / x2)
+    t = 1.0 / x.astype(complex)
+    roots = []
+    for sign in (1.0, -1.0):
+        new, conv = law._newton((ome + ratios * sign * du[0])[:, None] + 0j, t, 20, 1e-14)
+        assert conv.all()
+        roots.append((law._pair_from(new, x + 0j)[1].real[0], new))
+    slopes = sorted(r[0] for r in roots)
+    assert slopes[0] < 0 < slopes[1]
+    om, acc = law._from_fold(x)
+    chosen = [r[1] for r in roots if r[0] < 0][0]
+    assert acc.all()
+    np.testing.assert_allclose(om, chosen, rtol=1e-12)

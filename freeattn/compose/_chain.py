@@ -121,6 +121,11 @@ CHAIN_NEAR_AXIS_REACH = 2.0
 CHAIN_WARM_TABLE = 8192
 #: ``Im omega`` up to this fraction of ``|omega|`` counts as real (rounding).
 CHAIN_REAL_RTOL = 1e-12
+#: :meth:`ProductChainLaw._from_fold`: real points within ``CHAIN_FOLD_REACH`` of a soft
+#: edge (relative) start from its fold's model (eq. (14.54)); a root is kept within
+#: ``CHAIN_FOLD_LOCAL`` times the model's distance of its start.
+CHAIN_FOLD_REACH = 1e-2
+CHAIN_FOLD_LOCAL = 0.5
 #: Real points solved by the continuation kept with their unknowns (section 14.46): a
 #: sum over the product asked 215 points just beyond its edges 3 147 times (depth-3
 #: campaign, seed 0 / draw 20).
@@ -409,6 +414,9 @@ class ProductChainLaw(SpectralLaw):
         self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
         self._gap_x = np.empty(0)
         self._gap_w = np.empty((len(self.factors), 0), dtype=complex)
+        # the soft edges' folds: (x_e, real unknowns, x'', ratios) (eq. (14.54))
+        self._folds = (np.empty(0), np.empty((len(self.factors), 0)), np.empty(0),
+                       np.empty((len(self.factors), 0)))
         self._negative_reach = None
         # the latest solved off-axis points and their unknowns (eq. (14.15))
         self._last = (np.empty(0, dtype=complex),
@@ -927,6 +935,21 @@ class ProductChainLaw(SpectralLaw):
             self._seed_fold(xe[ok], om[:, ok].real, np.sign(x_in - x_out)[ok])
         return edges, ok
 
+    def _fold_model(self, xe, om):
+        """``(x'', ratios)`` of the folds at the edges ``xe`` with real unknowns ``om``
+        (eq. (14.22)): ``x(u_L) = x_e + x'' (u_L - u*)**2/2`` and the other rows move by
+        ``ratios = eta_L'/eta_i'`` times ``u_L - u*`` (shape of ``om``)."""
+        us = om[-1]
+        h = CHAIN_FOLD_DIFF * np.abs(us)
+        _, gp, _ = self._branch(us + h, om[:-1])
+        _, gm, _ = self._branch(us - h, om[:-1])
+        with np.errstate(all="ignore"):
+            x2 = -xe * (gp - gm) / (2.0 * h)             # x'' = -x g' at the fold
+            vals = [row.map(om[i] + 0j) for i, row in enumerate(self._rows)]
+            dL = vals[-1][3].real
+            ratios = np.stack([dL / v[3].real for v in vals])
+        return x2, ratios
+
     def _seed_fold(self, xe, om, inward):
         """Solutions just inside soft edges for the table of eq. (14.7) (eq. (14.22)).
 
@@ -935,15 +958,15 @@ class ProductChainLaw(SpectralLaw):
         lower half-plane) and the other rows move by ``eta_L'/eta_i'`` times
         that; Newton at ``y = 0`` polishes these guesses at
         ``CHAIN_FOLD_SEEDS`` distances from the edge, and the roots strictly
-        inside the lower half-plane join the table.
+        inside the lower half-plane join the table.  The folds' models are kept
+        for the real points beside them (:meth:`_from_fold`).
         """
-        us = om[-1]
-        h = CHAIN_FOLD_DIFF * np.abs(us)
-        _, gp, _ = self._branch(us + h, om[:-1])
-        _, gm, _ = self._branch(us - h, om[:-1])
-        with np.errstate(all="ignore"):
-            x2 = -xe * (gp - gm) / (2.0 * h)             # x'' = -x g' at the fold
-        vals = [row.map(om[i] + 0j) for i, row in enumerate(self._rows)]
+        x2, ratios = self._fold_model(xe, om)
+        keep = np.isfinite(x2) & (x2 != 0) & np.all(np.isfinite(ratios), axis=0)
+        if keep.any():
+            old = self._folds
+            self._folds = tuple(np.concatenate([a, b], axis=-1) for a, b in zip(
+                old, (xe[keep], om[:, keep], x2[keep], ratios[:, keep])))
         frac = np.asarray(CHAIN_FOLD_SEEDS)
         x = (xe[:, None] * (1.0 + inward[:, None] * frac[None, :])).ravel()
         dx = x - np.repeat(xe, frac.size)
@@ -951,10 +974,8 @@ class ProductChainLaw(SpectralLaw):
             du = np.sqrt(2.0 * dx / np.repeat(x2, frac.size) + 0j)
             du = np.where(du.imag > 0, -du, du)
             guess = np.empty((len(self._rows), x.size), dtype=complex)
-            dL = np.repeat(vals[-1][3].real, frac.size)
             for i in range(len(self._rows)):
-                ratio = dL / np.repeat(vals[i][3].real, frac.size)
-                guess[i] = np.repeat(om[i], frac.size) + ratio * du
+                guess[i] = np.repeat(om[i], frac.size) + np.repeat(ratios[i], frac.size) * du
         fin = np.all(np.isfinite(guess), axis=0)
         if not fin.any():
             return
@@ -1313,6 +1334,59 @@ class ProductChainLaw(SpectralLaw):
                 hi = np.maximum(wa.real, wb.real) + spread
                 ok &= np.all((new.real >= lo) & (new.real <= hi), axis=0)
                 om[:, cand[ok]], acc[cand[ok]] = new[:, ok].real + 0j, True
+        rest = np.flatnonzero(~acc & ~inside & (x != 0))
+        if rest.size and self._folds[0].size:
+            new, ok = self._from_fold(x[rest])
+            om[:, rest[ok]], acc[rest[ok]] = new[:, ok], True
+        return om, acc
+
+    def _from_fold(self, x):
+        """Real solutions at real ``x`` beside a soft edge from its fold (eq. (14.54));
+        ``(om, accepted)``.
+
+        Within ``CHAIN_FOLD_REACH`` of an edge ``x_e`` on its gap side, the fold's
+        model gives two real roots ``u_L = u* +- sqrt(2 (x - x_e)/x'')``; each is
+        polished by Newton and kept when it is real, on every row's branch and
+        within ``CHAIN_FOLD_LOCAL`` of its model's distance from ``u*``.  Outside the
+        support ``G`` is real and decreasing, and next to the edge ``G - G_e`` is
+        ``-+c sqrt(|x - x_e|)``: the solution is the one root with ``G' < 0``, the
+        other the mirror branch through the fold (``G' > 0``).
+        """
+        xe, ome, x2, ratios = self._folds
+        L = len(self.factors)
+        om = np.zeros((L, x.size), dtype=complex)
+        acc = np.zeros(x.size, dtype=bool)
+        k = np.argmin(np.abs(x[:, None] - xe[None, :]), axis=1)
+        d = x - xe[k]
+        with np.errstate(all="ignore"):
+            q = 2.0 * d / x2[k]
+        sel = np.flatnonzero((np.abs(d) <= CHAIN_FOLD_REACH * np.abs(xe[k])) & (q > 0)
+                             & np.isfinite(q))
+        if not sel.size:
+            return om, acc
+        ks, du = k[sel], np.sqrt(q[sel])
+        t = 1.0 / x[sel].astype(complex)
+        found = np.zeros((L, sel.size), dtype=complex)
+        count = np.zeros(sel.size, dtype=int)
+        for sign in (1.0, -1.0):
+            guess = ome[:, ks] + ratios[:, ks] * (sign * du) + 0j
+            new, conv = self._newton(guess, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+            if not conv.all():
+                conv[~conv] = self._accepted_near_fold(new[:, ~conv], t[~conv])
+            with np.errstate(all="ignore"):
+                local = np.abs(new[-1].real - ome[-1, ks] - sign * du) <= CHAIN_FOLD_LOCAL * du
+            ok = conv & _real_unknowns(new) & local
+            idx = np.flatnonzero(ok)
+            if idx.size:
+                ok[idx] = self._valid(new[:, idx])
+                idx = np.flatnonzero(ok)
+            if idx.size:
+                _, dg = self._pair_from(new[:, idx].real + 0j, x[sel][idx].astype(complex))
+                down = np.isfinite(dg) & (dg.real < 0)
+                found[:, idx[down]] = new[:, idx[down]].real + 0j
+                count[idx[down]] += 1
+        one = count == 1
+        om[:, sel[one]], acc[sel[one]] = found[:, one], True
         return om, acc
 
     def _negative_table(self):
