@@ -749,9 +749,23 @@ def test_product_chain_warm_starts_eq_14_15_eq_14_16():
     g_warm = law._g_from(om[:, acc], x[acc].astype(complex))
     g_cold = law._g_from(ref, x[acc].astype(complex))
     assert np.max(np.abs(g_warm / g_cold - 1.0)) <= WARM_AGREEMENT_RTOL
-    # a point next to an edge is never taken warm (eq. (14.16)'s distance condition)
+    # a point next to an edge is never taken from the gap table (eq. (14.16)'s distance
+    # condition); it starts from the edge's fold (eq. (14.54)), whose root agrees with
+    # the continuation to the fold's conditioning (eps/sqrt(1e-9): 7e-12)
+    from freeattn.compose import _chain
+
+    assert _chain.CHAIN_FOLD_REACH > 1e-9
+    folds = law._folds
+    law._folds = tuple(a[..., :0] for a in folds)
     _, acc_edge = law._solve_axis(np.array([b1 * (1 + 1e-9)]))
     assert not acc_edge.any()
+    law._folds = folds
+    xe = np.array([b1 * (1 + 1e-9)])
+    om_e, acc_edge = law._solve_axis(xe)
+    assert acc_edge.all()
+    g_e = law._g_from(om_e, xe.astype(complex))
+    g_c = law._g_from(law._continue(xe, np.zeros(1)), xe.astype(complex))
+    assert abs(g_e[0] / g_c[0] - 1.0) <= 8 * np.finfo(float).eps / np.sqrt(1e-9)
 
 
 def test_product_chain_bad_input():
