@@ -36,3 +36,20 @@ class FakeClock:
     def perf_counter(self):
         self.readings.append(100.0 + 1.25 * len(self.readings))
         return self.readings[-1]
+
+
+def record_calls(monkeypatch, owner, name):
+    """Replace ``owner.name`` (through ``monkeypatch``) by a wrapper that keeps a copy of
+    each call's first argument, as an array, and calls through; returns the list of
+    those copies (the points a solver was asked, in order)."""
+    import numpy as np
+
+    calls = []
+    original = getattr(owner, name)
+
+    def recorded(first, *args, **kwargs):
+        calls.append(np.array(first))
+        return original(first, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recorded)
+    return calls

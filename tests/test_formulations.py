@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import freeattn
+from conftest import record_calls
 from freeattn.compose import _analytic
 from freeattn.core._errors import ConvergenceError
 
@@ -140,7 +141,7 @@ def test_a_failed_last_step_of_a_continuation_is_not_repeated_section_14_43():
         law._continue(x, np.zeros(1))
 
 
-def test_a_system_solves_its_points_and_its_two_laws_the_others_section_14_43():
+def test_a_system_solves_its_points_and_its_two_laws_the_others_section_14_43(monkeypatch):
     # (MP ⊠ attention) ⊠ two atoms (depth-3 campaign, seed 0 / draw 39), its system made
     # to leave one point of a batch unsolved (NaN with ``partial``, as a point without a
     # root from its starts comes back): only that point goes to the two laws'
@@ -161,15 +162,9 @@ def test_a_system_solves_its_points_and_its_two_laws_the_others_section_14_43():
     near = np.array([0.01 + 0.01j, 0.03 + 0.002j])
     g_sys, d_sys = law._solved_pair(near)
     form = law._two_law_form()
-    asked = []
     pair = form._stieltjes_pair
-
-    def counted(z):
-        asked.append(np.array(z))
-        return pair(z)
-
-    form._stieltjes_pair = counted
-    law._solve = leaving_far
+    asked = record_calls(monkeypatch, form, "_stieltjes_pair")
+    monkeypatch.setattr(law, "_solve", leaving_far)
     z = np.array([near[0], far, near[1]])
     g, d = law._stieltjes_pair(z)
     assert len(asked) == 1

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import freeattn
+from conftest import record_calls
 from freeattn.compose._analytic import AnalyticLaw
 from freeattn.core._errors import ConvergenceError
 from freeattn.compose._chain import ProductChainLaw
@@ -363,17 +364,10 @@ def test_a_real_point_continued_once_is_kept_section_14_46(monkeypatch):
     om = law._solve(x.astype(complex))
     assert np.all(np.isfinite(om)) and np.all(np.abs(om.imag) <= 1e-12 * np.abs(om))
     assert float(x[0]) in law._axis_memo             # it was continued
-    continued = []
-    cont = law._continue
-
-    def recorded(xs, *args, **kwargs):
-        continued.extend(np.asarray(xs).tolist())
-        return cont(xs, *args, **kwargs)
-
-    monkeypatch.setattr(law, "_continue", recorded)
+    continued = record_calls(monkeypatch, law, "_continue")
     again = law._solve(np.array([hi * 0.5 + 0j, x[0] + 0j]))
     alone = law._solve(x.astype(complex))
-    assert float(x[0]) not in continued
+    assert not any(np.any(xs == x[0]) for xs in continued)
     np.testing.assert_array_equal(again[:, 1], om[:, 0])
     np.testing.assert_array_equal(alone, om)
 

@@ -13,6 +13,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 import freeattn
+from conftest import record_calls
 from freeattn.core._errors import ConvergenceError
 from freeattn.compose import _analytic, _chain
 from freeattn.compose._generic_solver import (GAP_END_BAND_RTOL, GAP_END_RTOL,
@@ -384,15 +385,7 @@ def test_a_system_hands_its_stalled_density_to_its_level_section_14_41(covarianc
         return own(z, partial=partial)
 
     monkeypatch.setattr(law, "_solve", stalling)
-    form = law._two_law_form()
-    asked = []
-    level_density = form._density
-
-    def recorded(xx):
-        asked.append(np.array(xx))
-        return level_density(xx)
-
-    monkeypatch.setattr(form, "_density", recorded)
+    asked = record_calls(monkeypatch, law._two_law_form(), "_density")
     xs = np.array([0.5 * (lo0 + hi0), x, hi0 * (1 - 1e-9)])
     dens = law._density(xs)
     assert len(asked) == 1

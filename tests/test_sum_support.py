@@ -24,6 +24,7 @@ from freeattn.compose._discrete_sum_support import S_MARGIN, curve_bands
 from freeattn.compose._sum_support import LawBranches, law_sum_edges
 from freeattn.core._options import DEFAULT_OPTIONS
 from freeattn.laws._law_base import Interval
+from conftest import record_calls
 from user_laws import UserArcsine
 
 EPS = np.finfo(float).eps
@@ -50,23 +51,16 @@ def test_branches_of_the_semicircle_and_their_inverse_eq_14_37():
     np.testing.assert_allclose(br.forward(u), f, rtol=1e-12)
 
 
-def test_a_value_within_ulps_of_a_sample_is_that_samples_point():
+def test_a_value_within_ulps_of_a_sample_is_that_samples_point(monkeypatch):
     # the semicircle's branch (2, oo): a value one ulp off a sampled value is inverted to
     # that sample's point without a solve (SAMPLE_ULPS), which is the closed-form inverse
-    # f + 1/f to the sample's own rounding (8 ulps); an infinite value is not a sample's
+    # f + 1/f to the sample's own rounding (8 ulps)
     from freeattn.compose._sum_support import SAMPLE_ULPS
 
     br = LawBranches(freeattn.semicircle(1.0), _cauchy_pair)
     f_s, u_s = br.sampled_values(1), br.sampled_points(1)
     f = np.array([f_s[3] * (1.0 + EPS), f_s[7] * (1.0 - 2 * EPS)])
-    calls = []
-    values = br.values
-
-    def counted(u):
-        calls.append(np.size(u))
-        return values(u)
-
-    br.values = counted
+    calls = record_calls(monkeypatch, br, "values")
     u = br.inverse(f, np.ones(2, dtype=int))
     assert not calls
     np.testing.assert_array_equal(u, u_s[[3, 7]])

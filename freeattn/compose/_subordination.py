@@ -75,6 +75,7 @@ HARD_EDGE_STEP_ULPS = 4
 #: Newton steps, each at most this long relative to ``|tau|`` (a longer one heads
 #: for another root, and the point keeps the tower's value).
 POLISH_STEPS = 2
+POLISH_STEP_RTOL = 1e-6
 #: A level over a closed-form constituent solves an off-axis point by Newton on
 #: ``Phi(tau) = z`` (eq. (8.10)) from the subordination point of its nearest solved
 #: point when they are within ``LEVEL_WARM_RTOL`` of ``|z|`` (section 8.11): at most
@@ -87,7 +88,6 @@ LEVEL_WARM_STEPS = 8
 LEVEL_WARM_STEP_RTOL = 1e-14
 LEVEL_WARM_INSIDE_RTOL = 1e-6
 LEVEL_WARM_TABLE = 4096
-POLISH_STEP_RTOL = 1e-6
 #: A hard-edge root is accepted when ``|Phi(tau) - z|`` is within this many
 #: ulps of ``|z|`` (measured: 1.4e-16 relative at ``z = 3.8e-35``).
 HARD_EDGE_RESIDUAL_ULPS = 64
@@ -643,10 +643,6 @@ class SubordinationLaw(SpectralLaw):
                     mism = level.partner_check(point[chk], tau[chk], gb[chk], g[chk])
                     ok[chk] &= mism <= np.sqrt(self.options.branch_rtol)
         return ok, g, dg
-        tau, g = self._solver.solve(z)
-        _, _, dz, dg = self._solver._phi(tau)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return g, dg / dz
 
     def _moment_series(self, kmax, prec):
         return level_series(self.level, self.constituent, kmax, prec)

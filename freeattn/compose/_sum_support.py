@@ -389,10 +389,9 @@ class LawBranches:
         u_s, f_s = self._samples[k]
         left, right, lk, rk = self.branches[k]
         # the nearest sample of each value (f_s increases), taken where within SAMPLE_ULPS
-        near = np.clip(np.searchsorted(f_s, f), 1, f_s.size - 1) if f_s.size > 1 else \
-            np.zeros(f.shape, dtype=int)
-        near = np.where(np.abs(f_s[near - 1] - f) < np.abs(f_s[near] - f), near - 1, near) \
-            if f_s.size > 1 else near
+        above = np.minimum(np.searchsorted(f_s, f), f_s.size - 1)
+        below = np.maximum(above - 1, 0)
+        near = np.where(np.abs(f_s[below] - f) < np.abs(f_s[above] - f), below, above)
         exact = np.isfinite(f) & (np.abs(f_s[near] - f) <= SAMPLE_ULPS * _EPS * np.abs(f))
         j = np.where(exact, 1, np.searchsorted(f_s, f))
         lo = np.empty(f.shape)
