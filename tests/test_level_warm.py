@@ -1,8 +1,9 @@
-"""A level over a closed-form constituent solved by Newton from a neighbour's
-subordination point, certified by theory eq. (8.34) (section 8.11).
+"""A level solved by Newton from a neighbour's subordination point, certified by
+theory eq. (8.34) (section 8.11): over a closed-form constituent and over a nested law.
 
 Independent checks: the tower's own solve of the same points (eqs. (8.10)-(8.11)),
-and every other root of the tower's polynomial, which eq. (8.34) must refuse.
+every other root of the tower's polynomial, which eq. (8.34) must refuse, and the
+generic solver's continuation in ``Im z`` (eq. (8.10)).
 """
 
 import numpy as np
@@ -11,7 +12,9 @@ import pytest
 import freeattn
 from freeattn.algebra._rational import batched_roots
 from freeattn.compose import _subordination
+from freeattn.compose._generic_solver import GenericSolver
 from freeattn.compose._subordination import SubordinationLaw
+from freeattn.core._errors import ConvergenceError
 
 #: Newton from a neighbour against the tower at the same points: two solves of one
 #: root, each to a few ulps; measured 3.4e-16 (G) and 6.1e-16 (G') for the attention
@@ -88,3 +91,48 @@ def test_a_refused_warm_root_falls_back_to_the_tower():
     g_t, dg_t = law._tower_pair(z)
     np.testing.assert_allclose(g2, g_t, rtol=WARM_VS_TOWER_RTOL)
     np.testing.assert_allclose(dg2, dg_t, rtol=WARM_VS_TOWER_RTOL)
+
+
+def _generic_level():
+    """An R-level over a nested product (no tower: the generic solver of eq. (8.10))."""
+    inner = freeattn.free_multiplicative(freeattn.attention_law(1.0, 1.0).squared(),
+                                         freeattn.point_masses([1.0, 2.0], [0.5, 0.5]))
+    law = freeattn.free_additive(freeattn.semicircle(1.0), inner)
+    assert isinstance(law, SubordinationLaw) and isinstance(law._solver, GenericSolver)
+    return law
+
+
+def test_a_level_over_a_nested_law_from_a_neighbour_agrees_with_the_continuation():
+    # the generic solver's continuation in Im z (eq. (8.10)) against Newton from a
+    # neighbour certified by eq. (8.34); measured 2.0e-16 (G) and 4.4e-16 (G')
+    law = _generic_level()
+    lo, hi = law.support()
+    z0 = np.array([lo + 0.3 * (hi - lo) + 0.05j, hi + 0.5 + 0.2j, 0.5 * (lo + hi) + 1e-3j])
+    law._solved_pair(z0)                                  # the continuation: the starts
+    z = z0 * (1 + 2e-3) + 1e-4j
+    g, dg, done = law._warm_pair(z)
+    assert done.all()
+    tau, g_c = law._solver.solve(z)
+    _, _, dz, dg_c = law._solver._phi(tau)
+    np.testing.assert_allclose(g, g_c, rtol=WARM_VS_TOWER_RTOL)
+    np.testing.assert_allclose(dg, dg_c / dz, rtol=WARM_VS_TOWER_RTOL)
+
+
+def test_a_nested_constituent_that_raises_leaves_the_point_to_the_continuation(monkeypatch):
+    # a step's point where the nested law is not solved: no point is taken warm and
+    # the solver's own continuation answers
+    law = _generic_level()
+    z0 = np.array([1.0 + 0.2j])
+    law._solved_pair(z0)
+    z = z0 * (1 + 1e-3)
+    expected = law._solved_pair(z)
+
+    def refuse(zs):
+        raise ConvergenceError("made to fail", point=complex(zs.ravel()[0]), residual=1.0,
+                               tolerance=0.0)
+
+    monkeypatch.setattr(law.constituent, "_pair_or_far", refuse)
+    _, _, done = law._warm_pair(z)
+    assert not done.any()
+    monkeypatch.undo()
+    np.testing.assert_allclose(law._solved_pair(z)[0], expected[0], rtol=WARM_VS_TOWER_RTOL)

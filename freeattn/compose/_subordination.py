@@ -76,7 +76,7 @@ HARD_EDGE_STEP_ULPS = 4
 #: for another root, and the point keeps the tower's value).
 POLISH_STEPS = 2
 POLISH_STEP_RTOL = 1e-6
-#: A level over a closed-form constituent solves an off-axis point by Newton on
+#: A level over a closed-form or nested constituent solves an off-axis point by Newton on
 #: ``Phi(tau) = z`` (eq. (8.10)) from the subordination point of its nearest solved
 #: point when they are within ``LEVEL_WARM_RTOL`` of ``|z|`` (section 8.11): at most
 #: ``LEVEL_WARM_STEPS`` steps, converged at a step of ``LEVEL_WARM_STEP_RTOL |tau|``,
@@ -526,10 +526,19 @@ class SubordinationLaw(SpectralLaw):
             if rest.size:
                 g[rest], dg[rest] = self._tower_pair(z[rest])
             return g, dg
-        tau, g = self._solver.solve(z)
-        _, _, dz, dg = self._solver._phi(tau)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return g, dg / dz
+        z = np.asarray(z, dtype=complex)
+        g, dg, done = self._warm_pair(z)
+        rest = np.flatnonzero(~done)
+        if rest.size:
+            zr = z[rest]
+            tau, gr = self._solver.solve(zr)
+            _, _, dz, dgr = self._solver._phi(tau)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                g[rest], dg[rest] = gr, dgr / dz
+            up = np.flatnonzero(zr.imag > 0)
+            if up.size:
+                self._remember(zr[up], tau[up])
+        return g, dg
 
     def _tower_pair(self, z):
         """``(G, G')`` from the tower's roots (eqs. (8.10)-(8.11)); the outermost
@@ -579,7 +588,7 @@ class SubordinationLaw(SpectralLaw):
         done = np.zeros(z.shape, dtype=bool)
         table = self.__dict__.get("_warm_table")
         off = np.flatnonzero(z.imag > 0)
-        if table is None or not off.size or self._solver.polisher is None:
+        if table is None or not off.size:
             return g, dg, done
         zt, tt = table
         pick = nearest_solved(zt, z[off])
@@ -587,14 +596,34 @@ class SubordinationLaw(SpectralLaw):
         k, tau = off[near], tt[pick[near]].copy()
         if not k.size:
             return g, dg, done
-        b = self.constituent
         zk = z[k]
-        act = np.arange(k.size)
-        conv = np.zeros(k.size, dtype=bool)
+        try:
+            conv = self._warm_newton(zk, tau)
+            sel = np.flatnonzero(conv)
+            if not sel.size:
+                return g, dg, done
+            ok, gg, dgg = self._certified(zk[sel], tau[sel])
+        except ConvergenceError:
+            # a nested constituent not solved at a step's point: the solver decides
+            return g, dg, done
+        good = sel[ok]
+        g[k[good]], dg[k[good]] = gg[ok], dgg[ok]
+        done[k[good]] = True
+        if good.size:
+            self._remember(z[k[good]], tau[good])
+        return g, dg, done
+
+    def _warm_newton(self, zk, tau):
+        """Newton on the outermost level at ``zk`` from ``tau`` (updated in place) for
+        :meth:`_warm_pair`; returns the points whose last step was within
+        ``LEVEL_WARM_STEP_RTOL`` of ``|tau|``."""
+        b = self.constituent
+        act = np.arange(zk.size)
+        conv = np.zeros(zk.size, dtype=bool)
         with np.errstate(all="ignore"):
             for _ in range(LEVEL_WARM_STEPS):
                 ta = tau[act]
-                gb, dgb = b._stieltjes_pair(ta)
+                gb, dgb = b._pair_or_far(ta)
                 zz, _, dz, _ = self._level_values(ta, gb, dgb)
                 step = (zz - zk[act]) / dz
                 ok = np.isfinite(step)
@@ -604,16 +633,7 @@ class SubordinationLaw(SpectralLaw):
                 act = act[ok & ~small]
                 if not act.size:
                     break
-        sel = np.flatnonzero(conv)
-        if not sel.size:
-            return g, dg, done
-        ok, gg, dgg = self._certified(zk[sel], tau[sel])
-        good = sel[ok]
-        g[k[good]], dg[k[good]] = gg[ok], dgg[ok]
-        done[k[good]] = True
-        if good.size:
-            self._remember(z[k[good]], tau[good])
-        return g, dg, done
+        return conv
 
     def _level_values(self, tau, gb, dgb):
         """``(z, G, dz/dtau, dG/dtau)`` of the outermost level at ``tau``: an S-level's
@@ -630,7 +650,7 @@ class SubordinationLaw(SpectralLaw):
         agreeing there, ``Im G < 0``)."""
         b, level = self.constituent, self.level
         with np.errstate(all="ignore"):
-            gb, dgb = b._stieltjes_pair(tau)
+            gb, dgb = b._pair_or_far(tau)
             _, g, dz, dg = self._level_values(tau, gb, dgb)
             dg = dg / dz
             ok = (np.isfinite(g) & np.isfinite(dg) & (g.imag < 0)
