@@ -1049,6 +1049,32 @@ def test_locator_solves_most_grid_points_without_the_continuation():
     assert ok[0] and abs(we[0] - law._continue(xe, np.zeros(1))[0]) <= 1e-9 * abs(we[0])
 
 
+def test_near_axis_steps_are_capped_and_the_second_runs_where_the_first_solved(monkeypatch):
+    # theory section 14.47: both Newtons of eq. (14.14) take at most WARM_NEWTON_STEPS
+    # rounds, and the one at y = 0 only at the points the first solved; a start that
+    # is not finite is not solved by the first and never reaches the second
+    a = freeattn.point_masses([-1.0, 0.0, 2.0], [0.3, 0.3, 0.4])
+    b = freeattn.point_masses([0.0, 1.0], [0.5, 0.5])
+    law = freeattn.free_additive(a, b)
+    e = law.intervals()[2][1]
+    xe = np.array([e - 1e-13 * law._xscale, e - 2e-13 * law._xscale])
+    w0 = law._continue(xe, np.zeros(2), check=False)
+    expected, ok_all = law._near_axis(xe, w0)
+    assert ok_all.all()
+    seen = []
+    original = _analytic.newton
+
+    def recording(problem, z, start, *args, **kwargs):
+        seen.append((np.size(z), kwargs.get("max_steps")))
+        return original(problem, z, start, *args, **kwargs)
+
+    monkeypatch.setattr(_analytic, "newton", recording)
+    w0[1] = complex(np.nan, np.nan)
+    we, ok = law._near_axis(xe, w0)
+    assert seen == [(2, _analytic.WARM_NEWTON_STEPS), (1, _analytic.WARM_NEWTON_STEPS)]
+    assert ok.tolist() == [True, False] and we[0] == expected[0]
+
+
 def test_shifted_arcsine_builds_with_the_edge_allowance_eq_8_14():
     """Bernoulli ⊞ (Bernoulli + delta) is the arcsine law shifted by delta, with
     ``x**(-1/2)`` edges at ``+-2 + delta``.  A float edge there is off the true one

@@ -974,7 +974,10 @@ class AnalyticLaw(SpectralLaw):
         from ``w0``: for ``Im z > 0`` a root strictly inside the half-plane is
         ``omega(z)`` (eq. (14.2)), the value the continuation reaches at its
         last level; then Newton at ``y = 0`` from it, the continuation's final
-        step.  Returns ``(w, ok)``; ``ok`` is false where a step does not converge.
+        step, at the points the first one solved.  Each Newton takes at most
+        ``WARM_NEWTON_STEPS`` rounds, as the other warm starts do: a point that
+        needs more is the continuation's (theory section 14.47).  Returns
+        ``(w, ok)``; ``ok`` is false where a step does not converge.
         """
         pr = self._problem
         xscale = (np.maximum(np.abs(x), np.finfo(float).tiny) if self.multiplicative
@@ -983,23 +986,31 @@ class AnalyticLaw(SpectralLaw):
         start = np.where(pr.sign * w0.imag > 0, w0, w0.real + 1j * pr.sign * CONT_STOP * (
             pr.scale + np.abs(w0)))
         pz, px = self._pz(z), self._pz(x.astype(complex))
-        r = newton(pr, pz, start)
+        r = newton(pr, pz, start, max_steps=WARM_NEWTON_STEPS)
         size = pr.scale + np.abs(r.value)
         # either step is solved at its tolerance or, next to a fold where the
         # estimate is the rounding over |1 - phi'|, at the floor of eq. (14.27)
         ok = ((r.residual <= BOUNDARY_RTOL * size) | _at_rounding_floor(pr, r.value, pz)) & (
             pr.sign * r.value.imag > np.minimum(r.residual, BOUNDARY_RTOL * size))
-        rf = newton(pr, px, r.value)
-        sz = pr.scale + np.abs(rf.value)
-        ok &= (rf.residual <= BOUNDARY_RTOL * sz) | _at_rounding_floor(pr, rf.value, px)
-        if ok.any():
-            # where the map is the identity at x every w is a fixed point and Newton
-            # keeps its start: the value is the continuation's limit (eq. (14.3))
-            probe = rf.value + 1j * pr.sign * DEGENERATE_PROBE * sz
-            with np.errstate(all="ignore"):
-                moved = np.abs(pr.phi(probe, px)[0] - probe)
-            ok &= ~(moved <= DEGENERATE_RTOL * sz)
-        return rf.value, ok
+        value = r.value.copy()
+        sel = np.flatnonzero(ok)
+        if sel.size:
+            # the final step only where the first one was solved
+            rf = newton(pr, px[sel], r.value[sel], max_steps=WARM_NEWTON_STEPS)
+            value[sel] = rf.value
+            sz = pr.scale + np.abs(rf.value)
+            good = (rf.residual <= BOUNDARY_RTOL * sz) | _at_rounding_floor(pr, rf.value,
+                                                                             px[sel])
+            if good.any():
+                # where the map is the identity at x every w is a fixed point and
+                # Newton keeps its start: the value is the continuation's limit (eq.
+                # (14.3))
+                probe = rf.value + 1j * pr.sign * DEGENERATE_PROBE * sz
+                with np.errstate(all="ignore"):
+                    moved = np.abs(pr.phi(probe, px[sel])[0] - probe)
+                good &= ~(moved <= DEGENERATE_RTOL * sz)
+            ok[sel] = good
+        return value, ok
 
     def _axis(self, x, guess, check=False, partial=False):
         """``w(x + i0)`` at real points: :meth:`_axis_newton` from ``guess``, then
