@@ -573,6 +573,7 @@ class ProductChainLaw(SpectralLaw):
         y_prev = np.full(x.shape, np.nan)
         factor = np.full(x.shape, CHAIN_FACTOR_MAX)
         stop = CHAIN_STOP * np.maximum(np.abs(x), np.finfo(float).tiny)
+        gap = self._over_gap(x)
         active = y > y_final
         while active.any():
             idx = np.flatnonzero(active)
@@ -601,7 +602,9 @@ class ProductChainLaw(SpectralLaw):
                 fin = np.all(np.isfinite(pw), axis=0)
                 sub = np.flatnonzero(steep)[fin]
                 guess[:, sub] = pw[:, fin]
-            guess = np.where(guess.imag <= 0, guess, guess.real - 0j)
+            # a predicted unknown above the axis: over a gap of the known support eq.
+            # (14.55), elsewhere its real part
+            guess = self._below_axis(guess, om[:, idx], yn / ya, gap[idx])
             tn = 1.0 / zn
             new, ok = self._newton(guess, tn, CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
             good, bad = idx[ok], idx[~ok]
@@ -659,6 +662,27 @@ class ProductChainLaw(SpectralLaw):
                     tolerance=CHAIN_ACCEPT_RTOL)
         om[:, dropped] = np.nan
         return om
+
+    @staticmethod
+    def _below_axis(guess, level, ratio, gap):
+        """A continuation's prediction ``guess`` (``(L, n)``) with every unknown
+        predicted above the axis given its real part and, at the points over a ``gap``
+        of the known support, the imaginary part of its ``level`` times ``ratio =
+        y_next/y`` (theory eq. (14.55)); the others unchanged."""
+        with np.errstate(all="ignore"):
+            shrunk = np.where(gap, guess.real + 1j * level.imag * ratio, guess.real - 0j)
+        return np.where(guess.imag <= 0, guess, shrunk)
+
+    def _over_gap(self, x):
+        """Where real ``x`` lies outside every band of the support, once the support is
+        known (while it is being located: nowhere, section 14.48)."""
+        ivs = self._interval_cache
+        out = np.zeros(x.shape, dtype=bool)
+        if ivs:
+            out[:] = True
+            for iv in ivs:
+                out &= ~((x >= iv.lo) & (x <= iv.hi))
+        return out
 
     def _accepted(self, om, t):
         """Final points solved to ``CHAIN_ACCEPT_RTOL`` (Newton's next step), or next
