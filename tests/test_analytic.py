@@ -167,6 +167,33 @@ def test_gaps_of_a_sum_of_two_discrete_laws_eq_14_20():
     assert abs(law.total_mass() - 1.0) <= 1e-12
 
 
+def test_pole_edges_of_eq_14_20_are_not_searched(monkeypatch):
+    # a zero of eq. (14.20) in a cell next to the parameter of two atoms whose masses
+    # sum to 1 is the pole edge, the exact sum of the atoms; its search (22 Illinois
+    # calls of eq. (14.20) for Bernoulli ⊞ Bernoulli, half of the law's build) is
+    # skipped, the square-root edges are still searched, and the bands are the ones of
+    # the test above
+    from freeattn.compose import _discrete_sum_support
+    from freeattn.compose._discrete_sum_support import discrete_sum_edges
+
+    sizes = []
+    original = _discrete_sum_support.bracketed_zeros
+
+    def recording(fun, a, *args, **kwargs):
+        sizes.append(np.size(a))
+        return original(fun, a, *args, **kwargs)
+
+    monkeypatch.setattr(_discrete_sum_support, "bracketed_zeros", recording)
+    b = (np.array([-1.0, 1.0]), np.array([0.5, 0.5]))
+    assert discrete_sum_edges(*b, *b) == [(-2.0, 2.0, True, True)]
+    a = (np.array([-1.0 - 1e-3, 1.0]), np.array([0.5, 0.5]))
+    assert [bd[2:] for bd in discrete_sum_edges(*a, *b)] == [(True, True), (True, True)]
+    assert sizes == []
+    c = (np.array([-1.0, 1.0]), np.array([0.6, 0.4]))
+    bands = discrete_sum_edges(*c, *c)
+    assert len(bands) == 1 and bands[0][2:] == (False, False) and sum(sizes) == 2
+
+
 def test_inverse_branches_of_eq_14_20_two_ways():
     # the inverse branches F^{-1}(f) of section 14.19: the companion-matrix roots and
     # the bracketed Newton that takes over where they do not settle solve the same

@@ -432,20 +432,24 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what, closed=None, pole_a
     # zeros of s between consecutive samples of a curve, all curves in one bisection
     valid = np.isfinite(s[:, 1:]) & np.isfinite(s[:, :-1])
     rows, cols = np.nonzero(valid & (pos[:, 1:] != pos[:, :-1]))
-    z = bracketed_zeros(lambda v, sub=slice(None): fun(v, rows[sub])[0] - S_MARGIN,
-                        f[rows, cols], f[rows, cols + 1], s[rows, cols] - S_MARGIN,
-                        s[rows, cols + 1] - S_MARGIN, SEARCH_RTOL, spread, ZERO_STEPS,
-                        f"a zero of {what}").value
-    zx = fun(z, rows)[1] if z.size else np.empty(0)
     # (the parameter 0 is a sample of every curve that holds both atoms: the zero in
     # one of its two cells is the pole edge, found at s = S_MARGIN, away from 0 where
-    # s is small all along)
+    # s is small all along; its x is the exact pole edge, eq. (14.30), so its zero is
+    # not searched: theory section 14.49)
     at_atoms = f == (np.zeros(ncurves) if pole_at is None else pole_at)[:, None]
     has_zero = at_atoms.any(axis=1)
     zero_at = np.argmax(at_atoms, axis=1)[rows]
     pole = has_zero[rows] & ((cols == zero_at - 1) | (cols == zero_at)) & np.isfinite(
         pole_x[rows])
-    zx = np.where(pole, pole_x[rows], zx)
+    zx = pole_x[rows].astype(float)
+    search = np.flatnonzero(~pole)
+    if search.size:
+        rs, cs = rows[search], cols[search]
+        z = bracketed_zeros(lambda v, sub=slice(None): fun(v, rs[sub])[0] - S_MARGIN,
+                            f[rs, cs], f[rs, cs + 1], s[rs, cs] - S_MARGIN,
+                            s[rs, cs + 1] - S_MARGIN, SEARCH_RTOL, spread, ZERO_STEPS,
+                            f"a zero of {what}").value
+        zx[search] = fun(z, rs)[1]
     gaps = []
     for r in range(ncurves):
         sel = rows == r
