@@ -518,7 +518,9 @@ class SubordinationLaw(SpectralLaw):
             return self._pair_beside_solver(z, self._solved_pair, off)
 
     def _solved_pair(self, z):
-        """:meth:`_stieltjes_pair` from the solver alone."""
+        """:meth:`_stieltjes_pair` from the solver alone (the tower's roots, or the
+        generic solver's continuation), each off-axis point first by Newton from a
+        solved neighbour where eq. (8.34) certifies the root (:meth:`_warm_pair`)."""
         if isinstance(self._solver, RationalSolver):
             z = np.asarray(z, dtype=complex)
             g, dg, done = self._warm_pair(z)
