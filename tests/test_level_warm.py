@@ -19,7 +19,8 @@ from freeattn.core._errors import ConvergenceError
 #: Newton from a neighbour against the tower at the same points: two solves of one
 #: root, each to a few ulps; measured 3.4e-16 (G) and 6.1e-16 (G') for the attention
 #: law, 1.4e-16 and 3.3e-16 for MP ⊞ semicircle (the points of the first test); the
-#: selected root's tau against the tower's own, 7.2e-16.
+#: selected root's tau against the tower's own, 7.2e-16. The same bound for a level over
+#: a nested law against the generic solver's continuation: measured 2.0e-16 and 4.4e-16.
 WARM_VS_TOWER_RTOL = 1e-13
 
 

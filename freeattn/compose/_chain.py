@@ -18,7 +18,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..core._errors import ConvergenceError
-from ..laws._law_base import NESTED_SOLVE_FACTOR, AffineLaw, Interval, SpectralLaw
+from ..laws._law_base import (NESTED_SOLVE_FACTOR, AffineLaw, Interval, SpectralLaw,
+                              outside_bands)
 from ._fixed_point import SystemProblem, newton_system, secant
 from ._analytic import (EXTENSION_INSIDE_RTOL, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL,
                         _cauchy_pair, below_plain_grid, extension_inside, hard_edge_exponent,
@@ -677,12 +678,9 @@ class ProductChainLaw(SpectralLaw):
         """Where real ``x`` lies outside every band of the support, once the support is
         known (while it is being located: nowhere, section 14.48)."""
         ivs = self._interval_cache
-        out = np.zeros(x.shape, dtype=bool)
-        if ivs:
-            out[:] = True
-            for iv in ivs:
-                out &= ~((x >= iv.lo) & (x <= iv.hi))
-        return out
+        if not ivs:
+            return np.zeros(x.shape, dtype=bool)
+        return outside_bands(x, [(iv.lo, iv.hi) for iv in ivs])
 
     def _accepted(self, om, t):
         """Final points solved to ``CHAIN_ACCEPT_RTOL`` (Newton's next step), or next

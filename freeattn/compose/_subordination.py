@@ -38,7 +38,7 @@ import numpy as np
 from ..algebra._levels import AffineLevel, RLevel, SLevel, _single_atom
 from ..core._errors import ConvergenceError
 from ..laws._law_base import (NESTED_SOLVE_FACTOR, TOWER_EVALUATION_COST, Interval,
-                              SpectralLaw)
+                              SpectralLaw, outside_bands)
 
 from ._moments import additive_series, multiplicative_series
 
@@ -447,10 +447,8 @@ class SubordinationLaw(SpectralLaw):
 
     def _off_support(self, z):
         """Real points outside every interval of the support (False without intervals)."""
-        off = (z.imag == 0) & bool(self.intervals())
-        for lo, hi in self.intervals():
-            off &= ~((z.real >= lo) & (z.real <= hi))
-        return off
+        ivs = self.intervals()
+        return (z.imag == 0) & bool(ivs) & outside_bands(z.real, ivs)
 
     def _outside_real(self, z):
         """Real points off the support and away from its atoms."""
@@ -521,26 +519,26 @@ class SubordinationLaw(SpectralLaw):
         """:meth:`_stieltjes_pair` from the solver alone (the tower's roots, or the
         generic solver's continuation), each off-axis point first by Newton from a
         solved neighbour where eq. (8.34) certifies the root (:meth:`_warm_pair`)."""
-        if isinstance(self._solver, RationalSolver):
-            z = np.asarray(z, dtype=complex)
-            g, dg, done = self._warm_pair(z)
-            rest = np.flatnonzero(~done)
-            if rest.size:
-                g[rest], dg[rest] = self._tower_pair(z[rest])
-            return g, dg
         z = np.asarray(z, dtype=complex)
         g, dg, done = self._warm_pair(z)
         rest = np.flatnonzero(~done)
         if rest.size:
-            zr = z[rest]
-            tau, gr = self._solver.solve(zr)
-            _, _, dz, dgr = self._solver._phi(tau)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                g[rest], dg[rest] = gr, dgr / dz
-            up = np.flatnonzero(zr.imag > 0)
-            if up.size:
-                self._remember(zr[up], tau[up])
+            cold = (self._tower_pair if isinstance(self._solver, RationalSolver)
+                    else self._continued_pair)
+            g[rest], dg[rest] = cold(z[rest])
         return g, dg
+
+    def _continued_pair(self, z):
+        """``(G, G')`` from the generic solver's continuation in ``Im z`` (eq. (8.10));
+        the subordination points of the off-axis points enter the table of
+        :meth:`_warm_pair`."""
+        tau, g = self._solver.solve(z)
+        _, _, dz, dg = self._solver._phi(tau)
+        up = np.flatnonzero(z.imag > 0)
+        if up.size:
+            self._remember(z[up], tau[up])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return g, dg / dz
 
     def _tower_pair(self, z):
         """``(G, G')`` from the tower's roots (eqs. (8.10)-(8.11)); the outermost

@@ -226,6 +226,14 @@ def _out(values, shape):
     return values.reshape(shape)
 
 
+def outside_bands(x, bands):
+    """Where real ``x`` lies outside every closed band ``(lo, hi)`` of ``bands``."""
+    out = np.ones(np.shape(x), dtype=bool)
+    for lo, hi in bands:
+        out &= ~((x >= lo) & (x <= hi))
+    return out
+
+
 def _far_series(unit, m, z, derivative=False):
     """``(G,)`` or ``(G, G')`` at ``z`` from scaled moments ``m_k / unit**k`` (the far
     field ``G = sum_k m_k / z**(k+1)`` of theory section 8.2 and its derivative,
