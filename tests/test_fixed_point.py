@@ -362,6 +362,30 @@ def test_bracketed_zeros_finds_closed_form_roots():
         _fixed_point.bracketed_zeros(fun, a, b, fa, fb, 1e-14, max_steps=3)
 
 
+#: Newton's quadratic convergence on exp(x) - 60 from 2.77 reaches the root's rounding
+#: in about eight steps; bisecting the bracket's rest down to BRACKET_RTOL took 31.
+NEWTON_EVALUATIONS = 12
+
+
+def test_bracketed_newton_stops_at_a_sub_ulp_correction():
+    """exp(x) - 60 on [0, 6] from 2.77 (convex: every Newton iterate after the first
+    stays right of the root log 60, the bracket's left end far below it).  At the
+    root's rounding the correction f/f' (about 1e-16 relative to e**x) is below an ulp
+    of x ~ 4.1 and lands on the end x itself, not strictly inside: that is a zero to
+    the tolerance, not a reason to bisect the bracket down to BRACKET_RTOL (31
+    evaluations before, each a nested solve where f is a law's G: theory eq.
+    (14.37)).  The root to 2 ulps (log 60 rounded)."""
+    calls = []
+
+    def f_pair(x, idx):
+        calls.append(x.size)
+        return np.exp(x) - 60.0, np.exp(x)
+    x = _fixed_point.bracketed_newton(f_pair, np.array([0.0]), np.array([6.0]),
+                                      np.array([-1.0]), x0=np.array([2.77]))
+    assert abs(x[0] - np.log(60.0)) <= 2 * np.spacing(np.log(60.0))
+    assert len(calls) <= NEWTON_EVALUATIONS
+
+
 def test_bracketed_searches_raise_on_a_non_finite_value():
     """A NaN met inside a bracket raises, naming the point, instead of steering the
     bracket (a NaN compares as neither sign nor as larger).  Zeros: log(x - 1) on
