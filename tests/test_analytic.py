@@ -13,6 +13,7 @@ import freeattn
 from freeattn.compose import _analytic
 from freeattn.compose._analytic import AnalyticLaw, analytic_additive, analytic_multiplicative
 from freeattn.compose._fixed_point import FixedPointProblem, edge_newton, iterate, newton
+from freeattn.compose._sum_support import LawBranches
 
 BER = freeattn.point_masses([-1.0, 1.0], [0.5, 0.5])
 #: Closed form (theory section 14.5): Bernoulli ⊞ Bernoulli is the arcsine law on
@@ -403,6 +404,54 @@ def test_continuation_levels_accept_the_rounding_floor_next_to_a_fold_eq_14_27()
     assert f4 / f1 == pytest.approx(2.0, rel=1e-2)          # sqrt(4 d)/sqrt(d)
     w = law._boundary(x)
     assert _analytic._at_rounding_floor(law._problem, w, law._pz(x.astype(complex)))
+
+
+#: (3.473, 4.663) ⊠ (1.821, 4.09) atoms: its G has one zero in the gap between its band
+#: [6.34, 7.73] and its atom 14.2; omega runs to infinity there.
+ZERO_GAP_PRODUCT = (([3.473, 4.663], [0.689, 0.311]), ([1.821, 4.09], [0.206, 0.794]))
+#: The secant through G at +-1e-7 of the zero: G'' ~ 1e-2 leaves its zero within
+#: G'' d**2 / G' ~ 1e-15 of the true one, a few ulps of x ~ 8.6.
+ZERO_SECANT_STEP = 1e-7
+ZERO_RTOL = 4e-15
+#: G next to its zero against G'(zero)(x - zero): the rounding of G's sums (~1e-17)
+#: and the secant's slope to its own second order.
+ZERO_G_ATOL = 1e-15
+
+
+def test_a_repelling_root_is_not_the_subordination_point_section_14_50():
+    """Within 3e-9 past the zero of G of a product of atoms (omega -> infinity), a
+    continuation level's Newton converged to the real root w = 0.2165 with phi' = 9.8,
+    a repelling fixed point (section 14.50: omega contracts), and the solve returned
+    G = -3.44 with G' = +24 at a real point off the support (G decreases there);
+    LawBranches then raised ('F falls') and the bracketed search for the zero of G
+    stopped at that discontinuity, 2.9e-9 before the zero.  Now no level takes a root
+    with |phi'| > 1 + CONTRACTION_SLACK (eq. (14.56)): the continuation there raises rather than
+    answer, the law's G there comes from its representation (eq. (8.16)), and the
+    zero of eq. (14.37) agrees with the secant of G through +-1e-7 of it."""
+    (va, wa), (vb, wb) = ZERO_GAP_PRODUCT
+    law = freeattn.free_multiplicative(freeattn.point_masses(va, wa),
+                                       freeattn.point_masses(vb, wb))
+    assert isinstance(law, AnalyticLaw)
+    x_bad = 8.632826468821088             # where the old solve gave G = -3.44
+    try:
+        w = law._continue(np.array([x_bad]), np.zeros(1))
+    except freeattn.ConvergenceError:
+        pass
+    else:
+        _, dphi, _ = law._problem.phi_arguments(w, law._pz(np.array([x_bad + 0j])))
+        assert abs(dphi[0]) <= 1.0 + _analytic.CONTRACTION_SLACK
+    branches = LawBranches(law, lambda lw, u: lw._pair_or_far(u))
+    zero = [b[1] for b in branches.branches if b[3] == "zero"]
+    assert len(zero) == 1
+    p = zero[0]
+    xs = np.array([p - ZERO_SECANT_STEP, p + ZERO_SECANT_STEP])
+    g = law._pair_or_far(xs + 0j)[0].real
+    secant = xs[0] - g[0] * (xs[1] - xs[0]) / (g[1] - g[0])
+    assert abs(p - secant) <= ZERO_RTOL * p
+    slope = (g[1] - g[0]) / (xs[1] - xs[0])
+    assert slope < 0
+    gx = law.stieltjes(x_bad)
+    assert abs(gx - slope * (x_bad - secant)) <= ZERO_G_ATOL
 
 
 def test_discrete_h_without_cancellation_eq_14_28():

@@ -67,6 +67,12 @@ LEVEL_NEWTON_STEPS = 6
 #: accepted; it only has to keep the next level's start on the branch (the
 #: last level is polished to :data:`FIXED_POINT_RTOL`).
 LEVEL_RTOL = 1e-9
+#: A continuation level's root, or its final one, with ``|phi'|`` above ``1 +
+#: CONTRACTION_SLACK`` is no subordination point: the fixed point inside the
+#: half-plane contracts (``|phi'| < 1``, Schwarz-Pick) and a real boundary one has
+#: ``phi'`` in ``(0, 1]`` (eq. (14.11)); the slack is far above the rounding of
+#: ``phi'`` (theory section 14.50).
+CONTRACTION_SLACK = 1e-6
 
 #: An imaginary part of ``h = F - u`` of the wrong sign (theory eq. (14.46)) up to this
 #: fraction of ``|u| + |h|`` (64 ulps) is the rounding of the difference and is set to 0.
@@ -216,6 +222,14 @@ LOCAL_BAND_RTOL = 1e-4
 #: the scale at an atom (tests/test_sum_support.py) are solved to their mass.  Bands
 #: below eq. (8.30)'s limit raise there instead.
 ATOM_BAND_MIN_RTOL = 1e-6
+
+
+def _contracting(dphi):
+    """Where ``|phi'|`` at a root is at most ``1 + CONTRACTION_SLACK`` (theory eq.
+    (14.56): ``omega`` is the fixed point that contracts, or the boundary one with
+    ``phi'`` in ``(0, 1]``); a NaN derivative is not tested here."""
+    with np.errstate(invalid="ignore"):
+        return ~(np.abs(dphi) > 1.0 + CONTRACTION_SLACK)
 
 
 def _atom_sums(values, weights, v):
@@ -1115,6 +1129,10 @@ class AnalyticLaw(SpectralLaw):
                                   & (rn.residual <= LEVEL_FLOOR_RTOL * (pr.scale + np.abs(rn.value))))
             if near.size:
                 ok[near] = _at_rounding_floor(pr, rn.value[near], zn[near])
+            # a repelling root is another fixed point, never omega(z) (eq. (14.56)):
+            # next to a zero of a product's G, where omega runs to infinity, Newton
+            # from a level far out found the real root with phi' = 9.8
+            ok &= _contracting(rn.derivative)
             good, bad = idx[ok], idx[~ok]
             w_prev[good], y_prev[good] = w[good], y[good]
             w[good], y[good] = rn.value[ok], yn[ok]
@@ -1152,9 +1170,11 @@ class AnalyticLaw(SpectralLaw):
         zf = self._pz(x + 1j * y)
         err = np.zeros(x.shape)
         rest = ~landed
+        repelling = np.zeros(x.shape, dtype=bool)
         if rest.any():
             r = newton(pr, zf[rest], w[rest])
             w[rest], err[rest] = r.value, r.residual
+            repelling[rest] = ~_contracting(r.derivative)
         if not check:
             return w
         tol = BOUNDARY_RTOL * (pr.scale + np.abs(w))
@@ -1165,6 +1185,10 @@ class AnalyticLaw(SpectralLaw):
         if bad.any():
             idx = np.flatnonzero(bad)
             bad[idx] = ~_at_rounding_floor(pr, w[idx], zf[idx])
+        if repelling.any():
+            # the polish left the branch for a repelling root (eq. (14.56))
+            err[repelling] = np.inf
+            bad |= repelling
         if bad.any():
             k = int(np.argmax(bad))
             error = ConvergenceError(
@@ -1922,7 +1946,12 @@ class AnalyticLaw(SpectralLaw):
         return solve(x.ravel()).reshape(x.shape)
 
     def _stieltjes_exact(self, z):
-        return self._solve(z)[1]
+        try:
+            return self._solve(z)[1]
+        except ConvergenceError:
+            # real points off the support where the solve fails (next to a zero of
+            # G, section 14.50): the representation, as for a host (eq. (8.16))
+            return self._unmemoized_pair(np.asarray(z, dtype=complex))[0]
 
     def _stieltjes_pair(self, zs):
         """``(G, G')`` from one subordination solve (``G'`` by the chain rule); at real
