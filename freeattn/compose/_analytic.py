@@ -70,9 +70,10 @@ LEVEL_RTOL = 1e-9
 #: A continuation level's root, or its final one, with ``|phi'|`` above ``1 +
 #: CONTRACTION_SLACK`` is no subordination point: the fixed point inside the
 #: half-plane contracts (``|phi'| < 1``, Schwarz-Pick) and a real boundary one has
-#: ``phi'`` in ``(0, 1]`` (eq. (14.11)); the slack is far above the rounding of
-#: ``phi'`` (theory section 14.50).
-CONTRACTION_SLACK = 1e-6
+#: ``phi'`` in ``(0, 1]`` (eq. (14.11)).  Next to a fold ``phi' -> 1`` and a nested
+#: law's transform leaves it ``1 + 4.8e-5`` at an accepted root: the slack is well
+#: above that, far below the repelling roots met (``phi' = 9.8``; section 14.50).
+CONTRACTION_SLACK = 1e-2
 
 #: An imaginary part of ``h = F - u`` of the wrong sign (theory eq. (14.46)) up to this
 #: fraction of ``|u| + |h|`` (64 ulps) is the rounding of the difference and is set to 0.
