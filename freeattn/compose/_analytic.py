@@ -1014,8 +1014,9 @@ class AnalyticLaw(SpectralLaw):
             rf = newton(pr, px[sel], r.value[sel], max_steps=WARM_NEWTON_STEPS)
             value[sel] = rf.value
             sz = pr.scale + np.abs(rf.value)
-            good = (rf.residual <= BOUNDARY_RTOL * sz) | _at_rounding_floor(pr, rf.value,
-                                                                             px[sel])
+            good = ((rf.residual <= BOUNDARY_RTOL * sz) | _at_rounding_floor(pr, rf.value,
+                                                                              px[sel])
+                    ) & _contracting(rf.derivative)     # eq. (14.56)
             if good.any():
                 # where the map is the identity at x every w is a fixed point and
                 # Newton keeps its start: the value is the continuation's limit (eq.
