@@ -386,6 +386,31 @@ def test_bracketed_newton_stops_at_a_sub_ulp_correction():
     assert len(calls) <= NEWTON_EVALUATIONS
 
 
+#: From a start at the bracket's end next to the root, Newton needs the evaluation
+#: there and one step; from the middle of [log 60 - 1, end] it took 26.
+START_AT_END_EVALUATIONS = 4
+
+
+def test_bracketed_newton_keeps_a_start_at_the_bracket_end():
+    """exp(x) - 60 on [log 60 - 1, log 60 + 4 ulps] from the upper end (an inverse of
+    eq. (14.37) whose value is within rounding of a sample's starts at that sample,
+    an end of its bracket).  That start was replaced by the middle, from where every
+    Newton step of a convex f overshoots the end and bisection halves the bracket
+    (26 evaluations); kept, f' there steers at once (theory section 14.51).  The
+    root to the ulp."""
+    r = np.log(60.0)
+    hi = r + 4 * np.spacing(r)
+    calls = []
+
+    def f_pair(x, idx):
+        calls.append(x.size)
+        return np.exp(x) - 60.0, np.exp(x)
+    x = _fixed_point.bracketed_newton(f_pair, np.array([r - 1.0]), np.array([hi]),
+                                      np.array([-1.0]), x0=np.array([hi]))
+    assert abs(x[0] - r) <= np.spacing(r)
+    assert len(calls) <= START_AT_END_EVALUATIONS
+
+
 def test_bracketed_searches_raise_on_a_non_finite_value():
     """A NaN met inside a bracket raises, naming the point, instead of steering the
     bracket (a NaN compares as neither sign nor as larger).  Zeros: log(x - 1) on

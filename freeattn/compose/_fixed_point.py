@@ -785,7 +785,11 @@ def bracketed_newton(f_pair, lo, hi, flo, x0=None, scale=0.0, what="a bracketed 
     x = 0.5 * (lo + hi)
     if x0 is not None:
         x0 = np.asarray(x0, dtype=float)
-        x = np.where((x0 > np.minimum(lo, hi)) & (x0 < np.maximum(lo, hi)), x0, x)
+        # a start at an end is kept: an inverse from the samples' interpolation lands
+        # on the nearer sample when the value is within rounding of its value, and
+        # f' there steers Newton at once (from the middle, the steps from the far
+        # side overshoot a convex f and bisect: theory section 14.51)
+        x = np.where((x0 >= np.minimum(lo, hi)) & (x0 <= np.maximum(lo, hi)), x0, x)
     act = np.arange(x.size)
     for _ in range(BRACKET_STEPS):
         xa = x[act]
