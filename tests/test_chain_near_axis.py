@@ -69,16 +69,28 @@ def test_points_next_to_the_axis_start_from_their_real_part_eq_14_44(product):
     assert np.all(om.imag <= 0)
 
 
-def test_a_point_next_to_an_edge_is_not_taken_from_the_axis(product):
-    # 1e-10 beyond the first band's upper edge: no table start there (eq. (14.16)'s
-    # distance condition), so eq. (14.44) declines and the solve continues the point
+#: 1e-10 beyond a square-root edge, omega(x) - omega_e ~ sqrt(x - x_e): an ulp of x
+#: moves the continuation's answer by 2e-12 - 8e-12 relative (measured, +-1 ulp), and two
+#: paths to the point (the fold model of eq. (14.54) then Newton, or the continuation)
+#: agree to 6.6e-11 (measured on an AVX-512 host, where the fold model answers; 1e-13
+#: where the continuation answers both).
+EDGE_CONTINUATION_RTOL = 2e-10
+
+
+def test_a_point_next_to_an_edge_agrees_with_the_continuation(product):
+    """1e-10 beyond the first band's upper edge (the distance condition of eq. (14.16)
+    gives no table start there; eq. (14.54)'s fold model may, depending on the
+    rounding of the fold): whichever path answers, the solve and eq. (14.44) agree
+    with the cold continuation to the edge's conditioning."""
     edge = product.intervals()[0][1]
     z = np.array([edge * (1 + 1e-10) + 1e-17j])
-    _, ok = product._near_axis(z)
-    assert not ok.any()
+    near, ok = product._near_axis(z)
     om = product._solve(z)
     ref = product._continue(z.real, z.imag)
-    assert _rel(om, ref).max() <= CONTINUATION_RTOL
+    assert _rel(om, ref).max() <= EDGE_CONTINUATION_RTOL
+    if ok.any():
+        assert _rel(near, ref).max() <= EDGE_CONTINUATION_RTOL
+        assert np.all(near.imag <= 0)
 
 
 def test_points_far_from_every_solved_point_start_from_the_nearest_eq_14_45(product):

@@ -486,42 +486,66 @@ class RationalSolver:
                                                  + self.scale)
         res = np.where(np.isfinite(res), res, np.inf)
         ok = (res < opts.branch_rtol) & (score >= -opts.branch_rtol) & np.isfinite(gs[-1])
-        if partner_info and ok.any():
+        real_score = np.abs(score) <= opts.real_root_rtol * REAL_ROOT_SCORE_FACTOR
+        rr = roots.real + 0j
+        cols = np.arange(z.size)
+        # The tests that call a partner's transform run lazily, on the candidates the
+        # selection would take (the same choice as testing all of them first: the one
+        # taken passes, and is the best of a larger set): a real point's tower has up
+        # to its degree of real roots, and the partner of a collapsed level is itself
+        # a tower (theory section 8.12, eqs. (8.10), (8.11))
+        checked = np.zeros(ok.shape, dtype=bool)      # the partner test of eq. (8.10)
+        known = np.zeros(ok.shape, dtype=bool)        # the test of eq. (8.11)
+        increasing = np.zeros(ok.shape, dtype=bool)
+        while True:
+            real = ok & real_score
+            need = real & ~known
+            if need.any():
+                # Off the support only real roots remain; the Stieltjes value is the one
+                # on which every level increases (eq. (8.11)), the partners' test only
+                # where the levels do
+                zr, gr, dzr, _ = self.curve.stages(rr[need])
+                up = np.all(np.stack(dzr).real > 0, axis=0)
+                if up.any():
+                    up[up] = self.curve.partner_valid([zk[up] for zk in zr],
+                                                      [gk[up] for gk in gr],
+                                                      opts.branch_rtol)
+                increasing[need] = up
+                known |= need
+            sc = np.where(real, np.where(increasing, 0.0, -1.0), score)
+            sc = np.where(ok, sc, -np.inf)
+            # Ties (real roots, and a root whose only nearly real points are functions
+            # of z, as under a single-atom partner, all score 0) go to the largest -Im G:
+            # inside the support the branch is the one candidate with a density, eq.
+            # (8.10); their order from the root finder decided before.
+            best = sc.max(axis=0)
+            with np.errstate(invalid="ignore"):
+                density = np.where(ok & (sc == best[None, :]), -gs[-1].imag, -np.inf)
+            idx = np.argmax(density, axis=0)
+            todo = np.flatnonzero(ok[idx, cols] & ~checked[idx, cols])
+            if not partner_info or not todo.size:
+                break
             # A partner's subordination point must also be on the partner's true
-            # branch (eq. (8.10)): a root of the tower polynomial can put it in C+
-            # on another sheet of the partner's transform.
+            # branch (eq. (8.10)): a root of the tower polynomial can put it in C+ on
+            # another sheet of the partner's transform.
+            ri, ci = idx[todo], todo
+            checked[ri, ci] = True
+            passed = np.ones(todo.size, dtype=bool)
             for level, k, pt in partner_info:
-                sel = ok & np.isfinite(pt)
-                mism = np.zeros(pt.shape)
+                ps = pt[ri, ci]
+                sel = np.isfinite(ps)
                 if sel.any():
                     # A point on the partner's support up to rounding is read on the
                     # upper side (the boundary value of the Stieltjes branch).
-                    ps = pt[sel]
-                    ps = ps.real + 1j * np.maximum(ps.imag, 0.0)
-                    mism[sel] = level.partner_check(ps, zs[k - 1][sel], gs[k - 1][sel],
-                                                    gs[k][sel])
-                ok &= mism <= np.sqrt(opts.branch_rtol)
-        real = ok & (np.abs(score) <= opts.real_root_rtol * REAL_ROOT_SCORE_FACTOR)
-        decreasing = np.zeros(ok.shape, dtype=bool)
-        if real.any():
-            # Off the support only real roots remain; the Stieltjes value is the one on
-            # which every level increases (eq. (8.11)).
-            rr = roots.real + 0j
-            zr, gr, dzr, _ = self.curve.stages(rr)
-            increasing = np.all(np.stack(dzr).real > 0, axis=0) & self.curve.partner_valid(
-                zr, gr, opts.branch_rtol)
-            score = np.where(real, np.where(increasing, 0.0, -1.0), score)
-            decreasing = real & ~increasing
-        score = np.where(ok, score, -np.inf)
-        # Ties (real roots, and a root whose only nearly real points are functions of
-        # z, as under a single-atom partner, all score 0) go to the largest -Im G:
-        # inside the support the branch is the one candidate with a density, eq.
-        # (8.10); their order from the root finder decided before.
-        best = score.max(axis=0)
-        with np.errstate(invalid="ignore"):
-            density = np.where(ok & (score == best[None, :]), -gs[-1].imag, -np.inf)
-        idx = np.argmax(density, axis=0)
-        cols = np.arange(z.size)
+                    ps = ps[sel].real + 1j * np.maximum(ps[sel].imag, 0.0)
+                    mism = level.partner_check(ps, zs[k - 1][ri, ci][sel],
+                                               gs[k - 1][ri, ci][sel], gs[k][ri, ci][sel])
+                    passed[np.flatnonzero(sel)[~(mism <= np.sqrt(opts.branch_rtol))]] = False
+            if passed.all():
+                break
+            ok[ri[~passed], ci[~passed]] = False
+        score = sc
+        decreasing = real & ~increasing
         failed = ~ok[idx, cols]
         message = None
         if failed.any():
