@@ -1794,7 +1794,13 @@ class AnalyticLaw(SpectralLaw):
 
     def _boundary_density(self, x, partial=False):
         w = self._boundary(x, partial)
-        g = self._g(w, x.astype(complex))
+        # a point the partial solve left (NaN) stays NaN, for the next formulation
+        # (section 14.43); asked of a constituent, a NaN point raised for the whole
+        # batch, which then went to the mirrored formulation at every point
+        g = np.full(x.shape, complex(np.nan, np.nan))
+        solved = np.isfinite(w)
+        if solved.any():
+            g[solved] = self._g(w[solved], x[solved].astype(complex))
         return np.maximum(-g.imag, 0.0) / math.pi
 
     def _pole_edges(self):
@@ -1915,7 +1921,8 @@ class AnalyticLaw(SpectralLaw):
         def solve(xs):
             values = np.full(xs.shape, np.nan)
             errors, raised = [], False          # an error for each formulation that
-            for law in tuple(order):            # left points or raised
+            solved = []                         # left points or raised; the points each solved
+            for law in tuple(order):
                 todo = np.flatnonzero(~np.isfinite(values))
                 if not todo.size:
                     break
@@ -1925,14 +1932,19 @@ class AnalyticLaw(SpectralLaw):
                 except ConvergenceError as err:
                     errors.append(err)
                     raised = True
+                    solved.append(0)
                     continue
                 left = todo[~np.isfinite(values[todo])]
+                solved.append(todo.size - left.size)
                 if left.size:
                     errors.append(law._partial_error or ConvergenceError(
                         f"{law._describe()}: density not finite at x={float(xs[left[0]])!r}"))
             bad = np.flatnonzero(~np.isfinite(values))
             if not bad.size:
-                if errors:                      # the second completed what the first left
+                if len(solved) > 1 and solved[1] > solved[0]:
+                    # the second solved most of the batch: first for the next one (a
+                    # few points left next to an edge do not turn the order round, the
+                    # second's warm table can be empty there)
                     order.reverse()
                 return values
             if xs.size == 1 or not raised:
