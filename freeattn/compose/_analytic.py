@@ -1965,7 +1965,11 @@ class AnalyticLaw(SpectralLaw):
         except ConvergenceError:
             # real points off the support where the solve fails (next to a zero of
             # G, section 14.50): the representation, as for a host (eq. (8.16))
-            return self._unmemoized_pair(np.asarray(z, dtype=complex))[0]
+            z = np.asarray(z, dtype=complex)
+            off = self._beside_support(z)
+            if off is None:
+                raise
+            return self._pair_beside_solver(z, self._solved_pair, off)[0]
 
     def _stieltjes_pair(self, zs):
         """``(G, G')`` from one subordination solve (``G'`` by the chain rule); at real
@@ -1980,15 +1984,23 @@ class AnalyticLaw(SpectralLaw):
         try:
             return self._solved_pair(zs)
         except ConvergenceError:
-            if self._interval_cache is None:
-                raise
-            off = (zs.imag == 0) & ~np.isin(zs.real, self.atoms()[0])
-            reach = EDGE_REPRESENTATION_RTOL * self._xscale
-            for lo, hi in self.intervals():
-                off &= ~((zs.real > lo + reach) & (zs.real < hi - reach))
-            if not off.any():
+            off = self._beside_support(zs)
+            if off is None:
                 raise
             return self._pair_beside_solver(zs, self._solved_pair, off)
+
+    def _beside_support(self, zs):
+        """Real points of ``zs`` off the support (or within ``EDGE_REPRESENTATION_RTOL``
+        of the scale from an edge) and off the atoms, whose ``G`` the representation
+        gives where the solve fails (eq. (8.16)); None where there is none or the
+        support is not known yet."""
+        if self._interval_cache is None:
+            return None
+        off = (zs.imag == 0) & ~np.isin(zs.real, self.atoms()[0])
+        reach = EDGE_REPRESENTATION_RTOL * self._xscale
+        for lo, hi in self.intervals():
+            off &= ~((zs.real > lo + reach) & (zs.real < hi - reach))
+        return off if off.any() else None
 
     def _solved_pair(self, zs):
         """:meth:`_stieltjes_pair` from the subordination solve alone."""
