@@ -454,6 +454,33 @@ def test_a_repelling_root_is_not_the_subordination_point_section_14_50():
     assert abs(gx - slope * (x_bad - secant)) <= ZERO_G_ATOL
 
 
+#: G(x + i y) against G(x + i0) for y <= 1e-12: |G'| ~ 380 there moves G by y |G'|
+#: (measured 3.8e-10 at y = 1e-12, 1.9e-12 at y <= 1e-20); the wrong root was 4 off.
+NEAR_AXIS_G_ATOL = 1e-9
+
+
+def test_a_repelling_root_off_the_axis_is_continued_eq_14_56():
+    """Inside a band of (1.593, 2.68, 1.237, 1.23) ⊠ (3.432, 4.234, 2.793, 3.279) atoms,
+    at z = x + i y with y from 1e-12 down to 1.9e-30 (the depth-2 campaign's seed 24 /
+    draw 48 asked it so), the iteration of eq. (14.2) had not reached omega(z) after its
+    24 rounds and Newton went on to the real root w = 0.387 where phi' = 1.24 (eq.
+    (14.56)): G = -1.4057 + 1.6e-13 i (Im G > 0, no Stieltjes value) where G(x + i0) =
+    -1.2168 - 4.0720 i, and the sum above it then took density 1e-24 at points of its
+    band.  A repelling root is now continued; G(x + i y) agrees with the solve on the axis
+    (an independent path, eq. (14.7)) and has Im G < 0."""
+    law = freeattn.free_multiplicative(
+        freeattn.point_masses([1.593, 2.68, 1.237, 1.23], [0.357, 0.514, 0.064, 0.065]),
+        freeattn.point_masses([3.432, 4.234, 2.793, 3.279], [0.188, 0.176, 0.177, 0.459]))
+    assert isinstance(law, AnalyticLaw)
+    x = 8.79399817
+    z = x + 1j * np.array([1e-12, 1e-20, 1.9e-30])
+    g = law.stieltjes(z)
+    axis = AnalyticLaw(law.a, law.b, True)._solve(np.array([x + 0j]))[1][0]
+    assert axis.imag < -4.0                   # inside the band: density 1.296
+    assert np.all(np.abs(g - axis) <= NEAR_AXIS_G_ATOL)
+    assert np.all(g.imag < 0)
+
+
 def test_discrete_h_without_cancellation_eq_14_28():
     """``h = 1/G - u`` and ``h'`` of a three-atom law by eq. (14.28) against 40-digit
     mpmath (direct sums and mpmath.diff): 1e-14 relative at |u| = 1e6, where the

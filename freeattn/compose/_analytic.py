@@ -870,9 +870,13 @@ class AnalyticLaw(SpectralLaw):
             r = iterate(pr, z[off], max_iterations=sum(REACH_ITERATIONS))
             r2 = newton(pr, z[off], r.value)
             w[off] = r2.value
-            if not r2.converged.all():
-                # far from the axis the iteration converges; near it, continue down
-                bad = np.flatnonzero(off)[~r2.converged]
+            # far from the axis the iteration converges; near it, continue down.  A
+            # root that repels is another fixed point (eq. (14.56)): at z = x + 1.9e-30 i
+            # inside a band of a product of atoms the iteration had not reached
+            # omega(z) and Newton went on to a real root with phi' = 1.24 (G real there)
+            solved = r2.converged & _contracting(r2.derivative)
+            if not solved.all():
+                bad = np.flatnonzero(off)[~solved]
                 w[bad] = self._continue(z[bad].real, z[bad].imag)
         real = z.imag <= 0
         if real.any():
