@@ -228,9 +228,9 @@ ATOM_BAND_MIN_RTOL = 1e-6
 def _contracting(dphi):
     """Where ``|phi'|`` at a root is at most ``1 + CONTRACTION_SLACK`` (theory eq.
     (14.56): ``omega`` is the fixed point that contracts, or the boundary one with
-    ``phi'`` in ``(0, 1]``); a NaN derivative is not tested here."""
+    ``phi'`` in ``(0, 1]``); false where ``phi'`` is not finite."""
     with np.errstate(invalid="ignore"):
-        return ~(np.abs(dphi) > 1.0 + CONTRACTION_SLACK)
+        return np.abs(dphi) <= 1.0 + CONTRACTION_SLACK
 
 
 def _atom_sums(values, weights, v):
@@ -1186,10 +1186,10 @@ class AnalyticLaw(SpectralLaw):
         tol = BOUNDARY_RTOL * (pr.scale + np.abs(w))
         # next to a fold (an edge) phi' -> 1 and Newton's error estimate carries the
         # rounding of phi divided by |1 - phi'|: there a residual at rounding is the
-        # most the formulation gives, and is accepted
-        bad = err > tol
-        if bad.any():
-            idx = np.flatnonzero(bad)
+        # most the formulation gives, and is accepted (a NaN estimate never is)
+        bad = ~(err <= tol)
+        idx = np.flatnonzero(bad & np.isfinite(w))
+        if idx.size:
             bad[idx] = ~_at_rounding_floor(pr, w[idx], zf[idx])
         if repelling.any():
             # the polish left the branch for a repelling root (eq. (14.56))
@@ -1966,14 +1966,10 @@ class AnalyticLaw(SpectralLaw):
     def _stieltjes_exact(self, z):
         try:
             return self._solve(z)[1]
-        except ConvergenceError:
+        except ConvergenceError as err:
             # real points off the support where the solve fails (next to a zero of
             # G, section 14.50): the representation, as for a host (eq. (8.16))
-            z = np.asarray(z, dtype=complex)
-            off = self._beside_support(z)
-            if off is None:
-                raise
-            return self._pair_beside_solver(z, self._solved_pair, off)[0]
+            return self._pair_after_failed_solve(np.asarray(z, dtype=complex), err)[0]
 
     def _stieltjes_pair(self, zs):
         """``(G, G')`` from one subordination solve (``G'`` by the chain rule); at real
@@ -1987,24 +1983,24 @@ class AnalyticLaw(SpectralLaw):
     def _unmemoized_pair(self, zs):
         try:
             return self._solved_pair(zs)
-        except ConvergenceError:
-            off = self._beside_support(zs)
-            if off is None:
-                raise
-            return self._pair_beside_solver(zs, self._solved_pair, off)
+        except ConvergenceError as err:
+            return self._pair_after_failed_solve(zs, err)
 
-    def _beside_support(self, zs):
-        """Real points of ``zs`` off the support (or within ``EDGE_REPRESENTATION_RTOL``
-        of the scale from an edge) and off the atoms, whose ``G`` the representation
-        gives where the solve fails (eq. (8.16)); None where there is none or the
-        support is not known yet."""
+    def _pair_after_failed_solve(self, zs, error):
+        """``(G, G')`` at ``zs`` after the solve raised ``error``: at the real points off
+        the support (or within ``EDGE_REPRESENTATION_RTOL`` of the scale from an edge)
+        and off the atoms from the representation (eq. (8.16)), at the others from the
+        solve again; ``error`` is raised where there is no such point or the support is
+        not known yet."""
         if self._interval_cache is None:
-            return None
+            raise error
         off = (zs.imag == 0) & ~np.isin(zs.real, self.atoms()[0])
         reach = EDGE_REPRESENTATION_RTOL * self._xscale
         for lo, hi in self.intervals():
             off &= ~((zs.real > lo + reach) & (zs.real < hi - reach))
-        return off if off.any() else None
+        if not off.any():
+            raise error
+        return self._pair_beside_solver(zs, self._solved_pair, off)
 
     def _solved_pair(self, zs):
         """:meth:`_stieltjes_pair` from the subordination solve alone."""
