@@ -172,6 +172,9 @@ POLE_EDGE_RTOL = 1e-6
 POLE_PROBE_RTOLS = (1e-3, 1e-5, 1e-7)
 #: Relative error (Newton's estimate) at which the boundary value is accepted.
 BOUNDARY_RTOL = 1e-11
+#: Once the support is known, a point more than this many spacings of a band's ends
+#: inside the band takes no real fixed point (eq. (14.57)).
+BAND_INTERIOR_ULPS = 4
 #: Relative move of the probe that tells a map which is the identity at a point (any
 #: ``w`` a fixed point, as Bernoulli ⊞ Bernoulli at ``z = 0``, eq. (14.3)) from a fold,
 #: whose residual grows quadratically away from its one double root.
@@ -957,9 +960,21 @@ class AnalyticLaw(SpectralLaw):
             interior = solved & (height > r.residual) & (
                 height * np.abs(1.0 - dp) > AXIS_INSIDE_RTOL * size)
         status = np.where(interior, 1, -1)
-        near = np.flatnonzero(solved & ~interior & (np.abs(w.imag) <= AXIS_REAL_RTOL * size))
+        near = solved & ~interior & (np.abs(w.imag) <= AXIS_REAL_RTOL * size)
+        near = np.flatnonzero(near)
         if near.size:
             wr = w[near].real.astype(complex)
+            # inside a band of the known support a real root must be one Newton
+            # converges to (eq. (14.57)): next to an edge the real minimum of the
+            # residual, about the distance to the edge, passed the tests below
+            verified = np.ones(near.size, dtype=bool)
+            band = self._band_interior(x[near])
+            if band is not None and band.any():
+                k = np.flatnonzero(band)
+                rv = newton(pr, self._pz(x[near][k].astype(complex)), wr[k],
+                            max_steps=WARM_NEWTON_STEPS)
+                verified[k] = rv.converged & np.isfinite(rv.value)
+                wr[k] = np.where(verified[k], rv.value.real, wr[k].real)
             with np.errstate(all="ignore"):
                 p, d, args = pr.phi_arguments(wr, self._pz(x[near].astype(complex)))
                 sz = pr.scale + np.abs(wr)
@@ -973,10 +988,27 @@ class AnalyticLaw(SpectralLaw):
             if noisy.size:
                 solved[noisy] = _at_rounding_floor(
                     pr, wr[noisy], self._pz(x[near][noisy].astype(complex)))
-            ok &= solved
+            ok &= solved & verified
             w[near[ok]] = wr[ok]
             status[near[ok]] = 0
         return w, status
+
+    def _band_interior(self, x):
+        """Where ``x`` lies inside a band of the support, more than
+        ``BAND_INTERIOR_ULPS`` spacings of the band's ends from them; None before
+        the support is known (a mirrored formulation asks its host's, eq. (14.57))."""
+        ivs = self._interval_cache
+        if ivs is None:
+            host = self.__dict__.get("_host")
+            ivs = None if host is None else host._interval_cache
+        if not ivs:
+            return None
+        lo = np.array([float(iv.lo) for iv in ivs])
+        hi = np.array([float(iv.hi) for iv in ivs])
+        margin = BAND_INTERIOR_ULPS * np.spacing(np.maximum(np.abs(lo), np.abs(hi)))
+        k = np.searchsorted(lo, x, side="right") - 1
+        kk = np.maximum(k, 0)
+        return (k >= 0) & (x > lo[kk] + margin[kk]) & (x < hi[kk] - margin[kk])
 
     def _axis_newton(self, x, guess, steps=WARM_NEWTON_STEPS):
         """Newton at ``y = 0`` from ``guess``, classified by :meth:`_classify_axis`."""
@@ -1704,27 +1736,78 @@ class AnalyticLaw(SpectralLaw):
         resolve (theory section 14.37): within ``s + [lo - d, hi + d]`` of an atom ``s``
         of one law (mass below 1), ``[lo, hi]`` the other's support, the band and ``d``
         narrower than ``ATOM_BAND_MIN_RTOL`` of the sum's scale, not a band solved at its
-        own scale (eq. (14.48)) and not below eq. (8.30)'s limit (raised there)."""
+        own scale (eq. (14.48)) and not below eq. (8.30)'s limit (raised there).  Where
+        the other's support is wider but one of its bands ``[lo, hi]`` is that narrow,
+        the same test is kept for the density (:meth:`_density` raises it): the
+        support, from the curves, is exact, and a host asks ``G`` only off the axis."""
+        scale = self._problem.scale
+        limit = ATOM_BAND_MIN_RTOL * scale
+        windows = [(w, True) for w in self._atom_windows(limit)]
+        windows += [(w, False) for w in self._atom_band_windows(limit)]
+        for (law, other, s_, m, olo, ohi), whole in windows:
+            iv = self._unresolved_atom_band(ivs, s_, olo, ohi)
+            if iv is None:
+                continue
+            what = (f"the support of {other._describe()}" if whole else
+                    f"the band [{olo!r}, {ohi!r}] of {other._describe()}")
+            error = _UnresolvedBand(
+                f"{self._describe()}: the atom of {law._describe()} at "
+                f"{float(s_)!r} (mass {float(m):.6g}) spreads into the band "
+                f"[{float(iv.lo)!r}, {float(iv.hi)!r}], as wide as {what} "
+                f"({ohi - olo:.3e}), below ATOM_BAND_MIN_RTOL "
+                f"{ATOM_BAND_MIN_RTOL:.0e} of the sum's scale {scale:.3e}: the "
+                f"solver's tolerances, relative to that scale, do not resolve "
+                f"its density (theory section 14.37)", point=float(s_))
+            if whole:
+                raise error
+            if self.__dict__.get("_unresolved_density") is None:
+                self._unresolved_density = error
+
+    def _check_atom_band_density(self):
+        """Raise the error :meth:`_check_far_atom_bands` kept for the density."""
+        error = self.__dict__.get("_unresolved_density")
+        if error is not None:
+            raise error
+
+    def _unresolved_atom_band(self, ivs, s_, olo, ohi):
+        """The first band of ``ivs`` in the window ``s + [lo - d, hi + d]`` of section
+        14.37 that the sum's tolerances do not resolve (:meth:`_check_far_atom_bands`),
+        or None."""
         from ..algebra._chebyshev import ROUNDING_FLOOR_MAX
 
         scale = self._problem.scale
-        for law, other, s_, m, olo, ohi in self._atom_windows(ATOM_BAND_MIN_RTOL * scale):
-            width = ohi - olo
-            lo, hi = s_ + olo - width, s_ + ohi + width
-            for iv in ivs:
-                w = float(iv.hi) - float(iv.lo)
-                own = max(abs(float(iv.lo)), abs(float(iv.hi)), w)
-                if (iv.lo <= hi and iv.hi >= lo and w < ATOM_BAND_MIN_RTOL * scale
-                        and not own < LOCAL_BAND_RTOL * scale
-                        and not np.finfo(float).eps * scale / w > ROUNDING_FLOOR_MAX):
-                    raise _UnresolvedBand(
-                        f"{self._describe()}: the atom of {law._describe()} at "
-                        f"{float(s_)!r} (mass {float(m):.6g}) spreads into the band "
-                        f"[{float(iv.lo)!r}, {float(iv.hi)!r}], as wide as the support of "
-                        f"{other._describe()} ({width:.3e}), below ATOM_BAND_MIN_RTOL "
-                        f"{ATOM_BAND_MIN_RTOL:.0e} of the sum's scale {scale:.3e}: the "
-                        f"solver's tolerances, relative to that scale, do not resolve "
-                        f"its density (theory section 14.37)", point=float(s_))
+        width = ohi - olo
+        lo, hi = s_ + olo - width, s_ + ohi + width
+        for iv in ivs:
+            w = float(iv.hi) - float(iv.lo)
+            own = max(abs(float(iv.lo)), abs(float(iv.hi)), w)
+            if (iv.lo <= hi and iv.hi >= lo and w < ATOM_BAND_MIN_RTOL * scale
+                    and not own < LOCAL_BAND_RTOL * scale
+                    and not np.finfo(float).eps * scale / w > ROUNDING_FLOOR_MAX):
+                return iv
+        return None
+
+    def _atom_band_windows(self, max_width):
+        """``(law, other, s, m, lo, hi)`` as :meth:`_atom_windows`, for every band
+        ``[lo, hi]`` of a partner whose support is wider, with ``max(|lo|, |hi|)``
+        below ``max_width``: a band next to 0, where the partner's subordination point
+        is a number that small, held to the sum's absolute tolerance (a band far from 0
+        is a number of its own size, solved to its relative digits)."""
+        for law, other in ((self.a, self.b), (self.b, self.a)):
+            loc, mass = law.atoms()
+            details = other.interval_details()
+            if not loc.size or not details:
+                continue
+            olo, ohi = other.support()
+            if ohi - olo < max_width:
+                continue                      # (the whole support's window)
+            for iv in details:
+                lo, hi = float(iv.lo), float(iv.hi)
+                if not max(abs(lo), abs(hi)) < max_width:
+                    continue
+                for s_, m in zip(loc, mass):
+                    if 0 < m < 1:
+                        yield law, other, s_, m, lo, hi
 
     def _atom_windows(self, max_width):
         """``(law, other, s, m, lo, hi)`` for every atom ``s`` of mass ``0 < m < 1`` of one
@@ -1794,6 +1877,7 @@ class AnalyticLaw(SpectralLaw):
         if mirror is None:
             mirror = self._mirror_law = AnalyticLaw(self.b, self.a, self.multiplicative,
                                                     self.options)
+            mirror._host = self           # its support is this one's (eq. (14.57))
         return mirror
 
     def _boundary_density(self, x, partial=False):
@@ -1848,6 +1932,7 @@ class AnalyticLaw(SpectralLaw):
         model of eqs. (14.30)-(14.33); in a band far below the sum's scale with
         tolerances relative to the band's (eq. (14.48))."""
         x = np.asarray(x, dtype=float)
+        self._check_atom_band_density()
         bands = self._local_bands()
         if not bands:
             return self._scaled_density(x)
@@ -1921,7 +2006,6 @@ class AnalyticLaw(SpectralLaw):
         # the formulation that completed the last batch is tried first (a
         # representation asks for batches next to one edge after another)
         order = self.__dict__.setdefault("_formulations", [self, mirror])
-
         def solve(xs):
             values = np.full(xs.shape, np.nan)
             errors, raised = [], False          # an error for each formulation that

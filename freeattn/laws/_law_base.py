@@ -87,6 +87,20 @@ EDGE_CDF_NODES = 16
 #: absolute tolerance (a few ulps of 1, the global formula's rounding).
 EDGE_CDF_AGREE = 64 * np.finfo(float).eps
 
+#: Within ``NEAR_ATOM_RTOL`` of ``d`` from an atom ``s`` (``d`` its distance to the rest
+#: of the support) ``G`` is ``m/(z - s)`` plus its regular part's Taylor series
+#: (theory eq. (14.58)): a solver resolves ``z`` to an absolute rounding of its own
+#: terms, so ``G ~ m/(z - s)`` kept ``eps/|z - s|`` relative (a product of two
+#: Marchenko-Pastur laws at ``z = 1e-8 (1 + i)``: 1.4e-8 off).  ``NEAR_ATOM_TERMS``
+#: terms, from ``NEAR_ATOM_NODES`` points on the circle of radius
+#: ``NEAR_ATOM_RADIUS * d`` (aliasing ``4**-32``), checked at half that radius to
+#: ``NEAR_ATOM_CHECK_RTOL`` (where the check misses, the solver serves as before).
+NEAR_ATOM_RTOL = 1e-3
+NEAR_ATOM_TERMS = 24
+NEAR_ATOM_NODES = 32
+NEAR_ATOM_RADIUS = 0.25
+NEAR_ATOM_CHECK_RTOL = 1e-12
+
 #: Beyond ``VERY_FAR_RADIUS`` times the scale ``G(z) = 1/z`` to double precision
 #: (the next term ``m_1/z**2`` is below ``2**-60`` relative), for every law.
 VERY_FAR_RADIUS = 2.0 ** 60
@@ -247,6 +261,18 @@ def _far_series(unit, m, z, derivative=False):
             dacc = dacc * w + (k + 1) * m[k]
     g = acc * w / unit
     return (g, -dacc * (w / unit) ** 2) if derivative else (g,)
+
+
+def _merged_pair(zs, part, rest):
+    """``(G, G')`` at ``zs``: ``part = (mask, G, G')`` at the points of ``mask``, the
+    pair ``rest(z)`` at the others."""
+    mask, gp, dp = part
+    g = np.empty(zs.shape, dtype=complex)
+    d = np.empty(zs.shape, dtype=complex)
+    g[mask], d[mask] = gp, dp
+    if not mask.all():
+        g[~mask], d[~mask] = rest(zs[~mask])
+    return g, d
 
 
 class SpectralLaw:
@@ -1147,7 +1173,20 @@ class SpectralLaw:
         return _out(out, shape)
 
     def _stieltjes(self, zs):
-        """``G`` at finite points of the closed upper half-plane (``inf`` at an atom)."""
+        """``G`` at finite points of the closed upper half-plane (``inf`` at an atom);
+        next to an atom from its series (:meth:`_near_atom_pair`)."""
+        near = self._near_atom_pair(zs)
+        if near is None:
+            return self._stieltjes_away(zs)
+        mask, g, _ = near
+        out = np.empty(zs.shape, dtype=complex)
+        out[mask] = g
+        if not mask.all():
+            out[~mask] = self._stieltjes_away(zs[~mask])
+        return out
+
+    def _stieltjes_away(self, zs):
+        """:meth:`_stieltjes` without the series next to the atoms."""
         size, scale = np.abs(zs), self._scale()
         if size.size and size.max() <= FAR_RADIUS * scale:
             # every point within the exact transform's reach (the common case)
@@ -1183,20 +1222,115 @@ class SpectralLaw:
         :class:`ConvergenceError`, from the moment series at the points beyond
         ``FAR_RADIUS`` times the support's extent (:meth:`_far_pair`, theory eq.
         (14.47)) and from the solver at the others (which may raise again).  The
-        rule by which a host asks a nested law anywhere in the plane."""
+        rule by which a host asks a nested law anywhere in the plane.  Next to an
+        atom, from its series (:meth:`_near_atom_pair`)."""
+        near = self._near_atom_pair(zs)
+        if near is not None:
+            return _merged_pair(zs, near, self._pair_or_far)
         try:
             return self._stieltjes_pair(zs)
         except ConvergenceError:
             far = self._far_pair(zs)
             if far is None:
                 raise
-        mask, gf, df = far
+        return _merged_pair(zs, far, self._stieltjes_pair)
+
+    def _near_atom_windows(self):
+        """``(s, m, d)`` for every atom ``s`` of mass ``m`` at a distance ``d > 0`` from
+        the rest of the support (its bands and the other atoms), once the support is
+        known and the law has a band; an empty list otherwise (kept once found)."""
+        kept = self.__dict__.get("_near_atom_windows_kept")
+        if kept is not None:
+            return kept
+        if self._interval_cache is None:
+            return []
+        ivs = self._interval_cache
+        loc, mass = self.atoms()
+        out = []
+        if ivs and loc.size:
+            lo = np.array([float(iv.lo) for iv in ivs])
+            hi = np.array([float(iv.hi) for iv in ivs])
+            for k, (s_, m) in enumerate(zip(loc, mass)):
+                d = np.min(np.maximum(lo - s_, s_ - hi))      # <= 0 inside a band
+                others = np.delete(loc, k)
+                if others.size:
+                    d = min(d, np.min(np.abs(others - s_)))
+                if m > 0 and d > 0:
+                    out.append((float(s_), float(m), float(d)))
+        self._near_atom_windows_kept = out
+        return out
+
+    def _near_atom_pair(self, zs):
+        """``(near, G, G')``: the points of ``zs`` within ``NEAR_ATOM_RTOL`` of ``d`` from
+        an atom (:meth:`_near_atom_windows`) and ``G``, ``G'`` there from eq. (14.58),
+        or None where no point is that near."""
+        windows = self._near_atom_windows()
+        if not windows or not zs.size:
+            return None
+        near = np.zeros(zs.shape, dtype=bool)
+        which = np.full(zs.shape, -1)
+        for k, (s_, _, d) in enumerate(windows):
+            # (the atom itself keeps the solver's answer, inf)
+            sel = ~near & (np.abs(zs - s_) <= NEAR_ATOM_RTOL * d) & (zs != s_)
+            if sel.any() and self._near_atom_coefficients(k) is not None:
+                which[sel] = k
+                near |= sel
+        if not near.any():
+            return None
         g = np.empty(zs.shape, dtype=complex)
-        d = np.empty(zs.shape, dtype=complex)
-        g[mask], d[mask] = gf, df
-        if not mask.all():
-            g[~mask], d[~mask] = self._stieltjes_pair(zs[~mask])
-        return g, d
+        dg = np.empty(zs.shape, dtype=complex)
+        for k, (s_, m, d) in enumerate(windows):
+            sel = which == k
+            if not sel.any():
+                continue
+            c = self._near_atom_coefficients(k)
+            t = zs[sel] - s_
+            acc = np.zeros(t.shape, dtype=complex)
+            dacc = np.zeros(t.shape, dtype=complex)
+            for j in range(c.size - 1, -1, -1):
+                if j:
+                    dacc = dacc * t + j * c[j]
+                acc = acc * t + c[j]
+            with np.errstate(over="ignore"):       # (a pole: inf within 1e-154 of s)
+                q = m / t
+                g[sel] = q + acc
+                dg[sel] = -q / t + dacc
+        return near, g[near], dg[near]
+
+    def _near_atom_coefficients(self, k):
+        """Taylor coefficients at the atom of window ``k`` of ``G(z) - m/(z - s)``
+        (eq. (14.58)): the trapezoidal rule on the circle ``|z - s| = r`` from
+        ``NEAR_ATOM_NODES`` values (the upper half solved, the lower its conjugate),
+        checked against the solver at ``r/2``; None (the solver then serves those points
+        as before) where the solver fails on the circle or the check misses."""
+        kept = self.__dict__.setdefault("_near_atom_kept", {})
+        if k in kept:
+            return kept[k]
+        kept[k] = None
+        s_, m, d = self._near_atom_windows()[k]
+        r = NEAR_ATOM_RADIUS * d
+        n = NEAR_ATOM_NODES
+        theta = np.pi * (np.arange(n // 2) + 0.5) / (n // 2)        # (0, pi)
+        up = s_ + r * np.exp(1j * theta)
+        probe = np.array([s_ + 0.5 * r * np.exp(1j * np.pi / 3)])
+        try:
+            g = self._stieltjes_away(np.concatenate([up, probe]))
+        except ConvergenceError:
+            return None
+        reg = g[:-1] - m / (up - s_)
+        # the lower half: R(conj z) = conj R(z)
+        ang = np.concatenate([theta, -theta])
+        vals = np.concatenate([reg, np.conj(reg)])
+        j = np.arange(NEAR_ATOM_TERMS)
+        c = (np.exp(-1j * np.outer(j, ang)) @ vals) / vals.size / r ** j
+        c = c.real + 0j                       # real on the axis off the support
+        t = probe - s_
+        series = m / t + np.polyval(c[::-1], t)
+        with np.errstate(all="ignore"):
+            err = float(abs(series[0] - g[-1]) / abs(g[-1]))
+        if err <= NEAR_ATOM_CHECK_RTOL and np.all(np.isfinite(c)):
+            kept[k] = c
+        return kept[k]
 
     def _far_pair(self, zs):
         """``(far, G, G')``: the points of ``zs`` beyond ``FAR_RADIUS`` times the
