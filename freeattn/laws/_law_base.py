@@ -94,12 +94,15 @@ EDGE_CDF_AGREE = 64 * np.finfo(float).eps
 #: Marchenko-Pastur laws at ``z = 1e-8 (1 + i)``: 1.4e-8 off).  ``NEAR_ATOM_TERMS``
 #: terms, from ``NEAR_ATOM_NODES`` points on the circle of radius
 #: ``NEAR_ATOM_RADIUS * d`` (aliasing ``4**-32``), checked at half that radius to
-#: ``NEAR_ATOM_CHECK_RTOL`` (where the check misses, the solver serves as before).
+#: ``NEAR_ATOM_CHECK_RTOL`` or the solver's loss there (where the check misses, the
+#: solver serves as before).
 NEAR_ATOM_RTOL = 1e-3
 NEAR_ATOM_TERMS = 24
 NEAR_ATOM_NODES = 32
 NEAR_ATOM_RADIUS = 0.25
 NEAR_ATOM_CHECK_RTOL = 1e-12
+#: ... or this many times the solver's own loss there, ``eps * scale / |z - s|``.
+NEAR_ATOM_CHECK_ULPS = 64
 
 #: Beyond ``VERY_FAR_RADIUS`` times the scale ``G(z) = 1/z`` to double precision
 #: (the next term ``m_1/z**2`` is below ``2**-60`` relative), for every law.
@@ -1238,10 +1241,15 @@ class SpectralLaw:
     def _near_atom_windows(self):
         """``(s, m, d)`` for every atom ``s`` of mass ``m`` at a distance ``d > 0`` from
         the rest of the support (its bands and the other atoms), once the support is
-        known and the law has a band; an empty list otherwise (kept once found)."""
+        known and the law has a band; an empty list otherwise, and for a law in closed
+        form (kept once found)."""
         kept = self.__dict__.get("_near_atom_windows_kept")
         if kept is not None:
             return kept
+        if getattr(self, "_closed_form", False):
+            # a closed form keeps its relative digits next to its atoms
+            self._near_atom_windows_kept = []
+            return []
         if self._interval_cache is None:
             return []
         ivs = self._interval_cache
@@ -1267,16 +1275,25 @@ class SpectralLaw:
         windows = self._near_atom_windows()
         if not windows or not zs.size:
             return None
-        near = np.zeros(zs.shape, dtype=bool)
-        which = np.full(zs.shape, -1)
-        for k, (s_, _, d) in enumerate(windows):
+        if len(windows) == 1:                       # the common case, few operations
+            s_, _, d = windows[0]
+            dist = np.abs(zs - s_)
             # (the atom itself keeps the solver's answer, inf)
-            sel = ~near & (np.abs(zs - s_) <= NEAR_ATOM_RTOL * d) & (zs != s_)
-            if sel.any() and self._near_atom_coefficients(k) is not None:
-                which[sel] = k
-                near |= sel
-        if not near.any():
-            return None
+            near = (dist <= NEAR_ATOM_RTOL * d) & (dist > 0)
+            if not near.any() or self._near_atom_coefficients(0) is None:
+                return None
+            which = np.where(near, 0, -1)
+        else:
+            near = np.zeros(zs.shape, dtype=bool)
+            which = np.full(zs.shape, -1)
+            for k, (s_, _, d) in enumerate(windows):
+                dist = np.abs(zs - s_)
+                sel = ~near & (dist <= NEAR_ATOM_RTOL * d) & (dist > 0)
+                if sel.any() and self._near_atom_coefficients(k) is not None:
+                    which[sel] = k
+                    near |= sel
+            if not near.any():
+                return None
         g = np.empty(zs.shape, dtype=complex)
         dg = np.empty(zs.shape, dtype=complex)
         for k, (s_, m, d) in enumerate(windows):
@@ -1328,7 +1345,10 @@ class SpectralLaw:
         series = m / t + np.polyval(c[::-1], t)
         with np.errstate(all="ignore"):
             err = float(abs(series[0] - g[-1]) / abs(g[-1]))
-        if err <= NEAR_ATOM_CHECK_RTOL and np.all(np.isfinite(c)):
+        # the solver's own loss at the probe, eps * scale / |z - s|, bounds the check
+        allowed = max(NEAR_ATOM_CHECK_RTOL,
+                      NEAR_ATOM_CHECK_ULPS * np.finfo(float).eps * self._scale() / (0.5 * r))
+        if err <= allowed and np.all(np.isfinite(c)):
             kept[k] = c
         return kept[k]
 
