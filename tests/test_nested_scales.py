@@ -544,3 +544,31 @@ def test_series_at_several_atoms_eq_14_58(monkeypatch):
     mp = freeattn.marchenko_pastur(1.0, 2.8)
     mp.intervals()
     assert mp._near_atom_windows() == []
+
+
+#: sqrt(x - e) next to a gap's edge found by the density (theory section 14.52): the
+#: density at 1e-8 and 1e-10 of x inside the edge in the ratio 10 of a square root, to
+#: its next term (relative ~ distance / gap width, 1e-6) and the edge's rounding
+#: (measured 2.1e-6 and 1.4e-6 at the two edges).
+GAP_EDGE_SQRT_RTOL = 1e-4
+
+
+def test_a_gap_between_two_locator_points_is_found_by_the_density_eq_14_57():
+    # the depth-2 campaign's seed 11 / draw 45: its locator's grid (spacing 66 there)
+    # gives the band [0, 8987.6], whose density is 0 on [3812.985, 3847.284] (real
+    # roots Newton converges to, eq. (14.57)).  The density's build finds those points,
+    # splits the band at the gap's edges (bordered Newton, eq. (14.5)) and builds again
+    law = freeattn.free_multiplicative(
+        freeattn.point_masses([1.297, 0.303, 3.447], [0.085, 0.898, 0.017]),
+        freeattn.attention_law(2.8657, 6.2541).squared())
+    assert len(law.intervals()) == 2                     # the locator's bands
+    law.pdf(np.array([100.0]))
+    bands = law.intervals()
+    assert len(bands) == 3
+    (_, left), (right, _) = bands[0], bands[1]
+    assert 3812.9 < left < 3813.0 and 3847.2 < right < 3847.3
+    assert np.all(law.pdf(np.linspace(left + 0.01, right - 0.01, 50)) == 0.0)
+    for edge, side in ((left, -1.0), (right, 1.0)):
+        rho = law._density(edge + side * np.array([1e-8, 1e-10]) * edge)
+        assert abs(rho[0] / rho[1] / 10.0 - 1.0) <= GAP_EDGE_SQRT_RTOL
+    assert law.accuracy().mass_error <= MASS_ATOL

@@ -172,6 +172,15 @@ POLE_EDGE_RTOL = 1e-6
 POLE_PROBE_RTOLS = (1e-3, 1e-5, 1e-7)
 #: Relative error (Newton's estimate) at which the boundary value is accepted.
 BOUNDARY_RTOL = 1e-11
+#: A point of a band found outside the support counts as a missed gap more than this
+#: fraction of the band's width from its ends (theory section 14.52) ...
+GAP_EVIDENCE_RTOL = 1e-6
+#: ... and the search for the gap's ends starts this fraction of the width from it;
+#: at most this many such points are tried.
+GAP_SEARCH_START = 1e-6
+GAP_MAX_TRIES = 8
+#: Most restarts of a representation's build at missed gaps.
+GAP_MAX_SPLITS = 4
 #: Once the support is known, a point more than this many spacings of a band's ends
 #: inside the band takes no real fixed point (eq. (14.57)).
 BAND_INTERIOR_ULPS = 4
@@ -421,6 +430,12 @@ def _reciprocal_pair(law, u):
                 f[k], df[k] = 0.0, 1.0 / float(mass[hit][0])
     return f, df
 
+
+
+class _MissedGap(Exception):
+    """Raised by :meth:`AnalyticLaw._density` inside a representation's build where the
+    density found a point of a band outside the support (theory section 14.52); never
+    leaves :meth:`AnalyticLaw._representation`."""
 
 
 class _UnresolvedBand(ConvergenceError):
@@ -991,24 +1006,129 @@ class AnalyticLaw(SpectralLaw):
             ok &= solved & verified
             w[near[ok]] = wr[ok]
             status[near[ok]] = 0
+            if band is not None and (ok & band).any():
+                # a real attracting root inside a band: the support missed a gap there
+                self._note_gap(x[near][ok & band])
         return w, status
 
     def _band_interior(self, x):
         """Where ``x`` lies inside a band of the support, more than
         ``BAND_INTERIOR_ULPS`` spacings of the band's ends from them; None before
         the support is known (a mirrored formulation asks its host's, eq. (14.57))."""
-        ivs = self._interval_cache
-        if ivs is None:
-            host = self.__dict__.get("_host")
-            ivs = None if host is None else host._interval_cache
-        if not ivs:
-            return None
+        host = self.__dict__.get("_host") or self
+        ivs = host._interval_cache
+        if not ivs or host.__dict__.get("_splitting"):
+            return None          # (while a gap's edges are searched: the band's own test)
         lo = np.array([float(iv.lo) for iv in ivs])
         hi = np.array([float(iv.hi) for iv in ivs])
         margin = BAND_INTERIOR_ULPS * np.spacing(np.maximum(np.abs(lo), np.abs(hi)))
         k = np.searchsorted(lo, x, side="right") - 1
         kk = np.maximum(k, 0)
         return (k >= 0) & (x > lo[kk] + margin[kk]) & (x < hi[kk] - margin[kk])
+
+    def _note_gap(self, x):
+        """Keep points of a band of the support found outside it (eq. (14.57)) more than
+        ``GAP_EVIDENCE_RTOL`` of the band's width from its ends, for
+        :meth:`_representation` (a mirrored formulation keeps them for its host)."""
+        host = self.__dict__.get("_host") or self
+        ivs = host._interval_cache
+        if not ivs:
+            return
+        lo = np.array([float(iv.lo) for iv in ivs])
+        hi = np.array([float(iv.hi) for iv in ivs])
+        k = np.clip(np.searchsorted(lo, x, side="right") - 1, 0, lo.size - 1)
+        margin = GAP_EVIDENCE_RTOL * (hi[k] - lo[k])
+        keep = (x > lo[k] + margin) & (x < hi[k] - margin)
+        if keep.any():
+            host.__dict__.setdefault("_gap_evidence", []).extend(x[keep].tolist())
+
+    def _representation(self):
+        """The representation (:meth:`SpectralLaw._representation`); where its density
+        finds points of a band outside the support (a gap between two points of the
+        locator's grid, eq. (14.57)), the build stops, the band is split at that gap's
+        edges and the build starts again (theory section 14.52); where a gap's edges
+        are not found, the build goes on as before."""
+        if self._rep is not None:
+            return self._rep
+        for _ in range(GAP_MAX_SPLITS):
+            self._watch_gaps = True
+            try:
+                return super()._representation()
+            except _MissedGap:
+                self._rep = None
+                evidence = np.unique(self.__dict__.pop("_gap_evidence"))
+                self._splitting = True
+                try:
+                    ivs = self._split_at_gaps(evidence)
+                finally:
+                    self._splitting = False
+                if ivs is None:
+                    break
+                self._interval_cache = ivs
+                for key in ("_pole_models", "_near_atom_windows_kept", "_near_atom_kept"):
+                    self.__dict__.pop(key, None)
+            finally:
+                self._watch_gaps = False
+        return super()._representation()
+
+    def _gap_edge(self, x_out, x_in):
+        """The edge in the cell ``[x_out, x_in]`` (``x_out`` outside, ``x_in`` inside):
+        bordered Newton (eq. (14.5)) after ``EDGE_BISECTIONS`` bisections, else the
+        certified bisection of eq. (14.11), as the support's own edges; None where
+        neither closes in the cell."""
+        xo, xi = np.array([x_out]), np.array([x_in])
+        res = self._edges(xo, xi, EDGE_BISECTIONS)
+        lo, hi = min(x_out, x_in), max(x_out, x_in)
+        if res.converged[0] and lo <= res.value[0, 1].real <= hi:
+            return float(res.value[0, 1].real)
+        xb, _, closed = self._bisect_edges(xo, xi)
+        return float(xb[0]) if closed[0] else None
+
+    def _split_at_gaps(self, xs):
+        """The support's bands split at the gaps holding the points ``xs`` (each found
+        outside by eq. (14.57)): from each point, steps of growing length to either side
+        until a point is inside, then the bisection of eq. (14.11) to the edges.  None
+        where no gap is resolved so."""
+        ivs = list(self._interval_cache)
+        changed = False
+        tries = 0
+        # the middle point first: the representation's points crowd at the gap's ends
+        order = np.argsort(np.abs(np.arange(xs.size) - xs.size // 2), kind="stable")
+        for x0 in xs[order]:
+            k = next((j for j, iv in enumerate(ivs) if iv.lo < x0 < iv.hi), None)
+            if k is None:
+                continue                     # (in a gap split off already)
+            if tries == GAP_MAX_TRIES:
+                break
+            tries += 1
+            iv = ivs[k]
+            width = float(iv.hi) - float(iv.lo)
+            ends = []
+            for side in (-1.0, 1.0):
+                step, x_in = GAP_SEARCH_START * width, None
+                while step < width:
+                    xt = x0 + side * step
+                    if not float(iv.lo) < xt < float(iv.hi):
+                        break
+                    rho = self._boundary_density(np.array([xt]), partial=True)[0]
+                    if not np.isfinite(rho):
+                        break
+                    if rho > 0:
+                        x_in = xt
+                        break
+                    step *= 2.0
+                if x_in is None:
+                    break
+                edge = self._gap_edge(x0, x_in)
+                if edge is None:
+                    break
+                ends.append(edge)
+            if len(ends) != 2 or not ends[0] < ends[1]:
+                continue
+            ivs[k:k + 1] = [Interval(iv.lo, ends[0], iv.lo_exponent, Fraction(1, 2)),
+                            Interval(ends[1], iv.hi, Fraction(1, 2), iv.hi_exponent)]
+            changed = True
+        return tuple(ivs) if changed else None
 
     def _axis_newton(self, x, guess, steps=WARM_NEWTON_STEPS):
         """Newton at ``y = 0`` from ``guess``, classified by :meth:`_classify_axis`."""
@@ -1933,6 +2053,13 @@ class AnalyticLaw(SpectralLaw):
         tolerances relative to the band's (eq. (14.48))."""
         x = np.asarray(x, dtype=float)
         self._check_atom_band_density()
+        out = self._density_in_bands(x)
+        if self.__dict__.get("_watch_gaps") and self.__dict__.get("_gap_evidence"):
+            raise _MissedGap()           # a representation being built stops here
+        return out
+
+    def _density_in_bands(self, x):
+        """:meth:`_density`, band by band (eq. (14.48))."""
         bands = self._local_bands()
         if not bands:
             return self._scaled_density(x)
