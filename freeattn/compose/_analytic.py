@@ -182,7 +182,8 @@ GAP_MAX_TRIES = 8
 #: Most restarts of a representation's build at missed gaps.
 GAP_MAX_SPLITS = 4
 #: Once the support is known, a point more than this many spacings of a band's ends
-#: inside the band takes no real fixed point (eq. (14.57)).
+#: inside the band takes a real fixed point only where Newton converges to it (eq.
+#: (14.57)).
 BAND_INTERIOR_ULPS = 4
 #: Relative move of the probe that tells a map which is the identity at a point (any
 #: ``w`` a fixed point, as Bernoulli ⊞ Bernoulli at ``z = 0``, eq. (14.3)) from a fold,
@@ -975,8 +976,7 @@ class AnalyticLaw(SpectralLaw):
             interior = solved & (height > r.residual) & (
                 height * np.abs(1.0 - dp) > AXIS_INSIDE_RTOL * size)
         status = np.where(interior, 1, -1)
-        near = solved & ~interior & (np.abs(w.imag) <= AXIS_REAL_RTOL * size)
-        near = np.flatnonzero(near)
+        near = np.flatnonzero(solved & ~interior & (np.abs(w.imag) <= AXIS_REAL_RTOL * size))
         if near.size:
             wr = w[near].real.astype(complex)
             # inside a band of the known support a real root must be one Newton
@@ -1086,9 +1086,10 @@ class AnalyticLaw(SpectralLaw):
 
     def _split_at_gaps(self, xs):
         """The support's bands split at the gaps holding the points ``xs`` (each found
-        outside by eq. (14.57)): from each point, steps of growing length to either side
-        until a point is inside, then the bisection of eq. (14.11) to the edges.  None
-        where no gap is resolved so."""
+        outside by eq. (14.57)): from each point (at most ``GAP_MAX_TRIES``, the middle
+        one first), steps of doubling length to either side until the density is
+        positive, then :meth:`_gap_edge` in each cell.  None where no gap is resolved
+        so."""
         ivs = list(self._interval_cache)
         changed = False
         tries = 0
