@@ -408,11 +408,11 @@ def _atoms_and_attention():
 EDGE_SQRT_RTOL = 0.1
 
 
-def test_no_real_fixed_point_inside_a_known_band_eq_14_57(monkeypatch):
+def test_a_real_root_inside_a_known_band_must_converge_eq_14_57(monkeypatch):
     # the band [2.854000002058652, 2.854000040643606] of seed 18 / draw 27: within 200
-    # spacings of its lower edge a real root with residual 2.3e-13 (phi' = 0.9928)
-    # passed the rounding floor of eq. (14.27) and the density was exactly 0 there
-    # (2.7e5 at 208 spacings).  The test of section 14.37 raises on this band's density
+    # spacings of its lower edge a real root with residual 2.3e-13 (phi' = 0.9928),
+    # which Newton does not converge to, passed the rounding floor of eq. (14.27) and
+    # the density was exactly 0 there (2.7e5 at 208 spacings).  The test of section 14.37 raises on this band's density
     # (test below); switched off here to show the solve it stops.
     monkeypatch.setattr(_analytic, "ATOM_BAND_MIN_RTOL", 0.0)
     law = _atoms_and_attention()
@@ -423,8 +423,8 @@ def test_no_real_fixed_point_inside_a_known_band_eq_14_57(monkeypatch):
     rho = law._density(lo + k * step)
     c = rho[-1] / np.sqrt(k[-1] * step)
     np.testing.assert_allclose(rho[:-1], c * np.sqrt(k[:-1] * step), rtol=EDGE_SQRT_RTOL)
-    # eq. (14.57) itself: inside by more than 4 spacings, and the mirrored formulation
-    # asks its host's support
+    # where eq. (14.57) applies: inside by more than 4 spacings, and the mirrored
+    # formulation asks its host's support
     x = np.array([lo - step, lo + 4 * step, lo + 5 * step, hi - 5 * step, hi, 2.9])
     expected = [False, False, True, True, False, False]
     assert law._band_interior(x).tolist() == expected

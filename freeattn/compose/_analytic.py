@@ -1011,35 +1011,47 @@ class AnalyticLaw(SpectralLaw):
                 self._note_gap(x[near][ok & band])
         return w, status
 
+    def _known_bands(self):
+        """``(lo, hi)`` arrays of the support's bands once it is known (a mirrored
+        formulation's are its host's), else None."""
+        host = self.__dict__.get("_host") or self
+        ivs = host._interval_cache
+        if not ivs:
+            return None
+        return (np.array([float(iv.lo) for iv in ivs]),
+                np.array([float(iv.hi) for iv in ivs]))
+
+    def _band_index(self, x, bands):
+        """The index of the band at or left of each ``x`` (0 left of the first)."""
+        return np.clip(np.searchsorted(bands[0], x, side="right") - 1, 0, bands[0].size - 1)
+
     def _band_interior(self, x):
         """Where ``x`` lies inside a band of the support, more than
         ``BAND_INTERIOR_ULPS`` spacings of the band's ends from them; None before
-        the support is known (a mirrored formulation asks its host's, eq. (14.57))."""
+        the support is known (eq. (14.57)) and while a gap's edges are searched
+        (:meth:`_split_at_gaps`: its bands are the ones in question)."""
         host = self.__dict__.get("_host") or self
-        ivs = host._interval_cache
-        if not ivs or host.__dict__.get("_splitting"):
-            return None          # (while a gap's edges are searched: the band's own test)
-        lo = np.array([float(iv.lo) for iv in ivs])
-        hi = np.array([float(iv.hi) for iv in ivs])
-        margin = BAND_INTERIOR_ULPS * np.spacing(np.maximum(np.abs(lo), np.abs(hi)))
-        k = np.searchsorted(lo, x, side="right") - 1
-        kk = np.maximum(k, 0)
-        return (k >= 0) & (x > lo[kk] + margin[kk]) & (x < hi[kk] - margin[kk])
+        bands = self._known_bands()
+        if bands is None or host.__dict__.get("_splitting"):
+            return None
+        lo, hi = bands
+        k = self._band_index(x, bands)
+        margin = BAND_INTERIOR_ULPS * np.spacing(np.maximum(np.abs(lo[k]), np.abs(hi[k])))
+        return (x > lo[k] + margin) & (x < hi[k] - margin)
 
     def _note_gap(self, x):
         """Keep points of a band of the support found outside it (eq. (14.57)) more than
         ``GAP_EVIDENCE_RTOL`` of the band's width from its ends, for
         :meth:`_representation` (a mirrored formulation keeps them for its host)."""
-        host = self.__dict__.get("_host") or self
-        ivs = host._interval_cache
-        if not ivs:
+        bands = self._known_bands()
+        if bands is None:
             return
-        lo = np.array([float(iv.lo) for iv in ivs])
-        hi = np.array([float(iv.hi) for iv in ivs])
-        k = np.clip(np.searchsorted(lo, x, side="right") - 1, 0, lo.size - 1)
+        lo, hi = bands
+        k = self._band_index(x, bands)
         margin = GAP_EVIDENCE_RTOL * (hi[k] - lo[k])
         keep = (x > lo[k] + margin) & (x < hi[k] - margin)
         if keep.any():
+            host = self.__dict__.get("_host") or self
             host.__dict__.setdefault("_gap_evidence", []).extend(x[keep].tolist())
 
     def _representation(self):
@@ -1087,8 +1099,8 @@ class AnalyticLaw(SpectralLaw):
     def _split_at_gaps(self, xs):
         """The support's bands split at the gaps holding the points ``xs`` (each found
         outside by eq. (14.57)): from each point (at most ``GAP_MAX_TRIES``, the middle
-        one first), steps of doubling length to either side until the density is
-        positive, then :meth:`_gap_edge` in each cell.  None where no gap is resolved
+        one first), steps of doubling length to either side until a point is inside
+        by the test of :meth:`_edges`' bisection, then :meth:`_gap_edge` in each cell.  None where no gap is resolved
         so."""
         ivs = list(self._interval_cache)
         changed = False
@@ -1111,10 +1123,11 @@ class AnalyticLaw(SpectralLaw):
                     xt = x0 + side * step
                     if not float(iv.lo) < xt < float(iv.hi):
                         break
-                    rho = self._boundary_density(np.array([xt]), partial=True)[0]
-                    if not np.isfinite(rho):
+                    # inside by the test of the edges' own bisection (eq. (14.5))
+                    w = self._boundary(np.array([xt]), partial=True)[0]
+                    if not np.isfinite(w):
                         break
-                    if rho > 0:
+                    if abs(w.imag) > INSIDE_RTOL * (self._problem.scale + abs(w)):
                         x_in = xt
                         break
                     step *= 2.0
@@ -1863,9 +1876,7 @@ class AnalyticLaw(SpectralLaw):
         support, from the curves, is exact, and a host asks ``G`` only off the axis."""
         scale = self._problem.scale
         limit = ATOM_BAND_MIN_RTOL * scale
-        windows = [(w, True) for w in self._atom_windows(limit)]
-        windows += [(w, False) for w in self._atom_band_windows(limit)]
-        for (law, other, s_, m, olo, ohi), whole in windows:
+        for law, other, s_, m, olo, ohi, whole in self._atom_windows(limit, bands=True):
             iv = self._unresolved_atom_band(ivs, s_, olo, ohi)
             if iv is None:
                 continue
@@ -1908,12 +1919,14 @@ class AnalyticLaw(SpectralLaw):
                 return iv
         return None
 
-    def _atom_band_windows(self, max_width):
-        """``(law, other, s, m, lo, hi)`` as :meth:`_atom_windows`, for every band
-        ``[lo, hi]`` of a partner whose support is wider, with ``max(|lo|, |hi|)``
-        below ``max_width``: a band next to 0, where the partner's subordination point
-        is a number that small, held to the sum's absolute tolerance (a band far from 0
-        is a number of its own size, solved to its relative digits)."""
+    def _atom_windows(self, max_width, bands=False):
+        """``(law, other, s, m, lo, hi, whole)`` for every atom ``s`` of mass ``0 < m < 1``
+        of one law whose partner's support ``[lo, hi]`` is narrower than ``max_width``
+        (``whole``); with ``bands``, where the support is wider, for every band ``[lo,
+        hi]`` of the partner with ``max(|lo|, |hi|)`` below ``max_width``: a band next
+        to 0, where the partner's subordination point is a number that small, held to
+        the sum's absolute tolerance (a band far from 0 is a number of its own size,
+        solved to its relative digits; theory section 14.52)."""
         for law, other in ((self.a, self.b), (self.b, self.a)):
             loc, mass = law.atoms()
             details = other.interval_details()
@@ -1921,28 +1934,16 @@ class AnalyticLaw(SpectralLaw):
                 continue
             olo, ohi = other.support()
             if ohi - olo < max_width:
-                continue                      # (the whole support's window)
-            for iv in details:
-                lo, hi = float(iv.lo), float(iv.hi)
-                if not max(abs(lo), abs(hi)) < max_width:
-                    continue
-                for s_, m in zip(loc, mass):
-                    if 0 < m < 1:
-                        yield law, other, s_, m, lo, hi
-
-    def _atom_windows(self, max_width):
-        """``(law, other, s, m, lo, hi)`` for every atom ``s`` of mass ``0 < m < 1`` of one
-        law whose partner's support ``[lo, hi]`` is narrower than ``max_width``."""
-        for law, other in ((self.a, self.b), (self.b, self.a)):
-            loc, mass = law.atoms()
-            if not loc.size or not other.interval_details():
-                continue
-            olo, ohi = other.support()
-            if not ohi - olo < max_width:
+                windows = [(olo, ohi, True)]
+            elif bands:
+                windows = [(float(iv.lo), float(iv.hi), False) for iv in details
+                           if max(abs(float(iv.lo)), abs(float(iv.hi))) < max_width]
+            else:
                 continue
             for s_, m in zip(loc, mass):
                 if 0 < m < 1:
-                    yield law, other, s_, m, olo, ohi
+                    for lo, hi, whole in windows:
+                        yield law, other, s_, m, lo, hi, whole
 
     def _check_atom_bands(self, ivs, xs):
         """Raise where an atom's band of ``a ⊞ b`` lies between two locator points.
@@ -1957,7 +1958,7 @@ class AnalyticLaw(SpectralLaw):
         """
         spacing = float(np.max(np.diff(xs)))
         sum_loc = self.atoms()[0]
-        for law, other, s, m, olo, ohi in self._atom_windows(spacing):
+        for law, other, s, m, olo, ohi, _ in self._atom_windows(spacing):
             width = ohi - olo
             if np.any(np.abs(sum_loc - s - olo) <= width):
                 continue
@@ -2134,6 +2135,7 @@ class AnalyticLaw(SpectralLaw):
         # the formulation that completed the last batch is tried first (a
         # representation asks for batches next to one edge after another)
         order = self.__dict__.setdefault("_formulations", [self, mirror])
+
         def solve(xs):
             values = np.full(xs.shape, np.nan)
             errors, raised = [], False          # an error for each formulation that

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+from numpy.polynomial import polynomial as npoly
 
 from ..algebra._chebyshev import LogEnd, build_representation, edge_power  # noqa: F401  (LogEnd re-exported)
 from ..algebra._rational import RationalTransform, compose, padd, pmul
@@ -1275,43 +1276,29 @@ class SpectralLaw:
         windows = self._near_atom_windows()
         if not windows or not zs.size:
             return None
-        if len(windows) == 1:                       # the common case, few operations
-            s_, _, d = windows[0]
+        near = np.zeros(zs.shape, dtype=bool)
+        which = np.full(zs.shape, -1)
+        for k, (s_, _, d) in enumerate(windows):
             dist = np.abs(zs - s_)
             # (the atom itself keeps the solver's answer, inf)
-            near = (dist <= NEAR_ATOM_RTOL * d) & (dist > 0)
-            if not near.any() or self._near_atom_coefficients(0) is None:
-                return None
-            which = np.where(near, 0, -1)
-        else:
-            near = np.zeros(zs.shape, dtype=bool)
-            which = np.full(zs.shape, -1)
-            for k, (s_, _, d) in enumerate(windows):
-                dist = np.abs(zs - s_)
-                sel = ~near & (dist <= NEAR_ATOM_RTOL * d) & (dist > 0)
-                if sel.any() and self._near_atom_coefficients(k) is not None:
-                    which[sel] = k
-                    near |= sel
-            if not near.any():
-                return None
+            sel = ~near & (dist <= NEAR_ATOM_RTOL * d) & (dist > 0)
+            if sel.any() and self._near_atom_coefficients(k) is not None:
+                which[sel] = k
+                near |= sel
+        if not near.any():
+            return None
         g = np.empty(zs.shape, dtype=complex)
         dg = np.empty(zs.shape, dtype=complex)
-        for k, (s_, m, d) in enumerate(windows):
+        for k, (s_, m, _) in enumerate(windows):
             sel = which == k
             if not sel.any():
                 continue
             c = self._near_atom_coefficients(k)
             t = zs[sel] - s_
-            acc = np.zeros(t.shape, dtype=complex)
-            dacc = np.zeros(t.shape, dtype=complex)
-            for j in range(c.size - 1, -1, -1):
-                if j:
-                    dacc = dacc * t + j * c[j]
-                acc = acc * t + c[j]
             with np.errstate(over="ignore"):       # (a pole: inf within 1e-154 of s)
                 q = m / t
-                g[sel] = q + acc
-                dg[sel] = -q / t + dacc
+                g[sel] = q + npoly.polyval(t, c)
+                dg[sel] = -q / t + npoly.polyval(t, npoly.polyder(c))
         return near, g[near], dg[near]
 
     def _near_atom_coefficients(self, k):
@@ -1342,7 +1329,7 @@ class SpectralLaw:
         c = (np.exp(-1j * np.outer(j, ang)) @ vals) / vals.size / r ** j
         c = c.real + 0j                       # real on the axis off the support
         t = probe - s_
-        series = m / t + np.polyval(c[::-1], t)
+        series = m / t + npoly.polyval(t, c)
         with np.errstate(all="ignore"):
             err = float(abs(series[0] - g[-1]) / abs(g[-1]))
         # the solver's own loss at the probe, eps * scale / |z - s|, bounds the check
