@@ -14,7 +14,8 @@ import pytest
 
 import freeattn as fa
 from freeattn import ConvergenceError
-from freeattn.compose._analytic import AnalyticLaw, analytic_multiplicative, lowest_scale
+from freeattn.compose._analytic import (EXTENSION_INSIDE_RTOL, AnalyticLaw,
+                                       analytic_multiplicative, lowest_scale)
 from freeattn.compose._rational_solver import RationalSolver
 from freeattn.compose._subordination import SubordinationLaw, _collapsed_product
 
@@ -152,6 +153,52 @@ def test_product_chain_finds_band_below_plain_grid():
     other = analytic_multiplicative(b, c)
     np.testing.assert_allclose(_edges(law), _edges(other), rtol=PATHS_EDGE_RTOL, atol=0)
     law.pdf(np.linspace(0.0, ivs[-1][1], 50))
+    total = law._representation().total + float(np.sum(law.atoms()[1]))
+    assert abs(total - 1.0) <= MASS_ATOL
+
+
+#: A band's mass against the projection count of section 14.32 (the attention law's
+#: isolated band ``1 - gamma`` less the largest atom at 0; measured 1.2e-16).
+PROJECTION_MASS_ATOL = 1e-10
+#: Rounding allowed on ``|G z - m|`` over its bound from the Cauchy transform of the
+#: continuous part, ``|z| (1 - m)/dist`` (a few ulps of ``G z ~ 0.55``).
+GZ_ROUNDING_ATOL = 1e-14
+
+
+@pytest.mark.slow
+def test_strict_continuation_refuses_roots_below_the_plain_grid_eq_14_59():
+    # the sample covariance inside the depth-4 campaign's seed 2 / draw 21 (theory
+    # section 14.53): single grid points between 4e-19 and 1.8e-18, at roots on another
+    # sheet of the rounded system, were five bands (12 s, its pdf raising); it has two
+    a = fa.free_multiplicative(fa.point_masses([1.434, 0.964, 1.06, 1.673],
+                                               [0.305, 0.513, 0.091, 0.091]),
+                               fa.marchenko_pastur(0.9011, 2.2277))
+    b = fa.free_multiplicative(fa.attention_law(0.013584, 0.2307).squared(),
+                               fa.marchenko_pastur(1.6072, 0.62272))
+    law = fa.sample_covariance(fa.free_multiplicative(a, b), 0.27405)
+    x = np.array([4.103e-19, 7.009e-19, 1.261e-18, 1.448e-18, 1.812e-18])
+
+    def solidity(strict):
+        om = law._continue(x, np.zeros(x.size), check=False, strict=strict)
+        return np.max(np.abs(om.imag) / np.abs(om), axis=0)
+
+    # before the support is known: the plain continuation reaches solid roots there
+    # (measured at four of the five points), the strict one of eq. (14.59) none
+    assert np.any(solidity(False) >= EXTENSION_INSIDE_RTOL)
+    assert np.all(solidity(True) < EXTENSION_INSIDE_RTOL)
+    ivs = law.intervals()
+    assert len(ivs) == 2
+    m = 1.0 - 1.0 / 2.2277                      # MP(0.9011, 2.2277)'s atom at 0
+    lo = ivs[0][0]
+    assert 1e-9 < lo < 1e-8
+    # no density at those points: |G z - m| = |z G_c(z)| <= |z| (1 - m)/dist(z, [lo, oo))
+    # for the continuous part G_c of mass 1 - m (measured 7e-12 - 3.2e-11)
+    z = x * (1 + 1e-3j)
+    bound = np.abs(z) * (1.0 - m) / (lo - x) + GZ_ROUNDING_ATOL
+    assert np.all(np.abs(law.stieltjes(z) * z - m) <= bound)
+    # the lowest band holds 1 - gamma less the atom (section 14.32), the rest gamma
+    lower = law.cdf(2 * ivs[0][1]) - law.cdf(lo / 2)
+    assert abs(lower - ((1.0 - 0.2307) - m)) <= PROJECTION_MASS_ATOL
     total = law._representation().total + float(np.sum(law.atoms()[1]))
     assert abs(total - 1.0) <= MASS_ATOL
 

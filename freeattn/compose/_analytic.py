@@ -580,11 +580,17 @@ def extension_inside(inside, low, solid, hard_possible=True, real=None):
     (the hard edge it sees) but those whose unknowns are ``real`` (a real solution
     continued from above: a gap, eq. (14.16), section 14.41), else those inside with a
     ``solid`` imaginary part."""
-    plain = np.flatnonzero(~low)
-    if hard_possible and plain.size and inside[plain[0]]:
+    if sees_hard_edge(inside, low, hard_possible):
         out = np.ones(int(low.sum()), dtype=bool)
         return out if real is None else out & ~real
     return inside[low] & solid
+
+
+def sees_hard_edge(inside, low, hard_possible=True):
+    """Whether :func:`extension_inside` takes every point below the plain grid as inside
+    (the plain grid's first point inside, and the product may reach 0)."""
+    plain = np.flatnonzero(~low)
+    return bool(hard_possible and plain.size and inside[plain[0]])
 
 
 def product_grid(bounds, points, factors=(), deeper=False, atoms=False):

@@ -23,7 +23,8 @@ from ..laws._law_base import (NESTED_SOLVE_FACTOR, AffineLaw, Interval, Spectral
 from ._fixed_point import SystemProblem, newton_system, secant
 from ._analytic import (EXTENSION_INSIDE_RTOL, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL,
                         _cauchy_pair, below_plain_grid, extension_inside, hard_edge_exponent,
-                        locator_schedule, may_reach_zero, nearest_solved, product_grid)
+                        locator_schedule, may_reach_zero, nearest_solved, product_grid,
+                        sees_hard_edge)
 
 __all__ = ["ProductChainLaw", "product_chain"]
 
@@ -79,6 +80,12 @@ CHAIN_NEIGHBOUR_STEPS = 8
 CHAIN_STOP = 1e-15
 #: Relative accuracy at which the final point is accepted (Newton's step length).
 CHAIN_ACCEPT_RTOL = 1e-11
+#: A strict continuation (the locator's check of points below the plain grid, eq.
+#: (14.59)) keeps a level's root only where Newton moved it from the prediction by at
+#: most ``CHAIN_JUMP_RATIO`` times the predictor's own step plus ``CHAIN_JUMP_FLOOR``
+#: (relative, the largest over the unknowns).
+CHAIN_JUMP_RATIO = 1.0
+CHAIN_JUMP_FLOOR = 1e-6
 #: Next to a fold the Jacobian of eq. (14.8) is nearly singular and Newton's step
 #: length overstates the error; a final point whose relative residual is below
 #: this is accepted there (theory section 14.8, the fold at an edge; the same rule
@@ -137,6 +144,17 @@ def _real_unknowns(om):
     """Where every unknown of eq. (14.8) (the rows of ``om``) is real to
     ``CHAIN_REAL_RTOL``: a real solution, outside the support (eq. (14.16))."""
     return np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
+
+
+def _kept_branch(level, guess, new):
+    """Where a continuation level's root ``new`` lies within ``CHAIN_JUMP_RATIO`` times
+    the predictor's step (``guess`` from the last ``level``) of the prediction, with
+    the floor ``CHAIN_JUMP_FLOOR`` (theory eq. (14.59)): a larger correction left
+    the branch the levels followed."""
+    with np.errstate(all="ignore"):
+        step = np.max(np.abs(guess - level) / np.abs(level), axis=0)
+        jump = np.max(np.abs(new - guess) / np.abs(new), axis=0)
+    return jump <= CHAIN_JUMP_RATIO * step + CHAIN_JUMP_FLOOR
 
 
 def _relative_residual(res, om, eL):
@@ -544,14 +562,17 @@ class ProductChainLaw(SpectralLaw):
         tot = np.prod(m1)
         return np.stack([row.start(t * (tot / m)) for row, m in zip(self._rows, m1)])
 
-    def _continue(self, x, y_final, check=True, optional=None, partial=False):
+    def _continue(self, x, y_final, check=True, optional=None, partial=False,
+                  strict=False):
         """Continuation from ``x + i CHAIN_START*scale`` to ``x + i y_final``.
 
         ``optional`` (boolean, like ``x``) marks points that may fail at the first
         level (the tables' points far beyond the support, where the factors' ``eta``
         keep few digits at ``|z|`` up to ``CHAIN_GAP_REACH`` times the scale): they
         come back as NaN instead of raising.  With ``partial`` every point the
-        continuation does not solve comes back as NaN (section 14.43).
+        continuation does not solve comes back as NaN (section 14.43).  With
+        ``strict`` a level's root is kept only within ``CHAIN_JUMP_RATIO`` times the
+        predictor's step of the prediction (eq. (14.59)).
         """
         s = self._start_scale()
         x = np.asarray(x, dtype=float)
@@ -608,6 +629,8 @@ class ProductChainLaw(SpectralLaw):
             guess = self._below_axis(guess, om[:, idx], yn / ya, gap[idx])
             tn = 1.0 / zn
             new, ok = self._newton(guess, tn, CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
+            if strict:
+                ok &= _kept_branch(om[:, idx], guess, new)
             good, bad = idx[ok], idx[~ok]
             om_prev[:, good], y_prev[good] = om[:, good], y[good]
             om[:, good], y[good] = new[:, ok], yn[ok]
@@ -647,6 +670,10 @@ class ProductChainLaw(SpectralLaw):
         t = 1.0 / (x + 1j * y)
         final, ok = self._newton(om, t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
         keep = np.all(np.isfinite(final), axis=0)
+        if strict:
+            # the last level is at this point already: its polish moves it by its
+            # tolerance, not to another root
+            keep &= _kept_branch(om, om, final)
         om[:, keep] = final[:, keep]
         if check:
             good, err = self._accepted(om, t)
@@ -791,6 +818,8 @@ class ProductChainLaw(SpectralLaw):
                            axis=0)
             real = _real_unknowns(om_low)
             inside[low] = extension_inside(inside, low, solid, may_reach, real)
+            if not sees_hard_edge(inside, low, may_reach):
+                self._confirm_low(xs, om, inside, low)
         if not inside.any():
             raise ConvergenceError(f"no point of the support of {self._describe()} found on "
                                    f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
@@ -842,6 +871,37 @@ class ProductChainLaw(SpectralLaw):
                     f"edges of {self._describe()} do not pair into intervals: {edges!r}")
             ivs.append(Interval(x0, x1, e0, e1))
         return tuple(ivs)
+
+    def _confirm_low(self, xs, om, inside, low):
+        """Points below the plain grid that the solid rule takes as inside, confirmed by
+        the continuation (theory eq. (14.59)); ``om`` and ``inside`` updated in place.
+
+        Of each run of consecutive such points the first, middle and last are
+        continued from far above the axis (eq. (14.3)); a run where one of them is not
+        inside by the continued root (:meth:`_inside` and the solid rule) is continued
+        at every point, and each point keeps the continued verdict and root.
+        """
+        cand = np.flatnonzero(low & inside)
+        if not cand.size:
+            return
+        runs = np.split(cand, np.flatnonzero(np.diff(cand) > 1) + 1)
+        ends = [np.unique([r[0], r[r.size // 2], r[-1]]) for r in runs]
+        probes = np.unique(np.concatenate(ends))
+        ok = self._continued_inside(xs, om, inside, probes)
+        doubtful = [r for r, e in zip(runs, ends) if not ok[np.searchsorted(probes, e)].all()]
+        if doubtful:
+            rest = np.setdiff1d(np.concatenate(doubtful), probes)
+            if rest.size:
+                self._continued_inside(xs, om, inside, rest)
+
+    def _continued_inside(self, xs, om, inside, idx):
+        """The continuation's root and verdict (:meth:`_inside` and the solid rule of
+        section 14.32) at the grid points ``idx``, written into ``om`` and ``inside``."""
+        new = self._continue(xs[idx], np.zeros(idx.size), check=False, strict=True)
+        ok = self._inside(new, xs[idx]) & np.all(
+            np.abs(new.imag) >= EXTENSION_INSIDE_RTOL * np.abs(new), axis=0)
+        om[:, idx], inside[idx] = new, ok
+        return ok
 
     def _locate(self, xs, extra):
         """The unknowns of eq. (14.8) at ``x + i0`` on the locator grid ``xs``, and
