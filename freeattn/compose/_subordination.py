@@ -332,14 +332,17 @@ class SubordinationLaw(SpectralLaw):
     # -- hooks ---------------------------------------------------------------------
     def _support_intervals(self):
         ivs = self._solver.support()
-        if self.level.kind == "S" and len(ivs) > 1 and ivs[0].lo < 0 and max(
-                -ivs[0].lo, ivs[0].hi) <= self.options.edge_merge_rtol * abs(ivs[-1].hi):
-            # An interval around 0 at the rounding of the support's extent, below a
-            # band, is the atom at 0 of the product spread by the tower's rounding
-            # (its critical points next to a double zero): dropped, as an atom is.
-            atoms = self.level.atoms(self.constituent)
-            if np.any(np.asarray(atoms[0]) == 0.0):
-                ivs = tuple(ivs[1:])
+        if len(ivs) > 1:
+            # An interval around an atom at the rounding of the support's extent,
+            # beside a band, is that atom spread by the solver's rounding (its critical
+            # points next to the atom's double zero; theory section 8.5): dropped, as
+            # an atom is.  The atom at 0 of a product (an S-level), or of a sum whose
+            # two laws have atoms at 0 (an R-level, eq. (8.8))
+            atoms = np.asarray(self.level.atoms(self.constituent)[0], dtype=float)
+            reach = self.options.edge_merge_rtol * max(abs(ivs[0].lo), abs(ivs[-1].hi))
+            ivs = tuple(iv for iv in ivs if not np.any(
+                (atoms > iv.lo) & (atoms < iv.hi)
+                & (np.maximum(atoms - iv.lo, iv.hi - atoms) <= reach)))
         if self.level.kind == "S" and ivs and ivs[0].lo < 0:
             # A product of laws on [0, oo) lives on [0, oo): a lower edge below 0
             # is 0 computed with rounding (a double zero of Z'); beyond rounding
