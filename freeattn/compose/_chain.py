@@ -877,9 +877,10 @@ class ProductChainLaw(SpectralLaw):
         the continuation (theory eq. (14.59)); ``om`` and ``inside`` updated in place.
 
         Of each run of consecutive such points the first, middle and last are
-        continued from far above the axis (eq. (14.3)); a run where one of them is not
-        inside by the continued root (:meth:`_inside` and the solid rule) is continued
-        at every point, and each point keeps the continued verdict and root.
+        continued from far above the axis by the strict continuation (``strict`` of
+        :meth:`_continue`); a run where one of them is not inside by the continued root
+        (:meth:`_inside` and the solid rule) is continued at every point, and each point
+        keeps the continued verdict and root.
         """
         cand = np.flatnonzero(low & inside)
         if not cand.size:

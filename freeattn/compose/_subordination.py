@@ -336,8 +336,8 @@ class SubordinationLaw(SpectralLaw):
             # An interval around an atom at the rounding of the support's extent,
             # beside a band, is that atom spread by the solver's rounding (its critical
             # points next to the atom's double zero; theory section 8.5): dropped, as
-            # an atom is.  The atom at 0 of a product (an S-level), or of a sum whose
-            # two laws have atoms at 0 (an R-level, eq. (8.8))
+            # an atom is (a product's atom at 0 for an S-level; for an R-level a sum's
+            # atom, eq. (8.8))
             atoms = np.asarray(self.level.atoms(self.constituent)[0], dtype=float)
             reach = self.options.edge_merge_rtol * max(abs(ivs[0].lo), abs(ivs[-1].hi))
             ivs = tuple(iv for iv in ivs if not np.any(
