@@ -270,3 +270,46 @@ def test_a_sum_with_a_semicircle_over_a_nested_law_has_its_terms_as_curves_eq_14
     tower = freeattn.free_additive(sc, att)
     assert tower._additive_level_terms is None
     assert _additive_terms(freeattn.free_additive(tower, atoms), levels=True) == [tower, atoms]
+
+
+#: ``Im G(x + iy)/y`` at two heights outside the support, where it tends to
+#: ``int dmu/(x - t)**2`` (measured equal to 1e-9 at 1e-7 beyond the edge).
+OUTSIDE_RATIO_RTOL = 1e-3
+#: The density's square-root law at an edge: ``f(e - 4d)/f(e - d) = 2`` (measured
+#: 6.6e-8 off at d = 1e-6 of an edge at 116).
+SQRT_EDGE_RTOL = 1e-4
+
+
+@pytest.mark.slow
+def test_a_rational_r_transform_over_a_sum_is_a_sum_of_sums_section_14_54():
+    # the fresh depth-4 campaign's seed 6 / draw 7: (attention ⊞ a product of atoms) ⊞
+    # (semicircle ⊞ MP) was an R-level over the nested sum, solved by the generic
+    # solver: its upper edge 6.4e-6 above the one its own transform gives off the axis,
+    # and 60 s; as a sum of sums (analytic subordination, eq. (14.50)) 1.3 s
+    x = freeattn.free_additive(
+        freeattn.attention_law(0.084546, 5.5392).squared(),
+        freeattn.free_multiplicative(freeattn.free_multiplicative(
+            freeattn.point_masses([4.386, 4.449, 3.963, 4.073], [0.145, 0.588, 0.233, 0.034]),
+            freeattn.marchenko_pastur(1.3854, 2.847)),
+            freeattn.point_masses([1.169, 4.023], [0.624, 0.376])))
+    y = freeattn.free_additive(freeattn.semicircle(0.51824),
+                               freeattn.marchenko_pastur(1.8557, 1.7196))
+    law = freeattn.free_additive(x, y)
+    assert isinstance(law, AnalyticLaw) and not law.multiplicative
+    ivs = law.intervals()
+    assert len(ivs) == 2
+    e = ivs[-1][1]
+
+    def ratios(at):
+        return [-law.stieltjes(np.array([at + 1j * h]))[0].imag / h for h in (1e-9, 1e-10)]
+
+    # off the axis (where the subordination point is unique, eq. (14.2)): 1e-7 beyond
+    # the edge Im G/y is the same at both heights (outside), 1e-7 inside it grows as
+    # 1/y (a density)
+    out, inside = ratios(e + 1e-7), ratios(e - 1e-7)
+    assert out[1] == pytest.approx(out[0], rel=OUTSIDE_RATIO_RTOL)
+    assert inside[1] == pytest.approx(10 * inside[0], rel=OUTSIDE_RATIO_RTOL)
+    f = law.pdf(np.array([e - 1e-6, e - 4e-6]))
+    assert f[1] / f[0] == pytest.approx(2.0, rel=SQRT_EDGE_RTOL)
+    total = law._representation().total + float(np.sum(law.atoms()[1]))
+    assert abs(total - 1.0) <= MASS_ATOL

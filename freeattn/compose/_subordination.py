@@ -889,6 +889,13 @@ def free_additive(a, b, *, options=None):
         partner = free_additive(a, b.level.partner) if ra.source is not None else None
         combined = ra.plus(b.level.transform, source=partner)
         return SubordinationLaw(RLevel(combined, partner), b.constituent, opts)
+    from ._analytic import AnalyticLaw, analytic_additive
+    if isinstance(b, AnalyticLaw) and not b.multiplicative:
+        # a rational R-transform over a sum solved by analytic subordination: a sum of
+        # sums (theory section 14.54), whose support comes from the curves of every
+        # term (eq. (14.50)); as an R-level its generic solver would continue every
+        # point in Im z through the nested sum
+        return analytic_additive(a, b, options=opts)
     return SubordinationLaw(RLevel(ra, a), b, opts)
 
 
