@@ -190,7 +190,8 @@ def test_the_branch_does_not_depend_on_the_order_of_the_roots_eq_8_10():
     returns."""
     c = 1.361036378195878
     att = attention_law(0.30831884682437966, 7.0).squared()
-    law = free_multiplicative(point_masses([c], [1.0]), att)
+    # with options the S-level is built (without, the affine scaling of eq. (8.7))
+    law = free_multiplicative(point_masses([c], [1.0]), att, options=att.options)
     x = 10.0 ** -np.arange(2.0, 14.0)
     ref = att.pdf(x / c) / c
     assert law._density(x) == pytest.approx(ref, rel=1e-12)
@@ -201,3 +202,22 @@ def test_the_branch_does_not_depend_on_the_order_of_the_roots_eq_8_10():
     for order in (slice(None), slice(None, None, -1)):
         _, g, _, _, _, _ = solver._select(roots[order], z)
         assert -g.imag / np.pi == pytest.approx(ref, rel=1e-12)     # measured 6.7e-16
+
+
+def test_a_single_atom_times_a_law_is_its_scaling_eq_8_7():
+    """``point_masses([s]) ⊠ b`` is ``s b`` (eq. (8.7)): as an S-level, MP(1.6425,
+    2.2333) ⊠ point_masses([3.132]) took the conjugate root at x = 16.29 (Im G =
+    +0.041) and raised (the depth-3 campaign's seed 10 / draw 24).  Against the
+    closed form f(x/s)/s: the same float operations, to 1e-14 (measured equal)."""
+    s = 3.132
+    mp = marchenko_pastur(1.6425, 2.2333)
+    for law in (free_multiplicative(point_masses([s], [1.0]), mp),
+                free_multiplicative(mp, point_masses([s], [1.0]))):
+        lo, hi = law.intervals()[0]
+        mlo, mhi = mp.intervals()[0]
+        assert lo == pytest.approx(s * mlo, rel=1e-15) and hi == pytest.approx(s * mhi, rel=1e-15)
+        x = np.array([1.5, 10.0, 16.2865679394651, 31.9])
+        assert law.pdf(x) == pytest.approx(mp.pdf(x / s) / s, rel=1e-14)
+        loc, mass = law.atoms()
+        assert loc.tolist() == [0.0] and mass[0] == pytest.approx(1 - 1 / 2.2333, rel=1e-15)
+

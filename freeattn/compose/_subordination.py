@@ -950,6 +950,15 @@ def free_multiplicative(a, b, *, options=None):
     _check_nonnegative(a, "a")
     _check_nonnegative(b, "b")
     opts = check_options(options) if options is not None else a.options
+    for atom, other in ((a, b), (b, a)):
+        loc, mass = atom.atoms()
+        if (options is None and loc.size == 1 and mass[0] == 1.0 and loc[0] > 0
+                and other._evaluation_cost < NESTED_SOLVE_FACTOR):
+            # ⊠ delta_s (s > 0) of an elementary law is its scaling by s (S = 1/s, theory
+            # eq. (8.9)): its representation mapped exactly (theory section 8.4); as an
+            # S-level, MP(1.6425, 2.2333) ⊠ delta_3.132 took the conjugate root on the
+            # axis.  A composed law keeps the atom as a factor of its level or system.
+            return other.affine(0.0, float(loc[0]))
     sa, sb = a._s_transform(), b._s_transform()
     if sa is None and sb is None:
         # Neither law has a rational S-transform: analytic subordination, theory
