@@ -170,7 +170,7 @@ class GenericSolver:
             tc = taus.astype(complex)
             (z, g, dz, _), gb = self._phi(tc, with_constituent=True)
             pos = (dz.real > floor) & self._partner_valid(tc, z, g, gb)
-            taus, pos = self._refine_ends(glo, ghi, taus, pos, floor)
+            taus, pos = self._refine_ends(glo, ghi, taus, pos, floor, (e_glo, e_ghi))
             for i, j in _runs(pos):
                 if i == 0:
                     left, e_left = glo, e_glo
@@ -208,7 +208,7 @@ class GenericSolver:
                         SOFT if right[2] is None else right[2]])
         return _snap_hard_edge(out, self.level.hard_edge(b), opts)
 
-    def _refine_ends(self, glo, ghi, taus, pos, floor):
+    def _refine_ends(self, glo, ghi, taus, pos, floor, exponents=(None, None)):
         """The gap grid with geometric points towards each finite end (eq. (8.32)).
 
         A constituent with structure far below its scale (a band of width 1e-11
@@ -224,12 +224,16 @@ class GenericSolver:
         nested constituent next to its edge, which also fill its tables of warm
         starts with points the rest of the support never needs.)  An end whose
         points the constituent cannot evaluate (its solver raises, or ``Phi'`` is
-        not finite there) keeps the plain grid.  Returns the grid and its sign
-        mask, sorted.
+        not finite there) keeps the plain grid.  At a square-root end of the
+        constituent away from 0 (``exponents``, the constituent's at ``glo``, ``ghi``)
+        ``G_b'`` diverges, so an R-level's ``Phi'`` has a zero before the end: the
+        points go on down to the rounding floor ``GAP_END_RTOL |e|`` (theory eq. (8.35)).
+        Returns the grid and its sign mask, sorted.
         """
         parts_t, parts_p = [taus], [pos]
-        for end, nearest, side, reaches in ((glo, taus[0], 1.0, pos[0]),
-                                            (ghi, taus[-1], -1.0, pos[-1])):
+        for end, nearest, side, reaches, exponent in (
+                (glo, taus[0], 1.0, pos[0], exponents[0]),
+                (ghi, taus[-1], -1.0, pos[-1], exponents[1])):
             if not (np.isfinite(end) and reaches):
                 continue
             # the structure beside the end is as fine as the constituent's piece there:
@@ -237,6 +241,8 @@ class GenericSolver:
             width = _adjacent_width(self.constituent, end)
             stop = max(GAP_END_BAND_RTOL * width,
                        GAP_END_RTOL * abs(end) if end != 0 else GAP_END_ZERO_FLOOR * self.scale)
+            if exponent == SOFT and end != 0 and self.level.kind == "R":
+                stop = GAP_END_RTOL * abs(end)
             d0 = abs(nearest - end)
             count = int(np.floor(np.log(stop / d0) / np.log(GAP_END_RATIO))) if d0 > stop else 0
             if count < 1:
