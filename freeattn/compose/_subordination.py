@@ -841,21 +841,24 @@ def sample_covariance(population, ratio, *, options=None):
 def free_additive(a, b, *, options=None):
     """Free additive convolution ``a ⊞ b``: the law of ``A + U B U^*`` (``U`` Haar).
 
-    Computed by subordination, ``G(z) = G_b(omega(z))``,
-    ``z = omega + R_a(G_b(omega))`` (theory eq. (8.8)), with ``R_a`` the
-    R-transform of ``a``.
+    Computed by subordination, ``G(z) = G_b(omega(z))``: where ``a`` has a
+    rational R-transform (semicircle, Marchenko-Pastur, or a free additive
+    convolution of those), by the R-level ``z = omega + R_a(G_b(omega))`` (theory
+    eq. (8.8)) over ``b``, except over a sum that is itself solved by analytic
+    subordination (a sum of sums, theory section 14.54); otherwise by the analytic
+    subordination of the two Cauchy transforms (theory eqs. (14.1)-(14.5)).  A
+    single atom ``s`` shifts the other law by ``s``.
 
     Parameters
     ----------
     a, b : SpectralLaw
-        At least one of them must have a known R-transform (semicircle,
-        Marchenko-Pastur, a single atom, or a free additive convolution of
-        those); the other can be any law.
+        Any laws with a Cauchy transform.
     options : SolverOptions, optional
 
     Returns
     -------
-    SubordinationLaw
+    SpectralLaw
+        A ``SubordinationLaw``, ``AnalyticLaw`` or ``AffineLaw``.
 
     Examples
     --------
@@ -902,8 +905,9 @@ def free_additive(a, b, *, options=None):
 def free_multiplicative(a, b, *, options=None):
     """Free multiplicative convolution ``a ⊠ b`` of laws on ``[0, oo)``.
 
-    The law of ``A^{1/2} U B U^* A^{1/2}``.  With a rational S-transform of
-    ``a``, by one S-level: ``w = tau G_b(tau) - 1``, ``z = tau / S_a(w)``,
+    The law of ``A^{1/2} U B U^* A^{1/2}``.  A single atom ``s > 0`` times an
+    elementary law ``b`` is the scaled law ``s b`` (theory eq. (8.7)).  With a
+    rational S-transform of ``a``, by one S-level: ``w = tau G_b(tau) - 1``, ``z = tau / S_a(w)``,
     ``G(z) = G_b(tau) S_a(w)`` (theory eq. (8.9)); products of such levels
     collapse into one.  Without one, by analytic subordination (theory
     eqs. (14.4)-(14.6)), or the many-law system of eq. (14.8) in all the
@@ -928,7 +932,7 @@ def free_multiplicative(a, b, *, options=None):
     Returns
     -------
     SpectralLaw
-        A ``SubordinationLaw``, ``AnalyticLaw`` or ``ProductChainLaw``.
+        A ``SubordinationLaw``, ``AnalyticLaw``, ``ProductChainLaw`` or ``AffineLaw``.
 
     Raises
     ------
