@@ -635,3 +635,17 @@ def test_a_log_end_panel_keeps_its_own_map_beside_batched_panels_eq_8_18():
     batched = (idx >= 0) & (kinds[np.clip(idx, 0, None)] != "logend")
     assert np.count_nonzero((idx >= 0) & ~batched) > 0          # the log end has points
     assert calls == [np.count_nonzero(batched)]
+
+
+def test_graded_cuts_only_beside_a_gap_of_positive_width():
+    """theory section 8.6: beside a narrow gap the edge panel spans 16 gaps and panels grow
+    by 4 (cuts towards the edge); bands that touch (a gap of 0) or overlap by rounding
+    get one panel, where the grading would never end (a build ran out of memory)."""
+    from freeattn.algebra._chebyshev import _graded_cuts
+
+    cuts = _graded_cuts(1.0, 2.0, -1, 1e-9)
+    assert cuts[0] == 1.0 and cuts[1] == pytest.approx(1.0 + 16e-9, rel=1e-12)
+    assert cuts[-1] == 2.0 and np.all(np.diff(cuts) > 0)
+    for gap in (0.0, -1e-20):
+        assert _graded_cuts(1.0, 2.0, -1, gap) == [1.0, 2.0]
+        assert _graded_cuts(1.0, 2.0, 1, gap) == [1.0, 2.0]

@@ -1361,9 +1361,10 @@ def _graded_cuts(a, b, side, gap):
     is ``~ sqrt`` only within a few gaps of the edge and ``~ |x - e|**(1/3)``
     (the cusp it becomes) beyond: the edge panel spans ``NEAR_SPLIT_EDGE_GAPS``
     gaps and smooth panels grow by ``NEAR_SPLIT_GROWTH`` from it.  Otherwise
-    ``[a, b]`` is one panel.
+    ``[a, b]`` is one panel, as where the neighbouring band touches the edge (a gap
+    of 0, which would grade without end).
     """
-    if not gap < NEAR_SPLIT_RTOL * (b - a):
+    if not 0.0 < gap < NEAR_SPLIT_RTOL * (b - a):
         return [a, b]
     width = NEAR_SPLIT_EDGE_GAPS * gap
     offsets = [0.0]
