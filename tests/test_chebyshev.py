@@ -641,10 +641,12 @@ def test_graded_cuts_only_beside_a_gap_of_positive_width():
     """theory section 8.6: beside a narrow gap the edge panel spans 16 gaps and panels grow
     by 4 (cuts towards the edge); bands that touch (a gap of 0) or overlap by rounding
     get one panel, where the grading would never end (a build ran out of memory)."""
-    from freeattn.algebra._chebyshev import _graded_cuts
+    from freeattn.algebra._chebyshev import NEAR_SPLIT_EDGE_GAPS, _graded_cuts
 
-    cuts = _graded_cuts(1.0, 2.0, -1, 1e-9)
-    assert cuts[0] == 1.0 and cuts[1] == pytest.approx(1.0 + 16e-9, rel=1e-12)
+    gap = 1e-9
+    cuts = _graded_cuts(1.0, 2.0, -1, gap)
+    assert cuts[0] == 1.0 and cuts[1] == pytest.approx(1.0 + NEAR_SPLIT_EDGE_GAPS * gap,
+                                                       rel=1e-12)
     assert cuts[-1] == 2.0 and np.all(np.diff(cuts) > 0)
     for gap in (0.0, -1e-20):
         assert _graded_cuts(1.0, 2.0, -1, gap) == [1.0, 2.0]

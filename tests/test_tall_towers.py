@@ -190,6 +190,9 @@ def test_strict_continuation_refuses_roots_below_the_plain_grid_eq_14_59():
     assert len(ivs) == 2
     m = 1.0 - 1.0 / 2.2277                      # MP(0.9011, 2.2277)'s atom at 0
     lo = ivs[0][0]
+    # the lowest band's lower edge: 2.2760301529596606e-09 from the two-law subordination
+    # of eq. (14.4) (theory section 14.53; 12 s, so not rebuilt here), not the five
+    # spurious bands between 4e-19 and 1.8e-18
     assert 1e-9 < lo < 1e-8
     # no density at those points: |G z - m| = |z G_c(z)| <= |z| (1 - m)/dist(z, [lo, oo))
     # for the continuous part G_c of mass 1 - m (measured 7e-12 - 3.2e-11)

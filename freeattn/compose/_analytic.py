@@ -586,6 +586,14 @@ def extension_inside(inside, low, solid, hard_possible=True, real=None):
     return inside[low] & solid
 
 
+def solid_unknowns(w):
+    """Where every unknown (the rows of ``w``, or ``w`` itself when 1-d) has an imaginary
+    part of at least ``EXTENSION_INSIDE_RTOL`` of its size: the solid rule below a
+    product's plain grid (theory section 14.32)."""
+    w = np.atleast_2d(w)
+    return np.all(np.abs(w.imag) >= EXTENSION_INSIDE_RTOL * np.abs(w), axis=0)
+
+
 def sees_hard_edge(inside, low, hard_possible=True):
     """Whether :func:`extension_inside` takes every point below the plain grid as inside
     (the plain grid's first point inside, and the product may reach 0)."""
@@ -1507,7 +1515,7 @@ class AnalyticLaw(SpectralLaw):
             low = below_plain_grid(xs, self._bounds)
             if low.any():
                 inside[low] = extension_inside(
-                    inside, low, np.abs(w[low].imag) >= EXTENSION_INSIDE_RTOL * np.abs(w[low]),
+                    inside, low, solid_unknowns(w[low]),
                     may_reach_zero((self.a, self.b)))
         exact_support = self._discrete_pair() is not None or self._atomic_population() is not None
         poles = np.empty(0) if exact_support else pole_candidates(self.a, self.b,

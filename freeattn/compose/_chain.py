@@ -21,10 +21,10 @@ from ..core._errors import ConvergenceError
 from ..laws._law_base import (NESTED_SOLVE_FACTOR, AffineLaw, Interval, SpectralLaw,
                               outside_bands)
 from ._fixed_point import SystemProblem, newton_system, secant
-from ._analytic import (EXTENSION_INSIDE_RTOL, WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL,
-                        _cauchy_pair, below_plain_grid, extension_inside, hard_edge_exponent,
+from ._analytic import (WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair,
+                        below_plain_grid, extension_inside, hard_edge_exponent,
                         locator_schedule, may_reach_zero, nearest_solved, product_grid,
-                        sees_hard_edge)
+                        sees_hard_edge, solid_unknowns)
 
 __all__ = ["ProductChainLaw", "product_chain"]
 
@@ -814,10 +814,9 @@ class ProductChainLaw(SpectralLaw):
         if low.any():
             # below the plain grid (eq. (14.41)): every unknown's imaginary part solid
             om_low = om[:, low]
-            solid = np.all(np.abs(om_low.imag) >= EXTENSION_INSIDE_RTOL * np.abs(om_low),
-                           axis=0)
             real = _real_unknowns(om_low)
-            inside[low] = extension_inside(inside, low, solid, may_reach, real)
+            inside[low] = extension_inside(inside, low, solid_unknowns(om_low), may_reach,
+                                           real)
             if not sees_hard_edge(inside, low, may_reach):
                 self._confirm_low(xs, om, inside, low)
         if not inside.any():
@@ -899,8 +898,7 @@ class ProductChainLaw(SpectralLaw):
         """The continuation's root and verdict (:meth:`_inside` and the solid rule of
         section 14.32) at the grid points ``idx``, written into ``om`` and ``inside``."""
         new = self._continue(xs[idx], np.zeros(idx.size), check=False, strict=True)
-        ok = self._inside(new, xs[idx]) & np.all(
-            np.abs(new.imag) >= EXTENSION_INSIDE_RTOL * np.abs(new), axis=0)
+        ok = self._inside(new, xs[idx]) & solid_unknowns(new)
         om[:, idx], inside[idx] = new, ok
         return ok
 
