@@ -431,3 +431,39 @@ def test_the_mirror_root_through_a_fold_is_refused_eq_14_54():
     assert acc.all()
     # the same Newton from the same start: the same root, kept real
     np.testing.assert_array_equal(om, chosen.real + 0j)
+
+
+#: ``Im G(x + iy)/y`` at two heights: outside the support it is ``-∫ dμ/(x - s)²`` up to
+#: O(y²) (measured ratios 1.0000 - 1.0012 at y = 1e-7 x and 1e-9 x in the gap); inside a
+#: band it grows like 1/y (measured ratio 100 at 1e-4 of the edges).
+OUTSIDE_RATIO_RTOL = 1e-2
+INSIDE_RATIO_MIN = 50.0
+
+
+@pytest.mark.slow
+def test_a_fold_across_a_one_point_gap_is_the_other_bands_edge_eq_14_22():
+    # depth-3 campaign, seed 15 / draw 5: (3.91 MP ⊠ atoms ⊠ atoms) ⊠ (MP ⊠ attention ⊠
+    # attention). A gap [5.76e-14, 5.91e-14] held one grid point; the fold continued from
+    # it for the upper band's lower edge was the lower band's upper edge (within 1.5
+    # cells), so the bands touched at one float and the law raised on its mass check
+    # (3.7e-10) after 8.8 s. The fold must lie towards the band from the outer point.
+    mul = freeattn.free_multiplicative
+    a = mul(mul(freeattn.point_masses([3.91], [1.0]), freeattn.marchenko_pastur(1.6618, 2.6195)),
+            mul(freeattn.point_masses([4.301, 2.183, 4.382], [0.714, 0.238, 0.048]),
+                freeattn.point_masses([4.99, 2.396, 1.163], [0.051, 0.907, 0.042])))
+    b = mul(mul(freeattn.marchenko_pastur(1.1974, 2.9942),
+                freeattn.attention_law(0.0054697, 0.65656).squared()),
+            freeattn.attention_law(0.0051082, 0.33246).squared())
+    law = mul(a, b)
+    (_, gap_lo), (gap_hi, _) = law.intervals()
+    assert gap_hi > gap_lo * (1 + 1e-2)            # measured 2.71 % wide
+
+    def ratio(x):
+        g = [law.stieltjes(x + 1j * y * x).imag / (y * x) for y in (1e-7, 1e-9)]
+        return g[1] / g[0]
+
+    for x in (gap_lo * (1 + 1e-4), np.sqrt(gap_lo * gap_hi), gap_hi * (1 - 1e-4)):
+        assert ratio(x) == pytest.approx(1.0, rel=OUTSIDE_RATIO_RTOL)
+    for x in (gap_lo * (1 - 1e-4), gap_hi * (1 + 1e-4)):
+        assert ratio(x) > INSIDE_RATIO_MIN
+    assert law.accuracy().mass_error <= MASS_ATOL

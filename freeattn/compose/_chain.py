@@ -1009,7 +1009,10 @@ class ProductChainLaw(SpectralLaw):
         width = np.abs(x_in - x_out)
         mid = 0.5 * (x_in + x_out)
         om = np.vstack([rest, u1[None, :]]) + 0j
-        ok = (real & done & np.isfinite(xe)
+        # the real branch continued from x_out ends at its fold on the side of x_in: a
+        # fold on the other side is the neighbouring band's edge, across a gap that
+        # holds x_out alone (section 14.22)
+        ok = (real & done & np.isfinite(xe) & ((xe - x_out) * (x_in - x_out) > 0)
               & (np.abs(xe - mid) <= CHAIN_EXTRAPOLATION_REACH * width) & self._valid(om))
         edges[ok] = xe[ok]
         if ok.any():
