@@ -6,6 +6,7 @@ import pytest
 
 import freeattn
 from conftest import record_calls
+from freeattn.compose import _chain
 from freeattn.compose._analytic import AnalyticLaw
 from freeattn.core._errors import ConvergenceError
 from freeattn.compose._chain import CHAIN_FINAL_RTOL, CHAIN_FINAL_STEPS, ProductChainLaw
@@ -467,3 +468,38 @@ def test_a_fold_across_a_one_point_gap_is_the_other_bands_edge_eq_14_22():
     for x in (gap_lo * (1 - 1e-4), gap_hi * (1 + 1e-4)):
         assert ratio(x) > INSIDE_RATIO_MIN
     assert law.accuracy().mass_error <= MASS_ATOL
+
+
+#: A root from the start of eq. (14.44) against the continuation's root at the same
+#: point (measured 3.4e-16 - 7.1e-16 of the unknowns).
+NEAR_AXIS_ROOT_RTOL = 1e-12
+
+
+def test_a_point_a_little_higher_over_a_gap_starts_from_its_real_part_eq_14_44(monkeypatch):
+    # depth-3 campaign, seed 18 / draw 1: a sum asked this product at z = x + iy left of
+    # its support, y about 1.1e-3 |x|, again and again; no neighbour's root certifies
+    # itself there (the unknowns are real to within y |omega'|), so every call went
+    # through the continuation (30 ms). Up to CHAIN_NEAR_AXIS_WIDE |x| above the axis
+    # the start from omega(x) is tried under the test of eq. (14.44), the first step
+    # allowed up to CHAIN_NEAR_AXIS_WIDE_STEP of the unknowns.
+    law = freeattn.free_multiplicative(
+        freeattn.free_multiplicative(
+            freeattn.attention_law(0.046367, 0.17571).squared(),
+            freeattn.point_masses([3.734, 4.555, 4.465, 4.752], [0.013, 0.34, 0.404, 0.243])),
+        freeattn.marchenko_pastur(0.68941, 1.9159))
+    assert isinstance(law, ProductChainLaw)
+    law.intervals()
+    z = np.array([-1.79875158e-09 + 1.91348136e-12j, -1.671e-09 + 2.2e-12j,
+                  -9.868e-10 + 1.2e-12j])
+    assert np.all(z.imag > _chain.CHAIN_NEAR_AXIS_RTOL * np.abs(z.real))
+    continued = record_calls(monkeypatch, law, "_continue")
+    om = law._solve(z)
+    # (the negative axis's table of section 14.35 is continued once, when first asked)
+    assert not any(np.isin(z.real, xs).any() for xs in continued)
+    ref = law._continue(z.real, z.imag, check=False)
+    assert np.all(np.abs(om - ref) <= NEAR_AXIS_ROOT_RTOL * np.abs(ref))
+    # without the wider start the same points are continued
+    monkeypatch.setattr(_chain, "CHAIN_NEAR_AXIS_WIDE", _chain.CHAIN_NEAR_AXIS_RTOL)
+    law._last = (np.empty(0, dtype=complex), np.empty((len(law.factors), 0), dtype=complex))
+    law._solve(z)
+    assert np.isin(z.real, continued[-1]).all()

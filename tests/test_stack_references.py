@@ -303,9 +303,11 @@ def test_equal_layers_are_solved_at_one_row_theory_14_18():
 
     law = _law(DEEP)
     law.intervals()
-    # (20 + 5e-3 i: near the axis, above the band where a point starts from its real
-    # part, eq. (14.44), so that the three points are solved in one batch)
-    z = np.array([1.0 + 0.5j, 20.0 + 5e-3j, 60.0 + 2.0j])
+    # (20 + 0.3 i: near the axis, above the band where a point starts from its real
+    # part, eq. (14.44) up to CHAIN_NEAR_AXIS_WIDE |x|, so that the three points are
+    # solved in one batch)
+    z = np.array([1.0 + 0.5j, 20.0 + 0.3j, 60.0 + 2.0j])
+    assert z[1].imag > _chain.CHAIN_NEAR_AXIS_WIDE * z[1].real
     sizes = []
     row = law._group_rows[0]
     assert isinstance(row, _chain._LevelRow)       # eq. (14.21): the layer's own tau

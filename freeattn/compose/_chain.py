@@ -125,6 +125,12 @@ CHAIN_NEGATIVE_PER_DECADE = 8
 CHAIN_NEAR_AXIS_RTOL = 1e-4
 CHAIN_NEAR_AXIS_STEP = 1e-3
 CHAIN_NEAR_AXIS_REACH = 2.0
+#: Points up to ``CHAIN_NEAR_AXIS_WIDE |x|`` above the axis that no neighbour's root
+#: serves (eq. (14.45)) try the start of eq. (14.44) too, under its test with the
+#: first step up to ``CHAIN_NEAR_AXIS_WIDE_STEP`` of the unknowns (that step is about
+#: ``y/|x|`` of them, where each unknown scales like a power of ``x``).
+CHAIN_NEAR_AXIS_WIDE = 1e-2
+CHAIN_NEAR_AXIS_WIDE_STEP = 1e-2
 #: Off-axis points kept (the latest first) as warm starts of eq. (14.15).
 CHAIN_WARM_TABLE = 8192
 #: ``Im omega`` up to this fraction of ``|omega|`` counts as real (rounding).
@@ -1258,6 +1264,14 @@ class ProductChainLaw(SpectralLaw):
             new, ok = self._from_neighbours(z[off], last_z[pick[off]], last_om[:, pick[off]])
             om[:, off[ok]] = new[:, ok]
             todo[off[ok]] = False
+        wide = np.flatnonzero(todo & (z.imag > CHAIN_NEAR_AXIS_RTOL * np.abs(z.real))
+                              & (z.imag <= CHAIN_NEAR_AXIS_WIDE * np.abs(z.real)))
+        if wide.size and self._gap_x.size + self._warm_x.size:
+            # eq. (14.44) a little higher, where no neighbour's root certifies itself
+            # (over a gap the roots are real to within y |omega'|): its test decides
+            new, ok = self._near_axis(z[wide], CHAIN_NEAR_AXIS_WIDE_STEP)
+            om[:, wide[ok]] = new[:, ok]
+            todo[wide[ok]] = False
         off = np.flatnonzero(todo & (z.imag > 0))
         if off.size:
             # eq. (14.15) from the large-|z| start: for Im z > 0 a root strictly inside
@@ -1327,16 +1341,17 @@ class ProductChainLaw(SpectralLaw):
             ok[rest] = self._accepted_near_fold(om[:, rest], t[rest])
         return ok & np.all(om.imag < -WARM_INSIDE_RTOL * np.abs(om), axis=0)
 
-    def _near_axis(self, z):
+    def _near_axis(self, z, step_rtol=CHAIN_NEAR_AXIS_STEP):
         """Solves at points ``z = x + i y`` next to the axis (``0 < y <=
-        CHAIN_NEAR_AXIS_RTOL |x|``) from the warm solution at ``x`` (eq. (14.44));
+        CHAIN_NEAR_AXIS_RTOL |x|``, or up to ``CHAIN_NEAR_AXIS_WIDE |x|`` where no
+        neighbour served) from the warm solution at ``x`` (eq. (14.44));
         ``(om, accepted)``.
 
         Newton at ``z`` starts from ``omega(x)`` of :meth:`_solve_axis`.  Inside
         the support the root is kept strictly inside the lower half-plane (eq.
         (14.15)).  In a gap ``omega(x)`` is real and its first Newton step at ``z``
         is ``i y omega'(x)`` to first order: the root is kept when that step is
-        below ``CHAIN_NEAR_AXIS_STEP`` of ``|omega|``, Newton converged within
+        below ``step_rtol`` of ``|omega|``, Newton converged within
         ``CHAIN_NEAR_AXIS_REACH`` times the first step of the start, and every
         unknown lies in the closed lower half-plane.
         """
@@ -1357,7 +1372,7 @@ class ProductChainLaw(SpectralLaw):
         real_base = _real_unknowns(base)
         with np.errstate(all="ignore"):
             moved = np.abs(new - base).max(axis=0)
-        gap = (real_base & (first <= CHAIN_NEAR_AXIS_STEP * size)
+        gap = (real_base & (first <= step_rtol * size)
                & (moved <= CHAIN_NEAR_AXIS_REACH * first + CHAIN_REAL_RTOL * size)
                & np.all(new.imag <= 0, axis=0))
         ok &= inside | gap
