@@ -1,5 +1,6 @@
 """A level solved by Newton from a neighbour's subordination point, certified by
-theory eq. (8.34) (section 8.11): over a closed-form constituent and over a nested law.
+theory eq. (8.34) (section 8.11): over a closed-form constituent and over a nested law;
+a tower without a closed-form outermost constituent from a neighbour's leaf, eq. (8.36).
 
 Independent checks: the tower's own solve of the same points (eqs. (8.10)-(8.11)),
 every other root of the tower's polynomial, which eq. (8.34) must refuse, and the
@@ -137,3 +138,67 @@ def test_a_nested_constituent_that_raises_leaves_the_point_to_the_continuation(m
     assert not done.any()
     monkeypatch.undo()
     np.testing.assert_allclose(law._solved_pair(z)[0], expected[0], rtol=WARM_VS_TOWER_RTOL)
+
+
+def _tower_level():
+    """A sample covariance of an attention law: its levels and the attention law's in one
+    tower, no closed-form outermost constituent (no polisher): eq. (8.36)."""
+    from freeattn.compose._rational_solver import RationalSolver
+
+    law = freeattn.sample_covariance(freeattn.attention_law(0.062015, 2.1168).squared(),
+                                     1.7529)
+    assert isinstance(law, SubordinationLaw) and isinstance(law._solver, RationalSolver)
+    assert law._solver.polisher is None
+    return law
+
+
+def test_a_towers_leaf_from_a_neighbour_agrees_with_the_tower_eq_8_36():
+    # Newton on the factored tower from a neighbour's leaf against the tower's roots at
+    # the same points (measured 1.6e-15 in G and 2.7e-15 in G')
+    law = _tower_level()
+    lo, hi = law.support()
+    z0 = np.array([lo + 0.3 * (hi - lo) + 0.05j, hi * 1.2 + 0.2j, 0.5 * (lo + hi) + 1e-3j])
+    law._solved_pair(z0)                                  # the tower: the table's starts
+    assert "_warm_table" not in law.__dict__ and "_leaf_table" in law.__dict__
+    z = z0 * (1 + 2e-3) + 1e-4j
+    g, dg, done = law._warm_leaf_pair(z)
+    assert done.all()
+    g_t, dg_t = law._tower_pair(z)
+    np.testing.assert_allclose(g, g_t, rtol=WARM_VS_TOWER_RTOL)
+    np.testing.assert_allclose(dg, dg_t, rtol=WARM_VS_TOWER_RTOL)
+
+
+def test_eq_8_36_refuses_every_other_root_of_the_tower():
+    # each root of the tower's polynomial at points inside, beside and far from the
+    # support: eq. (8.36) accepts the one the tower selects and no other
+    law = _tower_level()
+    lo, hi = law.support()
+    z = np.array([lo + 0.4 * (hi - lo) + 1e-2 * hi * 1j, hi * 1.1 + 0.05j, 3 * hi + 2.0j])
+    solver = law._solver
+    coeffs = solver.num[:, None] - z[None, :] * solver.den[:, None]
+    roots = solver._newton(coeffs, batched_roots(coeffs))           # (degree, points)
+    assert roots.shape[0] >= 4
+    t_sel, g_sel = solver.solve(z)[:2]
+    for j in range(z.size):
+        ok, g, _ = law._leaf_certified(np.full(roots.shape[0], z[j]), roots[:, j])
+        assert ok.sum() == 1
+        assert abs(roots[ok, j][0] - t_sel[j]) <= WARM_VS_TOWER_RTOL * abs(t_sel[j])
+        assert abs(g[ok][0] - g_sel[j]) <= WARM_VS_TOWER_RTOL * abs(g_sel[j])
+
+
+def test_a_refused_leaf_falls_back_to_the_tower():
+    # starts that Newton takes to other roots (the table made to hold the conjugates of
+    # the leaves): eq. (8.36) refuses them, the tower answers
+    law = _tower_level()
+    lo, hi = law.support()
+    z0 = np.array([0.5 * (lo + hi) + 0.1 * hi * 1j])
+    law._solved_pair(z0)
+    zs, ts = law._leaf_table
+    law._leaf_table = (zs, np.conj(ts))
+    z = z0 * (1 + 1e-3)
+    _, _, done = law._warm_leaf_pair(z)
+    assert not done.any()
+    g2, dg2 = law._solved_pair(z)
+    g_t, dg_t = law._tower_pair(z)
+    np.testing.assert_allclose(g2, g_t, rtol=WARM_VS_TOWER_RTOL)
+    np.testing.assert_allclose(dg2, dg_t, rtol=WARM_VS_TOWER_RTOL)

@@ -104,7 +104,7 @@ INTERIOR_DENSITY_FLOOR = 1e-30
 
 _EPS = float(np.finfo(float).eps)
 
-from ._rational_solver import _TINY, RationalSolver
+from ._rational_solver import _TINY, HARD_EDGE_MODEL_RTOL, RationalSolver
 
 # --------------------------------------------------------------------------- #
 # Moments of compositions
@@ -128,6 +128,27 @@ def level_series(level, constituent, kmax, prec):
 # --------------------------------------------------------------------------- #
 # The composed law
 # --------------------------------------------------------------------------- #
+
+def _warm_newton_steps(values, zk, u):
+    """Newton on ``Z(u) = zk`` from ``u`` (updated in place), ``values(u) = (Z, dZ/du)``,
+    at most ``LEVEL_WARM_STEPS`` steps (eqs. (8.34), (8.36)); returns the points whose
+    last step was within ``LEVEL_WARM_STEP_RTOL`` of ``|u|``."""
+    act = np.arange(zk.size)
+    conv = np.zeros(zk.size, dtype=bool)
+    with np.errstate(all="ignore"):
+        for _ in range(LEVEL_WARM_STEPS):
+            ua = u[act]
+            zz, dz = values(ua)
+            step = (zz - zk[act]) / dz
+            ok = np.isfinite(step)
+            u[act[ok]] = ua[ok] - step[ok]
+            small = ok & (np.abs(step) <= LEVEL_WARM_STEP_RTOL * np.abs(ua))
+            conv[act[small]] = True
+            act = act[ok & ~small]
+            if not act.size:
+                break
+    return conv
+
 
 class SubordinationLaw(SpectralLaw):
     """A law defined by one level over a constituent law (eqs. (8.7)-(8.9)).
@@ -521,9 +542,14 @@ class SubordinationLaw(SpectralLaw):
     def _solved_pair(self, z):
         """:meth:`_stieltjes_pair` from the solver alone (the tower's roots, or the
         generic solver's continuation), each off-axis point first by Newton from a
-        solved neighbour where eq. (8.34) certifies the root (:meth:`_warm_pair`)."""
+        solved neighbour where eq. (8.34) certifies the root (:meth:`_warm_pair`), or,
+        for a tower without a closed-form outermost level, where eq. (8.36) certifies
+        the tower's root (:meth:`_warm_leaf_pair`)."""
         z = np.asarray(z, dtype=complex)
         g, dg, done = self._warm_pair(z)
+        if "_leaf_table" in self.__dict__ and not done.all():
+            todo = np.flatnonzero(~done)
+            g[todo], dg[todo], done[todo] = self._warm_leaf_pair(z[todo])
         rest = np.flatnonzero(~done)
         if rest.size:
             cold = (self._tower_pair if isinstance(self._solver, RationalSolver)
@@ -558,12 +584,92 @@ class SubordinationLaw(SpectralLaw):
         edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
         if edge.any():
             g[edge], dg[edge] = self._hard_edge_values(z[edge])[:2]
-        if self._solver.polisher is not None:
-            up = np.flatnonzero((z.imag > 0) & np.isfinite(t))
-            if up.size:
+        up = np.flatnonzero((z.imag > 0) & np.isfinite(t))
+        if up.size:
+            if self._solver.polisher is not None:
                 tau = self._solver.curve.stages(t[up], derivatives=False)[0][-2]
                 self._remember(z[up], tau)
+            else:
+                self._remember_leaves(z[up], t[up])
         return g, dg
+
+    def _remember_leaves(self, z, t):
+        """Keep solved off-axis points and their leaf variables, the latest first (the
+        starts of :meth:`_warm_leaf_pair`)."""
+        old = self.__dict__.get("_leaf_table")
+        zs, ts = (z, t) if old is None else (np.concatenate([z, old[0]]),
+                                             np.concatenate([t, old[1]]))
+        self._leaf_table = (zs[:LEVEL_WARM_TABLE], ts[:LEVEL_WARM_TABLE])
+
+    def _warm_leaf_pair(self, z):
+        """``(G, G', done)`` for a tower whose outermost level has no closed-form
+        constituent (no polisher): the off-axis points within ``LEVEL_WARM_RTOL`` of a
+        solved one, by Newton on the factored tower ``Z(t) = z`` from its leaf variable,
+        where eq. (8.36) certifies the root.
+
+        Eq. (8.34) level by level: a leaf with every stage's point and every partner's
+        point strictly inside the upper half-plane, each partner's transform agreeing
+        there and ``Im G < 0`` is the root the tower's selection of eq. (8.10) takes,
+        whatever the start.  Points next to the hard edge (the local model of eq. (8.27)
+        serves them) are left to the tower.
+        """
+        g = np.full(z.shape, np.nan + 0j)
+        dg = np.full(z.shape, np.nan + 0j)
+        done = np.zeros(z.shape, dtype=bool)
+        solver = self._solver
+        zt, tt = self._leaf_table
+        off = z.imag > 0
+        if solver.hard_edge_branch is not None and solver.extent is not None:
+            off &= np.abs(z) > HARD_EDGE_MODEL_RTOL * solver.extent
+        off = np.flatnonzero(off)
+        if not off.size:
+            return g, dg, done
+        pick = nearest_solved(zt, z[off])
+        near = np.abs(z[off] - zt[pick]) <= LEVEL_WARM_RTOL * np.abs(z[off])
+        k, t = off[near], tt[pick[near]].copy()
+        if not k.size:
+            return g, dg, done
+        zk = z[k]
+
+        def values(ta):
+            zs, _, dzs, _ = solver.curve.stages(ta)
+            return zs[-1], dzs[-1]
+        sel = np.flatnonzero(_warm_newton_steps(values, zk, t))
+        if not sel.size:
+            return g, dg, done
+        ok, gg, dgg = self._leaf_certified(zk[sel], t[sel])
+        good = sel[ok]
+        g[k[good]], dg[k[good]] = gg[ok], dgg[ok]
+        done[k[good]] = True
+        if good.size:
+            self._remember_leaves(zk[good], t[good])
+        return g, dg, done
+
+    def _leaf_certified(self, z, t):
+        """``(ok, G, G')`` at leaf variables ``t`` of off-axis ``z``: ``ok`` where eq.
+        (8.36) certifies the Stieltjes branch."""
+        curve = self._solver.curve
+        eps = LEVEL_WARM_INSIDE_RTOL
+        with np.errstate(all="ignore"):
+            zs, gs, dzs, dgs = curve.stages(t)
+            g, dg = gs[-1], dgs[-1] / dzs[-1]
+            ok = np.isfinite(g) & np.isfinite(dg) & (g.imag < 0)
+            # the leaf and every subordinating stage's point (the point under an outermost
+            # affine or companion level is a function of z, as in the selection)
+            inner = (zs[:-2] if curve.levels and not curve.levels[-1].subordinating
+                     else zs[:-1])
+            for pt in [t] + inner:
+                ok &= pt.imag > eps * np.abs(pt)
+            exact = zs[:-1] + [z]
+            for level, k, pt in curve.partner_points(exact, gs):
+                fin = np.isfinite(pt)           # a point at infinity restricts nothing
+                ok &= ~fin | (pt.imag > eps * np.abs(pt))
+                chk = np.flatnonzero(ok & fin)
+                if chk.size:
+                    mism = level.partner_check(pt[chk], exact[k - 1][chk], gs[k - 1][chk],
+                                               gs[k][chk])
+                    ok[chk] &= mism <= np.sqrt(self.options.branch_rtol)
+        return ok, g, dg
 
     def _remember(self, z, tau):
         """Keep solved off-axis points and their outermost subordination points, the
@@ -621,22 +727,12 @@ class SubordinationLaw(SpectralLaw):
         :meth:`_warm_pair`; returns the points whose last step was within
         ``LEVEL_WARM_STEP_RTOL`` of ``|tau|``."""
         b = self.constituent
-        act = np.arange(zk.size)
-        conv = np.zeros(zk.size, dtype=bool)
-        with np.errstate(all="ignore"):
-            for _ in range(LEVEL_WARM_STEPS):
-                ta = tau[act]
-                gb, dgb = b._pair_or_far(ta)
-                zz, _, dz, _ = self._level_values(ta, gb, dgb)
-                step = (zz - zk[act]) / dz
-                ok = np.isfinite(step)
-                tau[act[ok]] = ta[ok] - step[ok]
-                small = ok & (np.abs(step) <= LEVEL_WARM_STEP_RTOL * np.abs(ta))
-                conv[act[small]] = True
-                act = act[ok & ~small]
-                if not act.size:
-                    break
-        return conv
+
+        def values(ta):
+            gb, dgb = b._pair_or_far(ta)
+            zz, _, dz, _ = self._level_values(ta, gb, dgb)
+            return zz, dz
+        return _warm_newton_steps(values, zk, tau)
 
     def _level_values(self, tau, gb, dgb):
         """``(z, G, dz/dtau, dG/dtau)`` of the outermost level at ``tau``: an S-level's
