@@ -77,17 +77,26 @@ def test_eq_8_34_refuses_every_other_root_of_the_tower(which):
         assert abs(g[ok][0] - g_sel[j]) <= WARM_VS_TOWER_RTOL * abs(g_sel[j])
 
 
-def test_a_refused_warm_root_falls_back_to_the_tower():
+@pytest.mark.parametrize("table", ["_warm_table", "_leaf_table"])
+def test_a_refused_warm_root_falls_back_to_the_tower(table):
     # a start that Newton takes to another root (the table made to hold the conjugate
-    # of the branch's subordination point: it converges to tau = 0.699 - 0.653i, in the
-    # lower half-plane): eq. (8.34) refuses it, the tower answers
-    law = _levels()[0]
-    z0 = np.array([1.0 + 0.2j])
+    # of the branch's subordination point, eq. (8.34): it converges to tau = 0.699 -
+    # 0.653i, in the lower half-plane; or of the tower's leaf, eq. (8.36)): the
+    # certificate refuses it, the tower answers
+    if table == "_warm_table":
+        law = _levels()[0]
+        z0 = np.array([1.0 + 0.2j])
+        warm = law._warm_pair
+    else:
+        law = _tower_level()
+        lo, hi = law.support()
+        z0 = np.array([0.5 * (lo + hi) + 0.1 * hi * 1j])
+        warm = law._warm_leaf_pair
     law._solved_pair(z0)
-    zs, taus = law._warm_table
-    law._warm_table = (zs, np.conj(taus))
+    zs, values = getattr(law, table)
+    setattr(law, table, (zs, np.conj(values)))
     z = z0 * (1 + 1e-3)
-    _, _, done = law._warm_pair(z)
+    _, _, done = warm(z)
     assert not done.any()
     g2, dg2 = law._solved_pair(z)
     g_t, dg_t = law._tower_pair(z)
@@ -185,20 +194,3 @@ def test_eq_8_36_refuses_every_other_root_of_the_tower():
         assert abs(roots[ok, j][0] - t_sel[j]) <= WARM_VS_TOWER_RTOL * abs(t_sel[j])
         assert abs(g[ok][0] - g_sel[j]) <= WARM_VS_TOWER_RTOL * abs(g_sel[j])
 
-
-def test_a_refused_leaf_falls_back_to_the_tower():
-    # starts that Newton takes to other roots (the table made to hold the conjugates of
-    # the leaves): eq. (8.36) refuses them, the tower answers
-    law = _tower_level()
-    lo, hi = law.support()
-    z0 = np.array([0.5 * (lo + hi) + 0.1 * hi * 1j])
-    law._solved_pair(z0)
-    zs, ts = law._leaf_table
-    law._leaf_table = (zs, np.conj(ts))
-    z = z0 * (1 + 1e-3)
-    _, _, done = law._warm_leaf_pair(z)
-    assert not done.any()
-    g2, dg2 = law._solved_pair(z)
-    g_t, dg_t = law._tower_pair(z)
-    np.testing.assert_allclose(g2, g_t, rtol=WARM_VS_TOWER_RTOL)
-    np.testing.assert_allclose(dg2, dg_t, rtol=WARM_VS_TOWER_RTOL)

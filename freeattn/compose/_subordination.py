@@ -565,7 +565,7 @@ class SubordinationLaw(SpectralLaw):
         _, _, dz, dg = self._solver._phi(tau)
         up = np.flatnonzero(z.imag > 0)
         if up.size:
-            self._remember(z[up], tau[up])
+            self._remember("_warm_table", z[up], tau[up])
         with np.errstate(divide="ignore", invalid="ignore"):
             return g, dg / dz
 
@@ -588,18 +588,10 @@ class SubordinationLaw(SpectralLaw):
         if up.size:
             if self._solver.polisher is not None:
                 tau = self._solver.curve.stages(t[up], derivatives=False)[0][-2]
-                self._remember(z[up], tau)
+                self._remember("_warm_table", z[up], tau)
             else:
-                self._remember_leaves(z[up], t[up])
+                self._remember("_leaf_table", z[up], t[up])
         return g, dg
-
-    def _remember_leaves(self, z, t):
-        """Keep solved off-axis points and their leaf variables, the latest first (the
-        starts of :meth:`_warm_leaf_pair`)."""
-        old = self.__dict__.get("_leaf_table")
-        zs, ts = (z, t) if old is None else (np.concatenate([z, old[0]]),
-                                             np.concatenate([t, old[1]]))
-        self._leaf_table = (zs[:LEVEL_WARM_TABLE], ts[:LEVEL_WARM_TABLE])
 
     def _warm_leaf_pair(self, z):
         """``(G, G', done)`` for a tower whose outermost level has no closed-form
@@ -617,16 +609,10 @@ class SubordinationLaw(SpectralLaw):
         dg = np.full(z.shape, np.nan + 0j)
         done = np.zeros(z.shape, dtype=bool)
         solver = self._solver
-        zt, tt = self._leaf_table
         off = z.imag > 0
         if solver.hard_edge_branch is not None and solver.extent is not None:
             off &= np.abs(z) > HARD_EDGE_MODEL_RTOL * solver.extent
-        off = np.flatnonzero(off)
-        if not off.size:
-            return g, dg, done
-        pick = nearest_solved(zt, z[off])
-        near = np.abs(z[off] - zt[pick]) <= LEVEL_WARM_RTOL * np.abs(z[off])
-        k, t = off[near], tt[pick[near]].copy()
+        k, t = self._starts("_leaf_table", z, np.flatnonzero(off))
         if not k.size:
             return g, dg, done
         zk = z[k]
@@ -642,7 +628,7 @@ class SubordinationLaw(SpectralLaw):
         g[k[good]], dg[k[good]] = gg[ok], dgg[ok]
         done[k[good]] = True
         if good.size:
-            self._remember_leaves(zk[good], t[good])
+            self._remember("_leaf_table", zk[good], t[good])
         return g, dg, done
 
     def _leaf_certified(self, z, t):
@@ -671,14 +657,28 @@ class SubordinationLaw(SpectralLaw):
                     ok[chk] &= mism <= np.sqrt(self.options.branch_rtol)
         return ok, g, dg
 
-    def _remember(self, z, tau):
-        """Keep solved off-axis points and their outermost subordination points, the
-        latest first (the starts of :meth:`_warm_pair`)."""
-        keep = np.isfinite(tau)
-        old = self.__dict__.get("_warm_table")
-        zs, taus = (z[keep], tau[keep]) if old is None else (
-            np.concatenate([z[keep], old[0]]), np.concatenate([tau[keep], old[1]]))
-        self._warm_table = (zs[:LEVEL_WARM_TABLE], taus[:LEVEL_WARM_TABLE])
+    def _remember(self, name, z, values):
+        """Keep solved off-axis points and their values, the latest first, in the table
+        ``name``: ``"_warm_table"`` the outermost subordination points (the starts of
+        :meth:`_warm_pair`), ``"_leaf_table"`` the tower's leaf variables (those of
+        :meth:`_warm_leaf_pair`)."""
+        keep = np.isfinite(values)
+        old = self.__dict__.get(name)
+        zs, vs = (z[keep], values[keep]) if old is None else (
+            np.concatenate([z[keep], old[0]]), np.concatenate([values[keep], old[1]]))
+        setattr(self, name, (zs[:LEVEL_WARM_TABLE], vs[:LEVEL_WARM_TABLE]))
+
+    def _starts(self, name, z, off):
+        """The points ``off`` of ``z`` within ``LEVEL_WARM_RTOL`` of a point kept in the
+        table ``name`` (:meth:`_remember`), and that point's value (a copy): ``(k,
+        values)``, empty where the table is."""
+        table = self.__dict__.get(name)
+        if table is None or not off.size:
+            return off[:0], np.empty(0, dtype=complex)
+        zt, vt = table
+        pick = nearest_solved(zt, z[off])
+        near = np.abs(z[off] - zt[pick]) <= LEVEL_WARM_RTOL * np.abs(z[off])
+        return off[near], vt[pick[near]].copy()
 
     def _warm_pair(self, z):
         """``(G, G', done)``: the off-axis points within ``LEVEL_WARM_RTOL`` of a solved
@@ -695,14 +695,7 @@ class SubordinationLaw(SpectralLaw):
         g = np.full(z.shape, np.nan + 0j)
         dg = np.full(z.shape, np.nan + 0j)
         done = np.zeros(z.shape, dtype=bool)
-        table = self.__dict__.get("_warm_table")
-        off = np.flatnonzero(z.imag > 0)
-        if table is None or not off.size:
-            return g, dg, done
-        zt, tt = table
-        pick = nearest_solved(zt, z[off])
-        near = np.abs(z[off] - zt[pick]) <= LEVEL_WARM_RTOL * np.abs(z[off])
-        k, tau = off[near], tt[pick[near]].copy()
+        k, tau = self._starts("_warm_table", z, np.flatnonzero(z.imag > 0))
         if not k.size:
             return g, dg, done
         zk = z[k]
@@ -719,7 +712,7 @@ class SubordinationLaw(SpectralLaw):
         g[k[good]], dg[k[good]] = gg[ok], dgg[ok]
         done[k[good]] = True
         if good.size:
-            self._remember(z[k[good]], tau[good])
+            self._remember("_warm_table", z[k[good]], tau[good])
         return g, dg, done
 
     def _warm_newton(self, zk, tau):
