@@ -16,6 +16,7 @@ import freeattn as fa
 from freeattn import ConvergenceError
 from freeattn.compose._analytic import (EXTENSION_INSIDE_RTOL, AnalyticLaw,
                                        analytic_multiplicative, lowest_scale)
+from freeattn.compose._chain import ProductChainLaw
 from freeattn.compose._rational_solver import RationalSolver
 from freeattn.compose._subordination import SubordinationLaw, _collapsed_product
 
@@ -206,6 +207,58 @@ def test_strict_continuation_refuses_roots_below_the_plain_grid_eq_14_59():
     assert abs(total - 1.0) <= MASS_ATOL
 
 
+#: Edges of a product on two locator grids (the atoms' grid of eq. (14.41) for the law
+#: scaled by a single atom, the plain deeper grid without it): measured 8.9e-14.
+GRIDS_EDGE_RTOL = 1e-12
+
+
+def _four_projections():
+    """Three squared attention laws at small ``beta``, ``gamma < 1`` (each an isolated
+    band ``[0, e]`` of mass ``1 - gamma``) and an MP law with an atom at 0."""
+    att = [fa.attention_law(0.0047215, 0.11759).squared(),
+           fa.attention_law(0.0015709, 0.10483).squared(),
+           fa.attention_law(0.058519, 0.14346).squared()]
+    return att, fa.marchenko_pastur(1.7425, 1.5062)
+
+
+@pytest.mark.slow
+def test_the_last_points_before_a_soft_edge_below_the_plain_grid_section_14_32():
+    # the product inside the depth-4 campaign's seed 12 / draw 6: its second band ends
+    # at 1.4704e-21, below the plain grid, where the last grid point inside failed the
+    # solid rule (an unknown's imaginary part 6.3e-4 of its size) and was taken as
+    # outside: the band ended there and the law raised on a mass missed by 7.8e-10
+    (a1, a2, a3), mp = _four_projections()
+    law = ProductChainLaw([a1, a2, mp, a3])
+    ivs = law.intervals()
+    assert len(ivs) == 4
+    # each band holds what the projections of section 14.32 give it: 1 - m - gamma_3,
+    # gamma_3 - gamma_1, gamma_1 - gamma_2 and gamma_2 (measured within 5.6e-16)
+    m = float(mp.atoms()[1][0])
+    expected = [1.0 - m - 0.14346, 0.14346 - 0.11759, 0.11759 - 0.10483, 0.10483]
+    for (lo, hi), mass in zip(ivs, expected):
+        assert abs(law.cdf(hi) - law.cdf(lo) - mass) <= PROJECTION_MASS_ATOL
+    # the second band's upper edge: Im G(x + iy)/y grows like 1/y just inside it and is
+    # constant just outside (measured ratios 99.9 and 1.0000000)
+    e = ivs[1][1]
+
+    def ratio(x):
+        g = [law.stieltjes(x + 1j * y * x).imag / (y * x) for y in (1e-7, 1e-9)]
+        return g[1] / g[0]
+
+    assert ratio(e * (1 - 1e-4)) > 50.0
+    assert abs(ratio(e * (1 + 1e-4)) - 1.0) <= 1e-2
+    # the same product scaled by a single atom (the campaign's law): its support was
+    # below the deeper plain grid (a single atom has no band: eq. (14.41) without the
+    # atoms gives the plain upper bound); located on the atoms' grid, its edges are the
+    # scaled ones
+    scaled = fa.free_multiplicative(a1, fa.free_multiplicative(
+        fa.free_multiplicative(a2, fa.point_masses([4.622], [1.0])),
+        fa.free_multiplicative(mp, a3)))
+    np.testing.assert_allclose(np.ravel(scaled.intervals()), 4.622 * np.ravel(ivs),
+                               rtol=GRIDS_EDGE_RTOL, atol=0)
+    assert scaled.accuracy().mass_error <= MASS_ATOL
+
+
 def test_tower_scan_keeps_known_critical_points():
     # a sign change at a grid point equal to a known critical point is that point:
     # the edge keeps its exponent 1/2 (a duplicate had made it 1/3)
@@ -323,7 +376,6 @@ def test_partner_tests_run_on_the_candidate_taken_eqs_8_10_8_11(monkeypatch):
     (section 8.12).  The density agrees with the product system of eq. (14.8) in the
     five factors."""
     from freeattn.algebra import _levels
-    from freeattn.compose._chain import ProductChainLaw
     from freeattn.compose import _rational_solver
 
     pm = fa.point_masses([3.542, 0.855, 1.7], [0.23, 0.299, 0.471])

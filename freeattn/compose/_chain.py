@@ -152,6 +152,24 @@ def _real_unknowns(om):
     return np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
 
 
+def _through_soft_edges(inside, plain, real):
+    """Points below the plain grid that ``G`` puts inside (``plain``) but the solid rule
+    does not, in a run between a point inside and a real solution (outside, eq.
+    (14.16)), taken as inside (``inside`` updated in place; theory section 14.32): next
+    to a soft edge every unknown's imaginary part vanishes like the square root of the
+    distance, and the last grid points before it fail the solid rule."""
+    cand = np.flatnonzero(plain & ~inside)
+    if not cand.size:
+        return
+    n = inside.size
+    for run in np.split(cand, np.flatnonzero(np.diff(cand) > 1) + 1):
+        a, b = run[0] - 1, run[-1] + 1
+        if a < 0 or b >= n:
+            continue
+        if (inside[a] and real[b]) or (real[a] and inside[b]):
+            inside[run] = True
+
+
 def _kept_branch(level, guess, new):
     """Where a continuation level's root ``new`` lies within ``CHAIN_JUMP_RATIO`` times
     the predictor's step (``guess`` from the last ``level``) of the prediction, with
@@ -770,6 +788,14 @@ class ProductChainLaw(SpectralLaw):
             self._warm_x = np.empty(0)
             self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
             ivs = self._locate_support(lo, self._bounds[1])
+        except ConvergenceError:
+            if not self._atoms_reach_lower(lo, hi):
+                raise
+            # a soft lower edge below even the deeper plain grid, where a discrete
+            # factor's atoms put the lowest band (eq. (14.41) with the atoms)
+            self._warm_x = np.empty(0)
+            self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
+            ivs = self._locate_support(lo, hi, atoms=True)
         # the density's representation at once: where its solve finds a point outside
         # a band, the band splits (section 14.41), so the support returned is final
         self._interval_cache = tuple(ivs)
@@ -825,6 +851,7 @@ class ProductChainLaw(SpectralLaw):
                                            real)
             if not sees_hard_edge(inside, low, may_reach):
                 self._confirm_low(xs, om, inside, low)
+                _through_soft_edges(inside, low & self._inside(om, xs), _real_unknowns(om))
         if not inside.any():
             raise ConvergenceError(f"no point of the support of {self._describe()} found on "
                                    f"a grid of {xs.size} points over [{start!r}, {hi!r}]")
