@@ -543,8 +543,9 @@ class SubordinationLaw(SpectralLaw):
         """:meth:`_stieltjes_pair` from the solver alone (the tower's roots, or the
         generic solver's continuation), each off-axis point first by Newton from a
         solved neighbour where eq. (8.34) certifies the root (:meth:`_warm_pair`), or,
-        for a tower without a closed-form outermost level, where eq. (8.36) certifies
-        the tower's root (:meth:`_warm_leaf_pair`)."""
+        for a tower without a closed-form outermost level, any point by Newton on the
+        tower from a neighbour's leaf where eq. (8.36) (or, real in a gap, eq. (8.11))
+        certifies the root (:meth:`_warm_leaf_pair`)."""
         z = np.asarray(z, dtype=complex)
         g, dg, done = self._warm_pair(z)
         if "_leaf_table" in self.__dict__ and not done.all():
@@ -585,19 +586,25 @@ class SubordinationLaw(SpectralLaw):
         if edge.any():
             g[edge], dg[edge] = self._hard_edge_values(z[edge])[:2]
         up = np.flatnonzero((z.imag > 0) & np.isfinite(t))
-        if up.size:
-            if self._solver.polisher is not None:
+        if self._solver.polisher is not None:
+            if up.size:
                 tau = self._solver.curve.stages(t[up], derivatives=False)[0][-2]
                 self._remember("_warm_table", z[up], tau)
-            else:
+        else:
+            # (and real points: a leaf strictly inside in a band, eq. (8.36), or a real
+            # one in a gap, eq. (8.11))
+            up = np.flatnonzero(np.isfinite(t) & (z.imag >= 0))
+            if up.size:
                 self._remember("_leaf_table", z[up], t[up])
         return g, dg
 
     def _warm_leaf_pair(self, z):
         """``(G, G', done)`` for a tower whose outermost level has no closed-form
-        constituent (no polisher): the off-axis points within ``LEVEL_WARM_RTOL`` of a
-        solved one, by Newton on the factored tower ``Z(t) = z`` from its leaf variable,
-        where eq. (8.36) certifies the root.
+        constituent (no polisher): the points within ``LEVEL_WARM_RTOL`` of a solved
+        one, by Newton on the factored tower ``Z(t) = z`` from its leaf variable, where
+        eq. (8.36) certifies the root (off the axis, and on it inside a band: the
+        fixed point strictly inside the half-plane is unique there too; in a gap the
+        real root is left to the tower's test of eq. (8.11)).
 
         Eq. (8.34) level by level: a leaf with every stage's point and every partner's
         point strictly inside the upper half-plane, each partner's transform agreeing
@@ -609,7 +616,7 @@ class SubordinationLaw(SpectralLaw):
         dg = np.full(z.shape, np.nan + 0j)
         done = np.zeros(z.shape, dtype=bool)
         solver = self._solver
-        off = z.imag > 0
+        off = z.imag >= 0
         if solver.hard_edge_branch is not None and solver.extent is not None:
             off &= np.abs(z) > HARD_EDGE_MODEL_RTOL * solver.extent
         k, t = self._starts("_leaf_table", z, np.flatnonzero(off))
@@ -632,14 +639,19 @@ class SubordinationLaw(SpectralLaw):
         return g, dg, done
 
     def _leaf_certified(self, z, t):
-        """``(ok, G, G')`` at leaf variables ``t`` of off-axis ``z``: ``ok`` where eq.
-        (8.36) certifies the Stieltjes branch."""
+        """``(ok, G, G')`` at leaf variables ``t`` (updated in place) of points ``z``:
+        ``ok`` where eq. (8.36) certifies the Stieltjes branch, or, at a real point
+        whose leaf Newton left real (to the branch tolerance, then made real), eq.
+        (8.11): every level increasing and every partner's point on its branch."""
         curve = self._solver.curve
         eps = LEVEL_WARM_INSIDE_RTOL
+        rtol = self.options.branch_rtol
+        real = (z.imag == 0) & (np.abs(t.imag) <= rtol * np.abs(t))
+        t[real] = t[real].real
         with np.errstate(all="ignore"):
             zs, gs, dzs, dgs = curve.stages(t)
             g, dg = gs[-1], dgs[-1] / dzs[-1]
-            ok = np.isfinite(g) & np.isfinite(dg) & (g.imag < 0)
+            ok = np.isfinite(g) & np.isfinite(dg) & (g.imag < 0) & ~real
             # the leaf and every subordinating stage's point (the point under an outermost
             # affine or companion level is a function of z, as in the selection)
             inner = (zs[:-2] if curve.levels and not curve.levels[-1].subordinating
@@ -654,7 +666,14 @@ class SubordinationLaw(SpectralLaw):
                 if chk.size:
                     mism = level.partner_check(pt[chk], exact[k - 1][chk], gs[k - 1][chk],
                                                gs[k][chk])
-                    ok[chk] &= mism <= np.sqrt(self.options.branch_rtol)
+                    ok[chk] &= mism <= np.sqrt(rtol)
+            up = real & np.isfinite(g) & np.isfinite(dg)
+            up &= np.all(np.stack(dzs).real > 0, axis=0)
+            k = np.flatnonzero(up)
+            if k.size:
+                up[k] = curve.partner_valid([v[k] for v in zs], [v[k] for v in gs], rtol)
+            ok |= up
+            g[up], dg[up] = g[up].real, dg[up].real
         return ok, g, dg
 
     def _remember(self, name, z, values):
