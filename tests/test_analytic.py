@@ -838,11 +838,11 @@ def test_product_chain_warm_starts_eq_14_15_eq_14_16():
     law._stieltjes_exact(z0)
     z = z0 * (1 + 1e-3) + 0.01j
     cold = law._g_from(law._continue(z.real, z.imag), z)
-    n_table = law._last[0].size
+    n_table = len(law._last)
     warm = law._stieltjes_exact(z)
     assert np.max(np.abs(warm / cold - 1.0)) <= WARM_AGREEMENT_RTOL
     # the warm path was taken: the table grew by the new points only (no cold ones)
-    assert law._last[0].size == n_table + z.size
+    assert len(law._last) == n_table + z.size
     # on the axis: inside both bands, in the gap, below and above the support
     x = np.r_[np.linspace(a0, a1, 9)[1:-1], np.linspace(b0, b1, 9)[1:-1],
               np.linspace(a1, b0, 9)[2:-2], 0.6 * a0, 1.05 * b1]
@@ -1312,19 +1312,32 @@ def test_three_discrete_laws_with_an_atom_against_a_haar_rotated_product():
 
 
 def test_the_nearest_solved_point_directly_and_by_a_tree():
-    # nearest_solved compares pairs directly up to NEAREST_DIRECT_PAIRS and by a k-d
-    # tree beyond: the same index on both sides of the threshold (random points, no
-    # ties), against the distances themselves
+    # a WarmTable compares pairs directly up to NEAREST_DIRECT_PAIRS and by a k-d tree
+    # beyond, new points in a buffer until WARM_BUFFER of them join the tree's block:
+    # the nearest point (and its values) of every query equal the brute-force search
+    # over the table's contents (random points, no ties), before and after the buffer
+    # folds in, for queries on both sides of the threshold; the block keeps the latest
+    # ``size`` points
     from freeattn.compose import _fixed_point
 
     rng = np.random.default_rng(7)
-    table = rng.standard_normal(4096) + 1j * rng.random(4096)
-    for m in (3, _fixed_point.NEAREST_DIRECT_PAIRS // 4096 + 5):
-        z = rng.standard_normal(m) + 1j * rng.random(m)
-        idx = _fixed_point.nearest_solved(table, z)
-        ref = np.argmin(np.abs(z[:, None] - table[None, :]), axis=1)
-        np.testing.assert_array_equal(idx, ref)
-    assert 3 * table.size <= _fixed_point.NEAREST_DIRECT_PAIRS < m * table.size
+    table = _fixed_point.WarmTable(4096)
+    big = _fixed_point.NEAREST_DIRECT_PAIRS // 4096 + 5
+    for chunk in (3000, 300, 250, 1500, 40):
+        pts = rng.standard_normal(chunk) + 1j * rng.random(chunk)
+        table.add(pts, np.stack([pts * 2, pts * 3]))
+        zs, vals = table.contents()
+        assert np.array_equal(vals, np.stack([zs * 2, zs * 3]))
+        for m in (3, big):
+            z = rng.standard_normal(m) + 1j * rng.random(m)
+            near, v = table.nearest(z)
+            ref = zs[np.argmin(np.abs(z[:, None] - zs[None, :]), axis=1)]
+            np.testing.assert_array_equal(near, ref)
+            np.testing.assert_array_equal(v, np.stack([ref * 2, ref * 3]))
+    assert 3 * 4096 <= _fixed_point.NEAREST_DIRECT_PAIRS < big * 4096
+    assert len(table) <= 4096 + _fixed_point.WARM_BUFFER
+    # the latest points first: the last chunk heads the contents
+    np.testing.assert_array_equal(table.contents()[0][:40], pts)
 
 
 def test_off_axis_points_start_from_their_nearest_solved_point_eq_14_45(monkeypatch):

@@ -13,6 +13,7 @@ import pytest
 import freeattn
 from freeattn.algebra._rational import batched_roots
 from freeattn.compose import _subordination
+from freeattn.compose._fixed_point import WarmTable
 from freeattn.compose._generic_solver import GenericSolver
 from freeattn.compose._subordination import SubordinationLaw
 from freeattn.core._errors import ConvergenceError
@@ -93,8 +94,10 @@ def test_a_refused_warm_root_falls_back_to_the_tower(table):
         z0 = np.array([0.5 * (lo + hi) + 0.1 * hi * 1j])
         warm = law._warm_leaf_pair
     law._solved_pair(z0)
-    zs, values = getattr(law, table)
-    setattr(law, table, (zs, np.conj(values)))
+    zs, values = getattr(law, table).contents()
+    conjugated = WarmTable(_subordination.LEVEL_WARM_TABLE)
+    conjugated.add(zs, np.conj(values))
+    setattr(law, table, conjugated)
     z = z0 * (1 + 1e-3)
     _, _, done = warm(z)
     assert not done.any()

@@ -10,6 +10,7 @@ from freeattn.compose import _chain
 from freeattn.compose._analytic import AnalyticLaw
 from freeattn.core._errors import ConvergenceError
 from freeattn.compose._chain import CHAIN_FINAL_RTOL, CHAIN_FINAL_STEPS, ProductChainLaw
+from freeattn.compose._fixed_point import WarmTable
 from freeattn.compose._subordination import SubordinationLaw
 from freeattn.laws._law_base import PAIR_MEMO_MAX_POINTS, PAIR_MEMO_SIZE
 
@@ -504,6 +505,6 @@ def test_a_point_a_little_higher_over_a_gap_starts_from_its_real_part_eq_14_44(m
     assert np.all(np.abs(om - ref) <= NEAR_AXIS_ROOT_RTOL * np.abs(ref))
     # without the wider start the same points are continued
     monkeypatch.setattr(_chain, "CHAIN_NEAR_AXIS_WIDE", _chain.CHAIN_NEAR_AXIS_RTOL)
-    law._last = (np.empty(0, dtype=complex), np.empty((len(law.factors), 0), dtype=complex))
+    law._last = WarmTable(_chain.CHAIN_WARM_TABLE)
     law._solve(z)
     assert np.isin(z.real, continued[-1]).all()

@@ -299,7 +299,7 @@ def test_equal_layers_are_solved_at_one_row_theory_14_18():
     # section 14.18), so each Newton step evaluates the layer law at one row's points
     # (n, not 3 n); against the same system with the three factors as separate groups
     # (every row evaluated): G near and off the axis agree to 1e-13 (measured 9.1e-16)
-    from freeattn.compose import _chain
+    from freeattn.compose import _chain, _fixed_point
 
     law = _law(DEEP)
     law.intervals()
@@ -319,7 +319,7 @@ def test_equal_layers_are_solved_at_one_row_theory_14_18():
 
     row.map = counting
     try:
-        law._last = (np.empty(0, dtype=complex), np.empty((3, 0), dtype=complex))
+        law._last = _fixed_point.WarmTable(_chain.CHAIN_WARM_TABLE)
         om = law._solve(z)
     finally:
         del row.map

@@ -20,7 +20,7 @@ from ..algebra._levels import HARD_EDGE_MASS_RTOL
 from ..core._errors import ConvergenceError
 from ._atom_tree import TREE_MIN_ATOMS, AtomTree, sums_nearest_apart
 from ._fixed_point import (FixedPointProblem, FixedPointResult, edge_newton, iterate,
-                           nearest_solved, newton)
+                           WarmTable, newton)
 from ._pole_edge import (POLE_MODEL_NEAR, POLE_MODEL_REACH, PoleEdge, pole_candidates,
                           pole_edge_pair)
 from ..laws._elementary import PointMasses
@@ -836,8 +836,7 @@ class AnalyticLaw(SpectralLaw):
         self._warm_w = np.empty(0, dtype=complex)
         # the latest OFF_AXIS_TABLE solved off-axis points (latest first): warm starts
         # of _solve (eqs. (14.2), (14.45))
-        self._off_z = np.empty(0, dtype=complex)
-        self._off_w = np.empty(0, dtype=complex)
+        self._off = WarmTable(OFF_AXIS_TABLE)
         # real points solved by _solve, sorted by x: Newton starts at y = 0
         self._axis_x = np.empty(0)
         self._axis_w = np.empty(0, dtype=complex)
@@ -875,18 +874,18 @@ class AnalyticLaw(SpectralLaw):
         w = np.empty(z.shape, dtype=complex)
         off = z.imag > 0
         pr = self._problem
-        pick = np.zeros(z.size, dtype=int)
-        if off.any() and self._off_z.size:
-            pick[off] = nearest_solved(self._off_z, z[off])
+        pz = np.empty(z.size, dtype=complex)
+        pw = np.empty(z.size, dtype=complex)
+        if off.any() and len(self._off):
+            pz[off], pw[off] = self._off.nearest(z[off])
             # warm start from the nearest solved point within WARM_NEIGHBOUR_RTOL (a
             # law nested in another is called at slowly moving points): for Im z > 0
             # the fixed point in the open half-plane is unique (eq. (14.2)), so a
             # converged Newton root strictly inside it is the subordination point
             idx = np.flatnonzero(off)
-            near = idx[np.abs(z[idx] - self._off_z[pick[idx]])
-                       <= WARM_NEIGHBOUR_RTOL * np.abs(z[idx])]
+            near = idx[np.abs(z[idx] - pz[idx]) <= WARM_NEIGHBOUR_RTOL * np.abs(z[idx])]
             if near.size:
-                r = newton(pr, z[near], self._off_w[pick[near]], max_steps=WARM_NEWTON_STEPS)
+                r = newton(pr, z[near], pw[near], max_steps=WARM_NEWTON_STEPS)
                 good = r.converged & (pr.sign * r.value.imag > 0)
                 w[near[good]] = r.value[good]
                 off[near[good]] = False
@@ -894,7 +893,7 @@ class AnalyticLaw(SpectralLaw):
             if far.size:
                 # eq. (14.45) for two laws: from the nearest at any distance, the root
                 # kept clearly inside the half-plane (the margin of eq. (14.7))
-                r = newton(pr, z[far], self._off_w[pick[far]], max_steps=WARM_NEWTON_STEPS)
+                r = newton(pr, z[far], pw[far], max_steps=WARM_NEWTON_STEPS)
                 good = r.converged & (pr.sign * r.value.imag
                                       > WARM_INSIDE_RTOL * (pr.scale + np.abs(r.value)))
                 w[far[good]] = r.value[good]
@@ -917,8 +916,7 @@ class AnalyticLaw(SpectralLaw):
         up = z.imag > 0
         if up.any():
             keep = np.isfinite(w[up])
-            self._off_z = np.r_[z[up][keep], self._off_z][:OFF_AXIS_TABLE]
-            self._off_w = np.r_[w[up][keep], self._off_w][:OFF_AXIS_TABLE]
+            self._off.add(z[up][keep], w[up][keep])
         return w, self._g(w, z)
 
     def _solve_real(self, x):

@@ -20,10 +20,10 @@ import numpy as np
 from ..core._errors import ConvergenceError
 from ..laws._law_base import (NESTED_SOLVE_FACTOR, AffineLaw, Interval, SpectralLaw,
                               outside_bands)
-from ._fixed_point import SystemProblem, newton_system, secant
+from ._fixed_point import SystemProblem, WarmTable, newton_system, secant
 from ._analytic import (WARM_INSIDE_RTOL, WARM_NEIGHBOUR_RTOL, _cauchy_pair,
                         below_plain_grid, extension_inside, hard_edge_exponent,
-                        locator_schedule, may_reach_zero, nearest_solved, product_grid,
+                        locator_schedule, may_reach_zero, product_grid,
                         sees_hard_edge, solid_unknowns)
 
 __all__ = ["ProductChainLaw", "product_chain"]
@@ -462,8 +462,7 @@ class ProductChainLaw(SpectralLaw):
                        np.empty((len(self.factors), 0)))
         self._negative_reach = None
         # the latest solved off-axis points and their unknowns (eq. (14.15))
-        self._last = (np.empty(0, dtype=complex),
-                      np.empty((len(self.factors), 0), dtype=complex))
+        self._last = WarmTable(CHAIN_WARM_TABLE)
 
     @property
     def _group_rows(self):
@@ -1266,17 +1265,18 @@ class ProductChainLaw(SpectralLaw):
         om = np.empty((len(self.factors), z.size), dtype=complex)
         todo = np.ones(z.size, dtype=bool)
         off = np.flatnonzero(z.imag > 0)
-        last_z, last_om = self._last
-        pick = None
-        if off.size and last_z.size:
-            pick = np.zeros(z.size, dtype=int)
+        picked = False
+        if off.size and len(self._last):
+            # the nearest solved point and its unknowns, at every off-axis point
+            picked = True
+            pz = np.empty(z.size, dtype=complex)
+            pom = np.empty((len(self.factors), z.size), dtype=complex)
             zo = z[off]
-            pick[off] = nearest_solved(last_z, zo)
-            near = np.abs(zo - last_z[pick[off]]) <= WARM_NEIGHBOUR_RTOL * np.abs(zo)
+            pz[off], pom[:, off] = self._last.nearest(zo)
+            near = np.abs(zo - pz[off]) <= WARM_NEIGHBOUR_RTOL * np.abs(zo)
             if near.any():
                 k = off[near]
-                new, ok = self._from_neighbours(z[k], last_z[pick[k]], last_om[:, pick[k]],
-                                                CHAIN_NEIGHBOUR_STEPS)
+                new, ok = self._from_neighbours(z[k], pz[k], pom[:, k], CHAIN_NEIGHBOUR_STEPS)
                 om[:, k[ok]] = new[:, ok]
                 todo[k[ok]] = False
         near = np.flatnonzero(todo & (z.imag > 0) & (z.imag <= CHAIN_NEAR_AXIS_RTOL * np.abs(z.real)))
@@ -1286,9 +1286,9 @@ class ProductChainLaw(SpectralLaw):
             om[:, near[ok]] = new[:, ok]
             todo[near[ok]] = False
         off = np.flatnonzero(todo & (z.imag > 0))
-        if off.size and pick is not None:
+        if off.size and picked:
             # eq. (14.45): from the nearest solved point at any distance
-            new, ok = self._from_neighbours(z[off], last_z[pick[off]], last_om[:, pick[off]])
+            new, ok = self._from_neighbours(z[off], pz[off], pom[:, off])
             om[:, off[ok]] = new[:, ok]
             todo[off[ok]] = False
         wide = np.flatnonzero(todo & (z.imag > CHAIN_NEAR_AXIS_RTOL * np.abs(z.real))
@@ -1320,8 +1320,7 @@ class ProductChainLaw(SpectralLaw):
         if up.any():
             # the table keeps the latest CHAIN_WARM_TABLE points (a nested law is
             # called by its host's solvers in turn, at interleaved point sets)
-            self._last = (np.concatenate([z[up], last_z])[:CHAIN_WARM_TABLE],
-                          np.concatenate([om[:, up], last_om], axis=1)[:, :CHAIN_WARM_TABLE])
+            self._last.add(z[up], om[:, up])
         return om
 
     def _continued(self, z, om, todo, partial):

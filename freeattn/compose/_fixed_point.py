@@ -40,7 +40,7 @@ from ..core._errors import ConvergenceError
 __all__ = ["FixedPointResult", "FixedPointProblem", "SystemProblem", "EdgeProblem", "iterate",
            "newton", "newton_system", "bordered_newton", "edge_newton", "polish_newton",
            "bracketed_newton", "bracketed_zeros", "bracketed_maxima", "secant",
-           "nearest_solved"]
+           "WarmTable"]
 
 #: Relative residual ``|w - phi(w, z)| / (1 + |w|)`` at which a solve is converged
 #: (a few ulps of the subordination point).
@@ -1032,18 +1032,93 @@ def secant(fun, x0, x1, f0, f1, rtol, max_steps, active=None):
     return FixedPointResult(x1, last, steps, done & ~skipped)
 
 
-#: :func:`nearest_solved` compares every pair directly up to this many pairs (a host's
+#: :meth:`WarmTable.nearest` compares every pair directly up to this many pairs (a host's
 #: Newton asks a nested law a few points at a time against a table of up to 8192: 0.05 ms
 #: where building a k-d tree costs 1.9 ms, 3.5 s of seed 3 / draw 20 of the depth-3
 #: campaign); a k-d tree beyond.
 NEAREST_DIRECT_PAIRS = 1 << 17
 
 
-def nearest_solved(table, z):
-    """Index in ``table`` (complex points solved before) of the nearest to each point
-    of ``z``: the Newton starts of theory eqs. (14.15), (14.45)."""
-    if table.size * z.size <= NEAREST_DIRECT_PAIRS:
-        return np.argmin(np.abs(z[:, None] - table[None, :]), axis=1)
-    from scipy.spatial import cKDTree
+#: New points of a :class:`WarmTable` are searched directly until there are this many,
+#: then join its k-d tree's block (rebuilt then, not at every query).
+WARM_BUFFER = 512
 
-    return cKDTree(np.c_[table.real, table.imag]).query(np.c_[z.real, z.imag])[1]
+
+class WarmTable:
+    """Points solved before and their values, the latest first: the Newton starts of
+    theory eqs. (8.34), (8.36), (14.15), (14.45).
+
+    A host asks a nested law a few points at a time and each answer joins the table, so a
+    k-d tree of the whole table would be rebuilt at every query (1.9 ms at 4096 points).
+    New points wait in a buffer, searched directly, and join the tree's block when the
+    buffer holds ``WARM_BUFFER`` (the block then keeps the latest ``size`` points): a
+    query compares the buffer's nearest with the block's.
+
+    Parameters
+    ----------
+    size : int
+        Points kept in the block (the table holds at most ``size + WARM_BUFFER``).
+    """
+
+    def __init__(self, size):
+        self.size = int(size)
+        self._buf_z = self._main_z = np.empty(0, dtype=complex)
+        self._buf_v = self._main_v = None
+        self._tree = None
+
+    def __len__(self):
+        return self._buf_z.size + self._main_z.size
+
+    def add(self, z, values):
+        """Add points ``z`` (1-d) with ``values`` (their last axis the points)."""
+        z = np.asarray(z, dtype=complex)
+        if not z.size:
+            return
+        values = np.asarray(values)
+        buf_v = values if self._buf_v is None else np.concatenate([values, self._buf_v],
+                                                                  axis=-1)
+        self._buf_z, self._buf_v = np.concatenate([z, self._buf_z]), buf_v
+        if self._buf_z.size >= WARM_BUFFER:
+            main_v = buf_v if self._main_v is None else np.concatenate([buf_v, self._main_v],
+                                                                       axis=-1)
+            self._main_z = np.concatenate([self._buf_z, self._main_z])[:self.size]
+            self._main_v = main_v[..., :self.size]
+            self._buf_z, self._buf_v, self._tree = np.empty(0, dtype=complex), None, None
+
+    def contents(self):
+        """``(points, values)`` of the whole table, the latest first."""
+        parts = [(z, v) for z, v in ((self._buf_z, self._buf_v), (self._main_z, self._main_v))
+                 if z.size]
+        if not parts:
+            return np.empty(0, dtype=complex), None
+        return (np.concatenate([z for z, _ in parts]),
+                np.concatenate([v for _, v in parts], axis=-1))
+
+    def nearest(self, z):
+        """``(points, values)``: the solved point nearest to each of ``z`` (1-d, the
+        table not empty) and its values (a copy)."""
+        z = np.asarray(z, dtype=complex)
+        best = np.full(z.size, np.inf)
+        pz = np.empty(z.size, dtype=complex)
+        pv = None
+        for table, vals, main in ((self._buf_z, self._buf_v, False),
+                                  (self._main_z, self._main_v, True)):
+            if not table.size:
+                continue
+            if main and table.size * z.size > NEAREST_DIRECT_PAIRS:
+                if self._tree is None:
+                    from scipy.spatial import cKDTree
+
+                    self._tree = cKDTree(np.c_[table.real, table.imag])
+                dist, k = self._tree.query(np.c_[z.real, z.imag])
+            else:
+                d = np.abs(z[:, None] - table[None, :])
+                k = np.argmin(d, axis=1)
+                dist = d[np.arange(z.size), k]
+            take = dist < best
+            if pv is None:
+                pv = np.empty(vals.shape[:-1] + (z.size,), dtype=vals.dtype)
+            best[take], pz[take] = dist[take], table[k[take]]
+            pv[..., take] = vals[..., k[take]]
+        return pz, pv
+

@@ -50,7 +50,7 @@ __all__ = [
     "compose_affine",
 ]
 
-from ._fixed_point import nearest_solved, polish_newton
+from ._fixed_point import WarmTable, polish_newton
 from ._generic_solver import GenericSolver
 
 #: Secant steps of ``mpmath.findroot`` in the arbitrary-precision path (it
@@ -678,26 +678,26 @@ class SubordinationLaw(SpectralLaw):
 
     def _remember(self, name, z, values):
         """Keep solved off-axis points and their values, the latest first, in the table
-        ``name``: ``"_warm_table"`` the outermost subordination points (the starts of
-        :meth:`_warm_pair`), ``"_leaf_table"`` the tower's leaf variables (those of
-        :meth:`_warm_leaf_pair`)."""
+        ``name`` (a :class:`WarmTable`): ``"_warm_table"`` the outermost subordination
+        points (the starts of :meth:`_warm_pair`), ``"_leaf_table"`` the tower's leaf
+        variables (those of :meth:`_warm_leaf_pair`)."""
         keep = np.isfinite(values)
-        old = self.__dict__.get(name)
-        zs, vs = (z[keep], values[keep]) if old is None else (
-            np.concatenate([z[keep], old[0]]), np.concatenate([values[keep], old[1]]))
-        setattr(self, name, (zs[:LEVEL_WARM_TABLE], vs[:LEVEL_WARM_TABLE]))
+        table = self.__dict__.get(name)
+        if table is None:
+            table = WarmTable(LEVEL_WARM_TABLE)
+            setattr(self, name, table)
+        table.add(z[keep], values[keep])
 
     def _starts(self, name, z, off):
         """The points ``off`` of ``z`` within ``LEVEL_WARM_RTOL`` of a point kept in the
-        table ``name`` (:meth:`_remember`), and that point's value (a copy): ``(k,
-        values)``, empty where the table is."""
+        table ``name`` (:meth:`_remember`), and that point's value: ``(k, values)``,
+        empty where the table is."""
         table = self.__dict__.get(name)
-        if table is None or not off.size:
+        if table is None or not len(table) or not off.size:
             return off[:0], np.empty(0, dtype=complex)
-        zt, vt = table
-        pick = nearest_solved(zt, z[off])
-        near = np.abs(z[off] - zt[pick]) <= LEVEL_WARM_RTOL * np.abs(z[off])
-        return off[near], vt[pick[near]].copy()
+        zt, vt = table.nearest(z[off])
+        near = np.abs(z[off] - zt) <= LEVEL_WARM_RTOL * np.abs(z[off])
+        return off[near], vt[near]
 
     def _warm_pair(self, z):
         """``(G, G', done)``: the off-axis points within ``LEVEL_WARM_RTOL`` of a solved
