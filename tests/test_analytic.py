@@ -1312,7 +1312,7 @@ def test_three_discrete_laws_with_an_atom_against_a_haar_rotated_product():
 
 
 def test_the_nearest_solved_point_directly_and_by_a_tree():
-    # a WarmTable compares pairs directly up to NEAREST_DIRECT_PAIRS and by a k-d tree
+    # a WarmTable compares pairs directly up to WARM_TREE_PAIRS and by a k-d tree
     # beyond, new points in a buffer until WARM_BUFFER of them join the tree's block:
     # the nearest point (and its values) of every query equal the brute-force search
     # over the table's contents (random points, no ties), before and after the buffer
@@ -1322,19 +1322,19 @@ def test_the_nearest_solved_point_directly_and_by_a_tree():
 
     rng = np.random.default_rng(7)
     table = _fixed_point.WarmTable(4096)
-    big = _fixed_point.NEAREST_DIRECT_PAIRS // 4096 + 5
+    big = _fixed_point.WARM_TREE_PAIRS // 4096 + 5
     for chunk in (3000, 300, 250, 1500, 40):
         pts = rng.standard_normal(chunk) + 1j * rng.random(chunk)
         table.add(pts, np.stack([pts * 2, pts * 3]))
         zs, vals = table.contents()
         assert np.array_equal(vals, np.stack([zs * 2, zs * 3]))
-        for m in (3, big):
+        for m in (1, big):
             z = rng.standard_normal(m) + 1j * rng.random(m)
             near, v = table.nearest(z)
             ref = zs[np.argmin(np.abs(z[:, None] - zs[None, :]), axis=1)]
             np.testing.assert_array_equal(near, ref)
             np.testing.assert_array_equal(v, np.stack([ref * 2, ref * 3]))
-    assert 3 * 4096 <= _fixed_point.NEAREST_DIRECT_PAIRS < big * 4096
+    assert 1 * 4096 <= _fixed_point.WARM_TREE_PAIRS < big * 4096
     assert len(table) <= 4096 + _fixed_point.WARM_BUFFER
     # the latest points first: the last chunk heads the contents
     np.testing.assert_array_equal(table.contents()[0][:40], pts)
