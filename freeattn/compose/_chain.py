@@ -784,16 +784,14 @@ class ProductChainLaw(SpectralLaw):
             if hi >= self._bounds[1]:
                 raise ConvergenceError(f"the support of {self._describe()} reaches its "
                                        f"bound {hi!r}") from None
-            self._warm_x = np.empty(0)
-            self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
+            self._clear_warm()
             ivs = self._locate_support(lo, self._bounds[1])
         except ConvergenceError:
             if not self._atoms_reach_lower(lo, hi):
                 raise
             # a soft lower edge below even the deeper plain grid, where a discrete
             # factor's atoms put the lowest band (eq. (14.41) with the atoms)
-            self._warm_x = np.empty(0)
-            self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
+            self._clear_warm()
             ivs = self._locate_support(lo, hi, atoms=True)
         # the density's representation at once: where its solve finds a point outside
         # a band, the band splits (section 14.41), so the support returned is final
@@ -805,8 +803,7 @@ class ProductChainLaw(SpectralLaw):
             if self._atoms_reach_lower(lo, hi):
                 # a discrete factor's atoms put the lowest band below the grid (eq.
                 # (14.41) with the atoms): located again on the grid reaching it
-                self._warm_x = np.empty(0)
-                self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
+                self._clear_warm()
                 self._interval_cache = tuple(self._locate_support(lo, hi, atoms=True))
                 try:
                     self._representation()
@@ -814,6 +811,11 @@ class ProductChainLaw(SpectralLaw):
                     self._rep = None
         ivs, self._interval_cache = self._interval_cache, None
         return ivs
+
+    def _clear_warm(self):
+        """Forget the boundary table of eq. (14.7) before the support is located again."""
+        self._warm_x = np.empty(0)
+        self._warm_w = np.empty((len(self.factors), 0), dtype=complex)
 
     def _atoms_reach_lower(self, lo, hi):
         """Whether the grid of eq. (14.41) with the factors' atoms starts lower."""

@@ -585,16 +585,14 @@ class SubordinationLaw(SpectralLaw):
         edge = ~np.isfinite(t)          # solved next to the hard edge, without a leaf
         if edge.any():
             g[edge], dg[edge] = self._hard_edge_values(z[edge])[:2]
-        up = np.flatnonzero((z.imag > 0) & np.isfinite(t))
-        if self._solver.polisher is not None:
-            if up.size:
+        # (real points too: strictly inside in a band, eqs. (8.34), (8.36), or real in a
+        # gap, eq. (8.11))
+        up = np.flatnonzero(np.isfinite(t) & (z.imag >= 0))
+        if up.size:
+            if self._solver.polisher is not None:
                 tau = self._solver.curve.stages(t[up], derivatives=False)[0][-2]
                 self._remember("_warm_table", z[up], tau)
-        else:
-            # (and real points: a leaf strictly inside in a band, eq. (8.36), or a real
-            # one in a gap, eq. (8.11))
-            up = np.flatnonzero(np.isfinite(t) & (z.imag >= 0))
-            if up.size:
+            else:
                 self._remember("_leaf_table", z[up], t[up])
         return g, dg
 
@@ -700,9 +698,10 @@ class SubordinationLaw(SpectralLaw):
         return off[near], vt[near]
 
     def _warm_pair(self, z):
-        """``(G, G', done)``: the off-axis points within ``LEVEL_WARM_RTOL`` of a solved
-        one, by Newton on the outermost level from its subordination point (theory
-        section 8.11, eq. (8.34)), where the root is certified; ``done`` marks them.
+        """``(G, G', done)``: the points within ``LEVEL_WARM_RTOL`` of a solved one, by
+        Newton on the outermost level from its subordination point (theory section
+        8.11, eq. (8.34); on the axis in a gap eq. (8.11)), where the root is
+        certified; ``done`` marks them.
 
         For ``Im z > 0`` the subordination points of eq. (8.10) are the unique ones in
         the open upper half-plane on both transforms' principal branches (the
@@ -714,7 +713,11 @@ class SubordinationLaw(SpectralLaw):
         g = np.full(z.shape, np.nan + 0j)
         dg = np.full(z.shape, np.nan + 0j)
         done = np.zeros(z.shape, dtype=bool)
-        k, tau = self._starts("_warm_table", z, np.flatnonzero(z.imag > 0))
+        # real points only over a closed-form constituent (a tower's level): a nested
+        # one asked on the axis may raise, which would leave the whole call cold
+        on = isinstance(self._solver, RationalSolver)
+        k, tau = self._starts("_warm_table", z,
+                              np.flatnonzero((z.imag >= 0) if on else (z.imag > 0)))
         if not k.size:
             return g, dg, done
         zk = z[k]
@@ -755,24 +758,40 @@ class SubordinationLaw(SpectralLaw):
         return self.level.apply(tau, gb, np.ones_like(tau), dgb)
 
     def _certified(self, z, tau):
-        """``(ok, G, G')`` at outermost subordination points ``tau`` of off-axis ``z``:
-        ``ok`` where eq. (8.34) certifies the Stieltjes branch (``tau`` and the
-        partner's point strictly inside the upper half-plane, the partner's transform
-        agreeing there, ``Im G < 0``)."""
+        """``(ok, G, G')`` at outermost subordination points ``tau`` (updated in place) of
+        points ``z``: ``ok`` where eq. (8.34) certifies the Stieltjes branch (``tau``
+        and the partner's point strictly inside the upper half-plane, the partner's
+        transform agreeing there, ``Im G < 0``), or, at a real point whose ``tau``
+        Newton left real (to the branch tolerance, then made real), eq. (8.11): the
+        constituent's and the partner's transforms real there, the partner's on its
+        branch, and ``dz/dtau > 0``."""
         b, level = self.constituent, self.level
+        rtol = self.options.branch_rtol
+        real = (z.imag == 0) & (np.abs(tau.imag) <= rtol * np.abs(tau))
+        tau[real] = tau[real].real
         with np.errstate(all="ignore"):
             gb, dgb = b._pair_or_far(tau)
             _, g, dz, dg = self._level_values(tau, gb, dgb)
             dg = dg / dz
-            ok = (np.isfinite(g) & np.isfinite(dg) & (g.imag < 0)
+            fin = np.isfinite(g) & np.isfinite(dg)
+            ok = (fin & (g.imag < 0) & ~real
                   & (tau.imag > LEVEL_WARM_INSIDE_RTOL * np.abs(tau)))
+            up = fin & real & (np.abs(gb.imag) <= rtol * np.abs(gb)) & (dz.real > 0)
             point = level.partner_point(z, tau, gb, g)
             if point is not None:
                 ok &= np.isfinite(point) & (point.imag > LEVEL_WARM_INSIDE_RTOL * np.abs(point))
                 chk = np.flatnonzero(ok)
                 if chk.size:
                     mism = level.partner_check(point[chk], tau[chk], gb[chk], g[chk])
-                    ok[chk] &= mism <= np.sqrt(self.options.branch_rtol)
+                    ok[chk] &= mism <= np.sqrt(rtol)
+                # a real point's partner point is real; a point at infinity (the
+                # partner's transform at 0) is consistent with every law
+                sel = np.flatnonzero(up & np.isfinite(point))
+                if sel.size:
+                    mism = level.partner_check(point[sel].real + 0j, tau[sel], gb[sel], g[sel])
+                    up[sel] &= mism <= rtol
+            ok |= up
+            g[up], dg[up] = g[up].real, dg[up].real
         return ok, g, dg
 
     def _moment_series(self, kmax, prec):
