@@ -1326,11 +1326,12 @@ class SpectralLaw:
         ang = np.concatenate([theta, -theta])
         vals = np.concatenate([reg, np.conj(reg)])
         j = np.arange(NEAR_ATOM_TERMS)
-        c = (np.exp(-1j * np.outer(j, ang)) @ vals) / vals.size / r ** j
-        c = c.real + 0j                       # real on the axis off the support
         t = probe - s_
-        series = m / t + npoly.polyval(t, c)
         with np.errstate(all="ignore"):
+            # (a radius whose powers underflow gives infinite coefficients: refused below)
+            c = (np.exp(-1j * np.outer(j, ang)) @ vals) / vals.size / r ** j
+            c = c.real + 0j                   # real on the axis off the support
+            series = m / t + npoly.polyval(t, c)
             err = float(abs(series[0] - g[-1]) / abs(g[-1]))
         # the solver's own loss at the probe, eps * scale / |z - s|, bounds the check
         allowed = max(NEAR_ATOM_CHECK_RTOL,
