@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import freeattn
+from freeattn.compose import _chain
 from freeattn.compose._chain import ProductChainLaw
 
 #: The two continuations' G at the same real points: each solved to the chain's final
@@ -28,13 +29,19 @@ def _dropped(guess, level, ratio, gap):
 @pytest.fixture(scope="module")
 def product():
     # the depth-3 campaign's seed 2 / draw 39's product: support from 8.3e-6 to 0.0133,
-    # its sum asks it at real points left of the support down to 0
-    law = freeattn.free_multiplicative(
-        freeattn.free_multiplicative(freeattn.attention_law(0.014936, 5.8681).squared(),
-                                     freeattn.point_masses([4.676, 3.186, 4.639],
-                                                           [0.124, 0.235, 0.641])),
-        freeattn.sample_covariance(freeattn.marchenko_pastur(0.70943, 2.8375), 3.43))
+    # its sum asks it at real points left of the support down to 0. Built with its sample
+    # covariance (an atom at 0) as the explicit row of eq. (14.21), as it was when eq.
+    # (14.55) was written: entering as its factors since eq. (14.60), its continuation
+    # over the gap no longer meets another root with either prediction
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_chain, "_has_atom_at_zero", lambda law: False)
+        law = freeattn.free_multiplicative(
+            freeattn.free_multiplicative(freeattn.attention_law(0.014936, 5.8681).squared(),
+                                         freeattn.point_masses([4.676, 3.186, 4.639],
+                                                               [0.124, 0.235, 0.641])),
+            freeattn.sample_covariance(freeattn.marchenko_pastur(0.70943, 2.8375), 3.43))
     assert isinstance(law, ProductChainLaw)
+    assert any(isinstance(r, _chain._LevelRow) for r in law._rows)
     law.interval_details()
     return law
 

@@ -274,7 +274,9 @@ def test_a_depth_3_product_that_ran_over_a_minute_builds_section_14_39():
             freeattn.sample_covariance(freeattn.point_masses([2.609, 1.284, 0.653, 4.56],
                                                              [0.678, 0.035, 0.04, 0.247]),
                                        1.4118)))
-    assert isinstance(law, ProductChainLaw) and len(law.factors) == 4
+    # five factors: the sample covariance of atoms, with an atom at 0, enters as its
+    # factors (eq. (14.60)), the other as its explicit row of eq. (14.21)
+    assert isinstance(law, ProductChainLaw) and len(law.factors) == 5
     (lo, hi), = law.intervals()
     loc, mass = law.atoms()
     np.testing.assert_array_equal(loc, [0.0])
@@ -508,3 +510,38 @@ def test_a_point_a_little_higher_over_a_gap_starts_from_its_real_part_eq_14_44(m
     law._last = WarmTable(_chain.CHAIN_WARM_TABLE)
     law._solve(z)
     assert np.isin(z.real, continued[-1]).all()
+
+
+#: A product's edges with a factor's S-level row against every row in its subordination
+#: point (two formulations of eq. (14.8); measured 4e-14 at the lower edge).
+ROWS_EDGE_RTOL = 1e-12
+
+
+@pytest.mark.slow
+def test_a_factor_with_an_atom_at_zero_is_not_an_explicit_row_eq_14_60(monkeypatch):
+    # the depth-4 campaign's seed 15 / draw 8: the row of eq. (14.21) of a sample
+    # covariance with an atom at 0 evaluated its S-transform's denominator next to its
+    # root, with kappa = 3e5 of eq. (14.60); the continuation stalled within 1e-7 of the
+    # lower edge and the law raised. Such a factor enters as its factors (eq. (14.49))
+    def build():
+        mul, cov, pm = (freeattn.free_multiplicative, freeattn.sample_covariance,
+                        freeattn.point_masses)
+        mp = freeattn.marchenko_pastur
+        return mul(cov(mul(mul(mp(0.92865, 1.9005), mp(1.8778, 1.9144)),
+                           mul(pm([3.369, 4.419], [0.552, 0.448]), mp(1.0074, 2.9818))),
+                       3.0795),
+                   mul(cov(mul(pm([4.061], [1.0]), pm([4.792, 4.531, 3.49, 1.05],
+                                                      [0.17, 0.288, 0.022, 0.52])), 0.97455),
+                       pm([0.977, 2.953, 0.655], [0.249, 0.686, 0.065])))
+
+    law = build()
+    assert isinstance(law, ProductChainLaw)
+    for row, f in zip(law._rows, law.factors):
+        assert not (isinstance(row, _chain._LevelRow) and _chain._has_atom_at_zero(f))
+    (lo, hi), = law.intervals()
+    assert law.accuracy().mass_error <= MASS_ATOL
+    # every row in its subordination point: the same edges
+    monkeypatch.setattr(_chain._LevelRow, "of", classmethod(lambda cls, f: _chain._OmegaRow(f)))
+    other = build()
+    assert all(isinstance(r, _chain._OmegaRow) for r in other._rows)
+    np.testing.assert_allclose(other.intervals(), [(lo, hi)], rtol=ROWS_EDGE_RTOL, atol=0)

@@ -152,6 +152,14 @@ def _real_unknowns(om):
     return np.all(np.abs(om.imag) <= CHAIN_REAL_RTOL * np.abs(om), axis=0)
 
 
+def _has_atom_at_zero(law):
+    """Whether ``law`` has an atom at 0: there an S-level's ``z(tau)`` of eq. (14.21)
+    passes through 0 (``1 + c w`` for MP's ``S``), computed with cancellation that the
+    inverse map does not have (theory eq. (14.60))."""
+    loc, mass = law.atoms()
+    return bool(np.any((loc == 0.0) & (mass > 0.0)))
+
+
 def _through_soft_edges(inside, plain, real):
     """Points below the plain grid that ``G`` puts inside (``plain``) but the solid rule
     does not, in a run between a point inside and a real solution (outside, eq.
@@ -346,7 +354,8 @@ class _LevelRow:
         transform = getattr(level, "transform", None)
         if (hasattr(level, "apply_at_pole") and hasattr(transform, "num")
                 and getattr(transform, "rational", True)
-                and getattr(getattr(sub, "constituent", None), "_closed_form", False)):
+                and getattr(getattr(sub, "constituent", None), "_closed_form", False)
+                and not _has_atom_at_zero(sub)):
             return cls(sub, scale)
         return _OmegaRow(law)
 
