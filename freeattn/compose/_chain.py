@@ -153,9 +153,9 @@ def _real_unknowns(om):
 
 
 def _has_atom_at_zero(law):
-    """Whether ``law`` has an atom at 0: there an S-level's ``z(tau)`` of eq. (14.21)
-    passes through 0 (``1 + c w`` for MP's ``S``), computed with cancellation that the
-    inverse map does not have (theory eq. (14.60))."""
+    """Whether ``law`` has an atom at 0: next to it an S-level's ``omega(tau)`` of eq.
+    (14.21) has a pole, its S-transform's denominator evaluated at its root with the
+    loss of theory eq. (14.60), which the inverse map does not have."""
     loc, mass = law.atoms()
     return bool(np.any((loc == 0.0) & (mass > 0.0)))
 
@@ -344,7 +344,9 @@ class _LevelRow:
 
     @classmethod
     def of(cls, law):
-        """The row of ``law``: a :class:`_LevelRow` where it applies, else :class:`_OmegaRow`."""
+        """The row of ``law``: a :class:`_LevelRow` where it applies (an S-level with a
+        rational S-transform over a closed-form constituent, without an atom at 0: eq.
+        (14.60)), else :class:`_OmegaRow`."""
         sub, scale = law, 1.0
         if isinstance(law, AffineLaw) and law.shift == 0.0 and law.scale > 0:
             sub, scale = law.base, law.scale
