@@ -204,6 +204,12 @@ def test_the_branch_does_not_depend_on_the_order_of_the_roots_eq_8_10():
         assert -g.imag / np.pi == pytest.approx(ref, rel=1e-12)     # measured 6.7e-16
 
 
+#: The scaled law ``s b`` against ``b``'s own edges times ``s`` and ``f(x/s)/s``: the same
+#: float operations in another order (measured equal), to a few ulps.
+SCALING_EDGE_RTOL = 1e-15
+SCALING_PDF_RTOL = 1e-14
+
+
 def test_a_single_atom_times_a_law_is_its_scaling_eq_8_7():
     """``point_masses([s]) ⊠ b`` is ``s b`` (eq. (8.7)): as an S-level, MP(1.6425,
     2.2333) ⊠ point_masses([3.132]) took the conjugate root at x = 16.29 (Im G =
@@ -215,9 +221,11 @@ def test_a_single_atom_times_a_law_is_its_scaling_eq_8_7():
                 free_multiplicative(mp, point_masses([s], [1.0]))):
         lo, hi = law.intervals()[0]
         mlo, mhi = mp.intervals()[0]
-        assert lo == pytest.approx(s * mlo, rel=1e-15) and hi == pytest.approx(s * mhi, rel=1e-15)
+        assert lo == pytest.approx(s * mlo, rel=SCALING_EDGE_RTOL)
+        assert hi == pytest.approx(s * mhi, rel=SCALING_EDGE_RTOL)
         x = np.array([1.5, 10.0, 16.2865679394651, 31.9])
-        assert law.pdf(x) == pytest.approx(mp.pdf(x / s) / s, rel=1e-14)
+        assert law.pdf(x) == pytest.approx(mp.pdf(x / s) / s, rel=SCALING_PDF_RTOL)
         loc, mass = law.atoms()
-        assert loc.tolist() == [0.0] and mass[0] == pytest.approx(1 - 1 / 2.2333, rel=1e-15)
+        assert loc.tolist() == [0.0]
+        assert mass[0] == pytest.approx(1 - 1 / 2.2333, rel=SCALING_EDGE_RTOL)
 

@@ -40,13 +40,20 @@ def test_a_neighbours_newton_agrees_with_the_tower_eq_8_34(which):
     law = _levels()[which]
     lo, hi = law.support()
     z0 = np.array([lo + 0.3 * (hi - lo) + 0.05j, hi + 0.5 + 0.2j, 0.5 * (lo + hi) + 1e-3j])
-    law._solved_pair(z0)                                  # the tower: the table's starts
-    z = z0 * (1 + 2e-3) + 1e-4j
-    g, dg, done = law._warm_pair(z)
+    _against_tower(law, law._warm_pair, z0, z0 * (1 + 2e-3) + 1e-4j)
+
+
+def _against_tower(law, warm, z0, z):
+    """The points ``z0`` solved (by the tower: the table's starts), then ``warm`` at
+    ``z``: every point served, ``(G, G')`` equal to the tower's at the same points;
+    returns that ``G``."""
+    law._solved_pair(z0)
+    g, dg, done = warm(z)
     assert done.all()
     g_t, dg_t = law._tower_pair(z)
     np.testing.assert_allclose(g, g_t, rtol=WARM_VS_TOWER_RTOL)
     np.testing.assert_allclose(dg, dg_t, rtol=WARM_VS_TOWER_RTOL)
+    return g
 
 
 def test_points_far_from_every_solved_one_and_on_the_axis_go_to_the_tower():
@@ -170,14 +177,9 @@ def test_a_towers_leaf_from_a_neighbour_agrees_with_the_tower_eq_8_36():
     law = _tower_level()
     lo, hi = law.support()
     z0 = np.array([lo + 0.3 * (hi - lo) + 0.05j, hi * 1.2 + 0.2j, 0.5 * (lo + hi) + 1e-3j])
-    law._solved_pair(z0)                                  # the tower: the table's starts
+    _against_tower(law, law._warm_leaf_pair, z0, z0 * (1 + 2e-3) + 1e-4j)
+    # the leaves' table, not the subordination points' (no polisher)
     assert "_warm_table" not in law.__dict__ and "_leaf_table" in law.__dict__
-    z = z0 * (1 + 2e-3) + 1e-4j
-    g, dg, done = law._warm_leaf_pair(z)
-    assert done.all()
-    g_t, dg_t = law._tower_pair(z)
-    np.testing.assert_allclose(g, g_t, rtol=WARM_VS_TOWER_RTOL)
-    np.testing.assert_allclose(dg, dg_t, rtol=WARM_VS_TOWER_RTOL)
 
 
 def test_eq_8_36_refuses_every_other_root_of_the_tower():
@@ -203,14 +205,9 @@ def _axis_against_tower(law, warm, x0, inside):
     """Real points ``x0`` (the first ``inside`` in the support) solved, then ``warm`` at
     the points moved by 1e-3: every one served, ``G`` real outside and with a density
     inside, ``(G, G')`` equal to the tower's at the same points; returns those points."""
-    law._solved_pair(x0 + 0j)
     x = x0 * (1 + 1e-3)
-    g, dg, done = warm(x + 0j)
-    assert done.all()
+    g = _against_tower(law, warm, x0 + 0j, x + 0j)
     assert np.all(g[inside:].imag == 0) and np.all(g[:inside].imag < 0)
-    g_t, dg_t = law._tower_pair(x + 0j)
-    np.testing.assert_allclose(g, g_t, rtol=WARM_VS_TOWER_RTOL)
-    np.testing.assert_allclose(dg, dg_t, rtol=WARM_VS_TOWER_RTOL)
     return x
 
 

@@ -79,6 +79,7 @@ class AffineLevel:
     #: The point under the level is ``(z - shift)/scale``, a function of ``z``
     #: alone, not a subordination point (it is real with ``z``).
     subordinating = False
+    fold_before_soft_end = False
 
     def __init__(self, shift, scale):
         self.shift = float(shift)
@@ -164,6 +165,10 @@ class RLevel:
 
     kind = "R"
     subordinating = True
+    #: ``Phi' = 1 + R_a'(G_b) G_b'`` turns negative before a square-root end of the
+    #: constituent, where ``G_b'`` diverges: the gap grid reaches the rounding of the
+    #: end (theory eq. (8.35)).
+    fold_before_soft_end = True
 
     def __init__(self, transform, partner):
         self.transform = transform
@@ -225,6 +230,8 @@ class SLevel:
 
     kind = "S"
     subordinating = True
+    #: (no case known where eq. (8.35) is needed: the gap grid keeps its band stop)
+    fold_before_soft_end = False
 
     def __init__(self, transform, partner):
         self.transform = transform

@@ -142,6 +142,7 @@ class CompanionLevel:
     kind = "companion"
     #: The point under the level is ``z`` itself, not a subordination point.
     subordinating = False
+    fold_before_soft_end = False
 
     def __init__(self, t):
         self.t = float(t)

@@ -1278,10 +1278,9 @@ class ProductChainLaw(SpectralLaw):
         om = np.empty((len(self.factors), z.size), dtype=complex)
         todo = np.ones(z.size, dtype=bool)
         off = np.flatnonzero(z.imag > 0)
-        picked = False
+        pz = None
         if off.size and len(self._last):
             # the nearest solved point and its unknowns, at every off-axis point
-            picked = True
             pz = np.empty(z.size, dtype=complex)
             pom = np.empty((len(self.factors), z.size), dtype=complex)
             zo = z[off]
@@ -1299,7 +1298,7 @@ class ProductChainLaw(SpectralLaw):
             om[:, near[ok]] = new[:, ok]
             todo[near[ok]] = False
         off = np.flatnonzero(todo & (z.imag > 0))
-        if off.size and picked:
+        if off.size and pz is not None:
             # eq. (14.45): from the nearest solved point at any distance
             new, ok = self._from_neighbours(z[off], pz[off], pom[:, off])
             om[:, off[ok]] = new[:, ok]

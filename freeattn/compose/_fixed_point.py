@@ -1046,7 +1046,7 @@ WARM_BUFFER = 512
 
 class WarmTable:
     """Points solved before and their values, the latest first: the Newton starts of
-    theory eqs. (8.34), (8.36), (14.15), (14.45).
+    theory eqs. (8.34), (8.36), (14.15), (14.45) (the table: theory section 14.35).
 
     A host asks a nested law a few points at a time and each answer joins the table, so a
     k-d tree of the whole table would be rebuilt at every query (0.9 ms at 4096 points).

@@ -241,7 +241,7 @@ class GenericSolver:
             width = _adjacent_width(self.constituent, end)
             stop = max(GAP_END_BAND_RTOL * width,
                        GAP_END_RTOL * abs(end) if end != 0 else GAP_END_ZERO_FLOOR * self.scale)
-            if exponent == SOFT and end != 0 and self.level.kind == "R":
+            if exponent == SOFT and end != 0 and self.level.fold_before_soft_end:
                 stop = GAP_END_RTOL * abs(end)
             d0 = abs(nearest - end)
             count = int(np.floor(np.log(stop / d0) / np.log(GAP_END_RATIO))) if d0 > stop else 0

@@ -601,8 +601,8 @@ class SubordinationLaw(SpectralLaw):
         constituent (no polisher): the points within ``LEVEL_WARM_RTOL`` of a solved
         one, by Newton on the factored tower ``Z(t) = z`` from its leaf variable, where
         eq. (8.36) certifies the root (off the axis, and on it inside a band: the
-        fixed point strictly inside the half-plane is unique there too; in a gap the
-        real root is left to the tower's test of eq. (8.11)).
+        fixed point strictly inside the half-plane is unique there too), or, on the
+        axis in a gap, eq. (8.11) (:meth:`_leaf_certified`).
 
         Eq. (8.34) level by level: a leaf with every stage's point and every partner's
         point strictly inside the upper half-plane, each partner's transform agreeing
@@ -675,8 +675,8 @@ class SubordinationLaw(SpectralLaw):
         return ok, g, dg
 
     def _remember(self, name, z, values):
-        """Keep solved off-axis points and their values, the latest first, in the table
-        ``name`` (a :class:`WarmTable`): ``"_warm_table"`` the outermost subordination
+        """Keep solved points (off the axis, and real ones of a tower's level) and their
+        values, the latest first, in the table ``name`` (a :class:`WarmTable`): ``"_warm_table"`` the outermost subordination
         points (the starts of :meth:`_warm_pair`), ``"_leaf_table"`` the tower's leaf
         variables (those of :meth:`_warm_leaf_pair`)."""
         keep = np.isfinite(values)
