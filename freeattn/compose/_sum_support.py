@@ -44,6 +44,9 @@ END_RTOL = 1e-11
 #: An end or atom at 0 (or within this fraction of the spread from it) is sampled from
 #: ``END_RTOL`` of this fraction of the spread: its own size gives no scale there.
 NEAR_ZERO_FRACTION = 1e-3
+#: ... and at most this fraction of the width of the piece of a gap it ends (between an
+#: edge and an atom, or two atoms).
+END_WIDTH_FRACTION = 0.25
 #: Samples spread evenly (Chebyshev points) over a finite branch.
 INTERIOR_SAMPLES = 32
 #: An unbounded branch is sampled out to this many times the law's spread
@@ -242,8 +245,8 @@ class LawBranches:
         cuts = [left] + inside.tolist() + [right]
         zeros = []
         for lo, hi in zip(cuts[:-1], cuts[1:]):
-            sl = self._end_sign(lo, +1)
-            sh = self._end_sign(hi, -1)
+            sl = self._end_sign(lo, +1, hi - lo)
+            sh = self._end_sign(hi, -1, hi - lo)
             if sl > 0 and sh < 0:
                 zeros.append(self._zero(lo, hi))
         ends = [left] + zeros + [right]
@@ -254,25 +257,32 @@ class LawBranches:
             self.branches.append(branch)
             self._samples.append(self._sample(branch))
 
-    def _end_sign(self, v, side):
-        """Sign of ``G`` next to ``v`` on the ``side`` of it (``+1``: right)."""
+    def _end_sign(self, v, side, width):
+        """Sign of ``G`` next to ``v`` on the ``side`` of it (``+1``: right), inside the
+        piece of width ``width`` that ``v`` ends (:meth:`_end_step`)."""
         if not np.isfinite(v):
             return np.sign(v)           # G ~ 1/u: negative at -oo, positive at +oo
         if v in self.atoms:
             return side                 # a pole of G with positive residue
-        g = self.values([v + side * self._end_step(v)])[0][0]
+        g = self.values([v + side * self._end_step(v, width)])[0][0]
         if not np.isfinite(g) or g == 0.0:
             raise ConvergenceError(f"G of {self.law._describe()} is {g!r} next to the "
                                    f"edge {v!r} (theory eq. (14.37))")
         return np.sign(g)
 
-    def _end_step(self, v):
-        return END_RTOL * max(abs(v), self.spread * NEAR_ZERO_FRACTION)
+    def _end_step(self, v, width=np.inf):
+        """The distance from an end ``v`` at which ``G`` is first asked: ``END_RTOL`` of
+        its size (of ``NEAR_ZERO_FRACTION`` of the spread next to 0), at most
+        ``END_WIDTH_FRACTION`` of the ``width`` of the piece it ends: a probe beyond the
+        piece (a band's edge ``6e-17`` from an atom at 0 of a law spread over ``[0, 7]``)
+        reads ``G`` on the other side of the atom, of the other sign."""
+        return min(END_RTOL * max(abs(v), self.spread * NEAR_ZERO_FRACTION),
+                   END_WIDTH_FRACTION * width)
 
     def _zero(self, lo, hi):
         """The zero of ``G`` in ``(lo, hi)``, where ``G`` decreases from positive to negative."""
-        a = lo + (self._end_step(lo) if lo not in self.atoms else 0.0)
-        b = hi - (self._end_step(hi) if hi not in self.atoms else 0.0)
+        a = lo + (self._end_step(lo, hi - lo) if lo not in self.atoms else 0.0)
+        b = hi - (self._end_step(hi, hi - lo) if hi not in self.atoms else 0.0)
         x0 = None
         if self._known is not None:
             # the one zero in (lo, hi) is among the candidates of eq. (14.43): where
