@@ -24,6 +24,10 @@ __all__ = ["GenericSolver"]
 #: is solved from there (the solution is continuous up to the real axis).
 CONTINUATION_FACTOR = 0.25
 CONTINUATION_FLOOR = 1e-7
+#: Relative error to which Newton solves the continuation's intermediate stages: each
+#: is only the next stage's start, which Newton's quadratic convergence needs close,
+#: not exact; the target itself is solved to ``options.newton_rtol``.
+CONTINUATION_STAGE_RTOL = 1e-3
 
 #: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
 #: the inverse map counts as not positive in the generic support search.
@@ -114,7 +118,7 @@ class GenericSolver:
             zk = z if eta is None else z.real + 1j * np.maximum(eta, z.imag)
             if eta is not None and np.all(eta <= z.imag):
                 continue
-            tau = self._newton(tau, zk)
+            tau = self._newton(tau, zk, None if eta is None else CONTINUATION_STAGE_RTOL)
         zz, g, dz, _ = self._phi(tau)
         res = np.abs(zz - z) / (np.abs(z) + scale)
         bad = ~np.isfinite(res) | (res > opts.branch_rtol) | (tau.imag < -opts.branch_rtol
@@ -135,7 +139,7 @@ class GenericSolver:
                 point=z[k], residual=float(res[k]), tolerance=opts.branch_rtol)
         return tau, g
 
-    def _newton(self, tau, zk):
+    def _newton(self, tau, zk, rtol=None):
         """Newton on ``Phi(tau) = zk`` by the shared strategy :func:`~._fixed_point.newton`.
 
         The inverse-map equation is the fixed-point problem
@@ -147,7 +151,7 @@ class GenericSolver:
         problem = _InverseMap(self, self._dphi_infinity())
         return newton(problem, zk, np.asarray(tau, dtype=complex),
                       max_steps=self.options.newton_max_iter,
-                      rtol=self.options.newton_rtol).value
+                      rtol=self.options.newton_rtol if rtol is None else rtol).value
 
     # -- the support ---------------------------------------------------------------------
     def support(self):

@@ -84,6 +84,11 @@ POLISH_STEP_RTOL = 1e-6
 #: (``LEVEL_WARM_INSIDE_RTOL`` of their modulus) and the partner's transform agrees
 #: there.  The latest ``LEVEL_WARM_TABLE`` solved points are kept as starts.
 LEVEL_WARM_RTOL = 0.05
+#: ... and within ``GENERIC_WARM_RTOL`` over a constituent without a tower, whose cold
+#: solve (the continuation of eq. (8.10), some 20-30 evaluations of the constituent)
+#: costs more than the warm steps a farther start may waste: the certificate, not
+#: the start, decides which root is kept.
+GENERIC_WARM_RTOL = 0.5
 LEVEL_WARM_STEPS = 8
 LEVEL_WARM_STEP_RTOL = 1e-14
 LEVEL_WARM_INSIDE_RTOL = 1e-6
@@ -560,11 +565,11 @@ class SubordinationLaw(SpectralLaw):
 
     def _continued_pair(self, z):
         """``(G, G')`` from the generic solver's continuation in ``Im z`` (eq. (8.10));
-        the subordination points of the off-axis points enter the table of
+        the subordination points (of the real points too) enter the table of
         :meth:`_warm_pair`."""
         tau, g = self._solver.solve(z)
         _, _, dz, dg = self._solver._phi(tau)
-        up = np.flatnonzero(z.imag > 0)
+        up = np.flatnonzero(z.imag >= 0)
         if up.size:
             self._remember("_warm_table", z[up], tau[up])
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -687,21 +692,25 @@ class SubordinationLaw(SpectralLaw):
         table.add(z[keep], values[keep])
 
     def _starts(self, name, z, off):
-        """The points ``off`` of ``z`` within ``LEVEL_WARM_RTOL`` of a point kept in the
+        """The points ``off`` of ``z`` within ``LEVEL_WARM_RTOL`` (``GENERIC_WARM_RTOL``
+        without a tower) of a point kept in the
         table ``name`` (:meth:`_remember`), and that point's value: ``(k, values)``,
         empty where the table is."""
         table = self.__dict__.get(name)
         if table is None or not len(table) or not off.size:
             return off[:0], np.empty(0, dtype=complex)
         zt, vt = table.nearest(z[off])
-        near = np.abs(z[off] - zt) <= LEVEL_WARM_RTOL * np.abs(z[off])
+        rtol = (LEVEL_WARM_RTOL if isinstance(self._solver, RationalSolver)
+                else GENERIC_WARM_RTOL)
+        near = np.abs(z[off] - zt) <= rtol * np.abs(z[off])
         return off[near], vt[near]
 
     def _warm_pair(self, z):
-        """``(G, G', done)``: the points within ``LEVEL_WARM_RTOL`` of a solved one, by
-        Newton on the outermost level from its subordination point (theory section
-        8.11, eq. (8.34); on the axis in a gap eq. (8.11)), where the root is
-        certified; ``done`` marks them.
+        """``(G, G', done)``: the points within ``LEVEL_WARM_RTOL`` (``GENERIC_WARM_RTOL``
+        over a nested constituent) of a solved one, by Newton on the outermost level
+        from its subordination point (theory section 8.11, eq. (8.34); on or a rounding
+        above the axis in a gap eq. (8.11)), where the root is certified; ``done`` marks
+        them.  The real points are started apart from the others.
 
         For ``Im z > 0`` the subordination points of eq. (8.10) are the unique ones in
         the open upper half-plane on both transforms' principal branches (the
@@ -713,28 +722,27 @@ class SubordinationLaw(SpectralLaw):
         g = np.full(z.shape, np.nan + 0j)
         dg = np.full(z.shape, np.nan + 0j)
         done = np.zeros(z.shape, dtype=bool)
-        # real points only over a closed-form constituent (a tower's level): a nested
-        # one asked on the axis may raise, which would leave the whole call cold
-        on = isinstance(self._solver, RationalSolver)
-        k, tau = self._starts("_warm_table", z,
-                              np.flatnonzero((z.imag >= 0) if on else (z.imag > 0)))
-        if not k.size:
-            return g, dg, done
-        zk = z[k]
-        try:
-            conv = self._warm_newton(zk, tau)
-            sel = np.flatnonzero(conv)
-            if not sel.size:
-                return g, dg, done
-            ok, gg, dgg = self._certified(zk[sel], tau[sel])
-        except ConvergenceError:
-            # a nested constituent not solved at a step's point: the solver decides
-            return g, dg, done
-        good = sel[ok]
-        g[k[good]], dg[k[good]] = gg[ok], dgg[ok]
-        done[k[good]] = True
-        if good.size:
-            self._remember("_warm_table", z[k[good]], tau[good])
+        # real points apart from the others: a nested constituent asked on the axis
+        # may raise, which leaves only that group to the solver
+        for group in (np.flatnonzero(z.imag > 0), np.flatnonzero(z.imag == 0)):
+            k, tau = self._starts("_warm_table", z, group)
+            if not k.size:
+                continue
+            zk = z[k]
+            try:
+                conv = self._warm_newton(zk, tau)
+                sel = np.flatnonzero(conv)
+                if not sel.size:
+                    continue
+                ok, gg, dgg = self._certified(zk[sel], tau[sel])
+            except ConvergenceError:
+                # a nested constituent not solved at a step's point: the solver decides
+                continue
+            good = sel[ok]
+            g[k[good]], dg[k[good]] = gg[ok], dgg[ok]
+            done[k[good]] = True
+            if good.size:
+                self._remember("_warm_table", z[k[good]], tau[good])
         return g, dg, done
 
     def _warm_newton(self, zk, tau):
@@ -764,10 +772,18 @@ class SubordinationLaw(SpectralLaw):
         transform agreeing there, ``Im G < 0``), or, at a real point whose ``tau``
         Newton left real (to the branch tolerance, then made real), eq. (8.11): the
         constituent's and the partner's transforms real there, the partner's on its
-        branch, and ``dz/dtau > 0``."""
+        branch, and ``dz/dtau > 0``.  A point at most the branch tolerance above the
+        axis whose ``tau`` lies in the closed upper half-plane within that tolerance of
+        the axis is certified by eq. (8.11) too and keeps its complex ``G`` (theory
+        section 8.11)."""
         b, level = self.constituent, self.level
         rtol = self.options.branch_rtol
-        real = (z.imag == 0) & (np.abs(tau.imag) <= rtol * np.abs(tau))
+        # eq. (8.11) also at points a little above a gap (Im z <= r|z|, as a host's
+        # subordination point in its own gap is), whose tau stays in the closed upper
+        # half-plane within r|tau| of the axis; only the real ones are made real
+        flat = np.abs(tau.imag) <= rtol * np.abs(tau)
+        real = (z.imag == 0) & flat
+        near = real | ((z.imag <= rtol * np.abs(z)) & (tau.imag >= 0) & flat)
         tau[real] = tau[real].real
         with np.errstate(all="ignore"):
             gb, dgb = b._pair_or_far(tau)
@@ -776,7 +792,8 @@ class SubordinationLaw(SpectralLaw):
             fin = np.isfinite(g) & np.isfinite(dg)
             ok = (fin & (g.imag < 0) & ~real
                   & (tau.imag > LEVEL_WARM_INSIDE_RTOL * np.abs(tau)))
-            up = fin & real & (np.abs(gb.imag) <= rtol * np.abs(gb)) & (dz.real > 0)
+            up = (fin & near & (np.abs(gb.imag) <= rtol * np.abs(gb)) & (dz.real > 0)
+                  & (np.abs(dz.imag) <= rtol * np.abs(dz)))
             point = level.partner_point(z, tau, gb, g)
             if point is not None:
                 ok &= np.isfinite(point) & (point.imag > LEVEL_WARM_INSIDE_RTOL * np.abs(point))
@@ -791,6 +808,7 @@ class SubordinationLaw(SpectralLaw):
                     mism = level.partner_check(point[sel].real + 0j, tau[sel], gb[sel], g[sel])
                     up[sel] &= mism <= rtol
             ok |= up
+            up &= real
             g[up], dg[up] = g[up].real, dg[up].real
         return ok, g, dg
 
