@@ -123,6 +123,18 @@ def _generic_level():
     return law
 
 
+def _against_continuation(law, z):
+    """:meth:`_warm_pair` at ``z``: every point served, ``(G, G')`` equal to the generic
+    solver's continuation at the same points; returns that ``G``."""
+    g, dg, done = law._warm_pair(z)
+    assert done.all()
+    tau, g_c = law._solver.solve(z)
+    _, _, dz, dg_c = law._solver._phi(tau)
+    np.testing.assert_allclose(g, g_c, rtol=WARM_VS_TOWER_RTOL)
+    np.testing.assert_allclose(dg, dg_c / dz, rtol=WARM_VS_TOWER_RTOL)
+    return g
+
+
 def test_a_level_over_a_nested_law_from_a_neighbour_agrees_with_the_continuation():
     # the generic solver's continuation in Im z (eq. (8.10)) against Newton from a
     # neighbour certified by eq. (8.34); measured 2.0e-16 (G) and 4.4e-16 (G')
@@ -131,12 +143,7 @@ def test_a_level_over_a_nested_law_from_a_neighbour_agrees_with_the_continuation
     z0 = np.array([lo + 0.3 * (hi - lo) + 0.05j, hi + 0.5 + 0.2j, 0.5 * (lo + hi) + 1e-3j])
     law._solved_pair(z0)                                  # the continuation: the starts
     z = z0 * (1 + 2e-3) + 1e-4j
-    g, dg, done = law._warm_pair(z)
-    assert done.all()
-    tau, g_c = law._solver.solve(z)
-    _, _, dz, dg_c = law._solver._phi(tau)
-    np.testing.assert_allclose(g, g_c, rtol=WARM_VS_TOWER_RTOL)
-    np.testing.assert_allclose(dg, dg_c / dz, rtol=WARM_VS_TOWER_RTOL)
+    g = _against_continuation(law, z)
 
 
 def test_a_level_over_a_nested_law_on_and_next_to_the_axis_from_a_neighbour_eq_8_11():
@@ -152,12 +159,7 @@ def test_a_level_over_a_nested_law_on_and_next_to_the_axis_from_a_neighbour_eq_8
     z0 = np.r_[x0 + 0j, x0[3:] + 1e-20j * np.abs(x0[3:])]
     law._solved_pair(z0)
     z = z0.real * (1 + 1e-3) + 1j * z0.imag
-    g, dg, done = law._warm_pair(z)
-    assert done.all()
-    tau, g_c = law._solver.solve(z)
-    _, _, dz, dg_c = law._solver._phi(tau)
-    np.testing.assert_allclose(g, g_c, rtol=WARM_VS_TOWER_RTOL)
-    np.testing.assert_allclose(dg, dg_c / dz, rtol=WARM_VS_TOWER_RTOL)
+    g = _against_continuation(law, z)
     assert np.all(g[3:7].imag == 0) and np.all(g[:3].imag < 0)
     # above the axis G keeps its (tiny) imaginary part, of the sign of the branch
     assert np.all(g[7:].imag <= 0) and np.all(np.abs(g[7:].imag) <= 1e-18 * np.abs(g[7:]))
