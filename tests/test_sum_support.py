@@ -751,20 +751,27 @@ def test_zeros_of_a_sums_g_are_a_constituents_zeros_shifted_by_the_partners_mean
     assert np.all(g == 0) and np.all(d == slope)
 
 
-@pytest.mark.slow
-def test_a_zero_of_g_is_probed_inside_its_piece_of_a_gap_eq_14_37():
-    # theory eq. (14.37), section 14.29: the depth-3 campaign's seed 32 / draw 38.  b has
-    # an atom at 0 and a band from 6.3e-17 on a support reaching 7.45; G(x) < 0 for every
-    # x < 0 (each term 1/(x - t) of a law on [0, oo) is negative), so no branch ends at a
-    # zero below 0.  Probed beyond its piece (at -7.4e-14, across the atom) the piece
-    # from the atom to the band took a zero at -1.2e-15, and the sum a gap
-    # [8.1e-5, 1.1e-4] where its density is 0.09/x: mass 0.972, raised.
+def _seed_32_draw_38():
     a = freeattn.sample_covariance(freeattn.attention_law(0.0097669, 0.11046).squared(),
                                    5.1531)
     b = freeattn.free_additive(
         freeattn.free_multiplicative(freeattn.marchenko_pastur(1.1133, 1.5153),
                                      freeattn.attention_law(0.0045071, 0.60838).squared()),
         freeattn.marchenko_pastur(1.0108, 2.9435))
+    return a, b
+
+
+@pytest.mark.slow
+def test_a_zero_of_g_is_probed_inside_its_piece_of_a_gap_eq_14_37(monkeypatch):
+    # theory eq. (14.37), section 14.29: the depth-3 campaign's seed 32 / draw 38.  b has
+    # an atom at 0 and a band from 6.3e-17 on a support reaching 7.45; G(x) < 0 for every
+    # x < 0 (each term 1/(x - t) of a law on [0, oo) is negative), so no branch ends at a
+    # zero below 0.  Probed beyond its piece (at -7.4e-14, across the atom) the piece
+    # from the atom to the band took a zero at -1.2e-15, and the sum a gap
+    # [8.1e-5, 1.1e-4] where its density is 0.09/x: mass 0.972, raised.
+    from freeattn.compose import _sum_support
+
+    a, b = _seed_32_draw_38()
     br = LawBranches(b, _cauchy_pair)
     lo = float(b.interval_details()[0].lo)
     assert 0 < lo < 1e-16 and b.atoms()[0].tolist() == [0.0]
@@ -781,6 +788,16 @@ def test_a_zero_of_g_is_probed_inside_its_piece_of_a_gap_eq_14_37():
     assert np.all(cont * x > 0.05)
     np.testing.assert_allclose(law.pdf(x), cont, rtol=1e-7)
     assert law.accuracy().mass_error <= 1e-10
+    # probed as before, the two curves through the false zero map their "gaps" with x
+    # decreasing (from 9.54e-5 to 8.13e-5, and from 1.12e-4 to 9.54e-5), which a sum's
+    # gap cannot do (eq. (14.20)): the curves raise rather than giving that support (the
+    # sum then goes to its grid, which raises on section 14.37's band at the atom)
+    monkeypatch.setattr(_sum_support, "END_WIDTH_FRACTION", np.inf)
+    a, b = _seed_32_draw_38()
+    with pytest.raises(ConvergenceError, match="decreases along a gap"):
+        law_sum_edges(LawBranches(a, _cauchy_pair), LawBranches(b, _cauchy_pair))
+    with pytest.raises(ConvergenceError):
+        freeattn.free_additive(a, b).intervals()
 
 
 def test_measured_noise_accepts_a_residual_at_the_rounding_of_phi_and_nothing_more_eq_14_42():

@@ -270,7 +270,7 @@ def discrete_sum_edges(a_values, a_weights, b_values, b_weights):
     # Bernoulli at 0) has width 0 rather than rounding noise
     pole_x = np.where(np.abs(pair[kk, ll] - 1.0) <= ATOM_MARGIN, a.t[kk] + b.t[ll], np.nan)
     return curve_bands(f, s_and_x, lambda r, side: _limit(a, b, int(kk[r]), int(ll[r]), side),
-                       pole_x, spread, spread, "eq. (14.20)")
+                       pole_x, spread, spread, "eq. (14.20)", increasing=True)
 
 
 def sum_criterion(points, parts):
@@ -303,7 +303,7 @@ def sum_criterion(points, parts):
 
 
 def curve_bands(f, fun, limit, pole_x, spread, xscale, what, closed=None, pole_at=None,
-                peak_reach=None, touch_relative=False):
+                peak_reach=None, touch_relative=False, increasing=False):
     """Bands from the sign of a real criterion along curves of real solutions.
 
     The common core of theory sections 14.19 and 14.28: every sampled local
@@ -351,6 +351,10 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what, closed=None, pole_a
         the end (a band can be many decades narrower than the support: a
         constituent's own narrow band next to an atom of the other, theory
         section 14.29).
+    increasing : bool
+        ``x`` increases along every gap (a sum, eq. (14.20)): a gap image whose
+        ends are reversed by more than the touching tolerance raises (a product's
+        may decrease, eq. (14.34), and is turned round).
 
     Returns
     -------
@@ -455,8 +459,18 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what, closed=None, pole_a
         sel = rows == r
         gaps.extend(_curve_gaps(lambda side, r=r: limit(r, side), pos[r, :width[r]],
                                 cols[sel], zx[sel], pole[sel]))
-    # (x increases along a gap of a sum, eq. (14.20); along one of a product it may
-    # decrease, eq. (14.34))
+    # (x increases along a gap of a sum, eq. (14.20): a gap reversed beyond the rounding
+    # of its ends was found on a curve whose values are not the law's; along one of a
+    # product it may decrease, eq. (14.34))
+    if increasing:
+        for g in gaps:
+            touch = (xscale * max(abs(g[0]), abs(g[1])) if touch_relative
+                     else TOUCH_RTOL * xscale)
+            if g[0] > g[1] + touch:
+                raise ConvergenceError(
+                    f"x decreases along a gap of {what}, from {g[0]!r} to {g[1]!r}: a "
+                    f"sum's x increases along its gaps (theory eq. (14.20))",
+                    point=float(g[1]))
     gaps = [g if g[0] <= g[1] else (g[1], g[0], g[3], g[2]) for g in gaps]
     gaps = sorted((g for g in gaps if g[0] < g[1]), key=lambda g: g[0])
     merged = []

@@ -566,7 +566,7 @@ def law_sum_edges(*laws):
                        for r in range(kk.size)], dtype=bool)
     return curve_bands(upad, s_and_x, limit, pole_x, p.finest, TOUCH_ULPS * _EPS,
                        "eq. (14.50)" if others[1:] else "eq. (14.20)", closed, pole_at,
-                       PEAK_REACH, touch_relative=True)
+                       PEAK_REACH, touch_relative=True, increasing=True)
 
 
 def stationary_shift(dw, d, s):
