@@ -1119,8 +1119,10 @@ class ProductChainLaw(SpectralLaw):
         ``CHAIN_EDGE_SECTIONS**-CHAIN_EDGE_ROUNDS`` of their width (in ``log x``).
 
         Each round solves ``CHAIN_EDGE_SECTIONS - 1`` interior points of every
-        cell in one batch and keeps the sub-cell at the first change from
-        outside to inside, counted from ``x_out``.
+        cell in one batch and keeps the sub-cell from the last point outside before
+        the first point inside, counted from ``x_out``, of the points the
+        continuation brought to the axis (accepted there, :meth:`_accepted`; theory
+        section 14.9).
         """
         k = CHAIN_EDGE_SECTIONS
         frac = np.arange(1, k) / k
@@ -1128,13 +1130,25 @@ class ProductChainLaw(SpectralLaw):
             pts = x_out[:, None] * (x_in / x_out)[:, None] ** frac[None, :]
             flat = pts.ravel()
             om = self._continue(flat, np.zeros(flat.size), check=False)
-            self._add_inside(flat, om)              # warm starts next to the edge
-            ins = self._inside(om, flat).reshape(pts.shape)
-            # first point inside (x_in itself when none is); the point before it is outside
+            # a point the continuation left above the axis (its levels stalled: next to
+            # a fold, or next to a zero of G, where the unknowns diverge) decides
+            # nothing: its G keeps the imaginary part of its last level (section 14.9)
+            reached = np.all(np.isfinite(om), axis=0)
+            sel = np.flatnonzero(reached)
+            if sel.size:
+                reached[sel] = self._accepted(om[:, sel], 1.0 / flat[sel].astype(complex))[0]
+            self._add_inside(flat[reached], om[:, reached])   # warm starts next to the edge
+            inside = self._inside(om, flat)
+            ins = (inside & reached).reshape(pts.shape)
+            out = (~inside & reached).reshape(pts.shape)
+            # the first point inside (x_in itself when none is) and the last point
+            # outside before it (x_out itself when none is)
             first = np.where(ins.any(axis=1), np.argmax(ins, axis=1), k - 1)
+            before = out & (np.arange(k - 1)[None, :] < first[:, None])
+            last = np.where(before.any(axis=1), k - 2 - np.argmax(before[:, ::-1], axis=1), -1)
             rows = np.arange(x_out.size)
             full = np.concatenate([x_out[:, None], pts, x_in[:, None]], axis=1)
-            x_out, x_in = full[rows, first], full[rows, first + 1]
+            x_out, x_in = full[rows, last + 1], full[rows, first + 1]
         return x_out, x_in
 
     def _refine_edges(self, x_out, x_in):
