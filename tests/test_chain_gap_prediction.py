@@ -94,3 +94,45 @@ def test_a_gap_point_keeps_the_imaginary_part_of_its_level(product, monkeypatch)
     # step), the kept one does not
     assert rounds[0] <= 0.6 * rounds[1]
 
+
+
+def _product_39_26():
+    """The nested product of the depth-3 campaign's seed 39 / draw 26: one band
+    [5.97e-10, 1.77e-5] above an atom at 0."""
+    return freeattn.free_multiplicative(
+        freeattn.free_multiplicative(freeattn.attention_law(0.23287, 0.71606).squared(),
+                                     freeattn.marchenko_pastur(1.0558, 2.5013)),
+        freeattn.sample_covariance(freeattn.attention_law(0.0036166, 3.6821).squared(),
+                                   2.193))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("table", [_chain.CHAIN_GAP_TABLE, 0])
+def test_continued_gap_points_join_the_table_of_eq_14_16(table, monkeypatch):
+    # a host (that draw's sum with four atoms) asks this product at real points within
+    # 2 % below its band, one Newton round after another: the locator's table has no
+    # bracket that close to the edge, and each point was continued (482 of them, 12 s of
+    # the sum's density). Continued gap points now join the table: points between them
+    # are Newton roots from their bracket (eq. (14.16)), equal to the continuation's
+    # (measured 2.3e-15); with the table closed (CHAIN_GAP_TABLE = 0) every one is continued
+    monkeypatch.setattr(_chain, "CHAIN_GAP_TABLE", table)
+    law = _product_39_26()
+    assert isinstance(law, ProductChainLaw)
+    lo = float(law.interval_details()[0].lo)
+    x1 = lo * (1 - np.array([1.6e-2, 1.2e-2, 8e-3, 4e-3, 1e-3]))
+    law._stieltjes_pair(x1 + 0j)
+    x2 = np.sqrt(x1[:-1] * x1[1:])
+    continued = []
+    cont = ProductChainLaw._continued
+    monkeypatch.setattr(ProductChainLaw, "_continued",
+                        lambda self, z, om, todo, partial:
+                        continued.append(int(todo.sum())) or cont(self, z, om, todo, partial))
+    g = law._stieltjes_pair(x2 + 0j)[0]
+    if table:
+        assert sum(continued) <= 1                   # measured 1 (next to the edge)
+    else:
+        assert sum(continued) == x2.size
+    ref = _product_39_26()
+    ref.interval_details()
+    expected = ref._g_from(ref._continue(x2, np.zeros(x2.size)), x2.astype(complex))
+    np.testing.assert_allclose(g, expected, rtol=SAME_POINT_RTOL)

@@ -111,6 +111,8 @@ CHAIN_FOLD_DIFF = 1e-5
 #: The table of eq. (14.16) reaches ``CHAIN_GAP_REACH`` times beyond the grid on
 #: both sides, with ``CHAIN_GAP_POINTS`` geometric points each.
 CHAIN_GAP_REACH = 1e4
+#: Continued real points outside the support join that table up to this many points.
+CHAIN_GAP_TABLE = 4096
 #: Below a hard edge's first grid point the table of eq. (14.7) gets
 #: ``CHAIN_GAP_POINTS`` geometric points down to ``CHAIN_HARD_REACH`` of it.
 CHAIN_HARD_REACH = 1e-12
@@ -1339,9 +1341,12 @@ class ProductChainLaw(SpectralLaw):
             new, ok = self._solve_axis(z[on].real)
             om[:, on[ok]] = new[:, ok]
             todo[on[ok]] = False
+        cont = np.flatnonzero(todo & (z.imag <= 0))
         if todo.any():
             self._continued(z, om, todo, partial)
         self._add_inside(z.real[on], om[:, on])
+        if cont.size:
+            self._add_gap(z.real[cont], om[:, cont])
         up = (z.imag > 0) & np.all(np.isfinite(om), axis=0)
         if up.any():
             # the table keeps the latest CHAIN_WARM_TABLE points (a nested law is
@@ -1557,6 +1562,21 @@ class ProductChainLaw(SpectralLaw):
         gw = np.concatenate([om[:, keep].real + 0j, self._gap_w], axis=1)
         order = np.argsort(gx)
         self._gap_x, self._gap_w = gx[order], gw[:, order]
+
+    def _add_gap(self, x, om):
+        """Adds continued real points outside the support (real unknowns, eq. (14.16)) to
+        the table of eq. (14.16), up to ``CHAIN_GAP_TABLE`` points: a host asks real
+        points next to those it asked before, which then have a bracket of solved
+        neighbours."""
+        if self._gap_x.size >= CHAIN_GAP_TABLE or self._interval_cache is None:
+            return
+        keep = (np.all(np.isfinite(om), axis=0) & _real_unknowns(om) & self._over_gap(x)
+                & (x != 0) & ~np.isin(x, self._gap_x))
+        if keep.any():
+            gx = np.r_[self._gap_x, x[keep]]
+            gw = np.concatenate([self._gap_w, om[:, keep].real + 0j], axis=1)
+            order = np.argsort(gx, kind="stable")
+            self._gap_x, self._gap_w = gx[order], gw[:, order]
 
     def _add_inside(self, x, om):
         """Adds solved real points strictly inside the support to the table of eq. (14.7)."""
