@@ -132,6 +132,22 @@ def test_a_band_narrower_than_the_rounding_raises_at_once_eq_8_30():
         law.pdf(0.0)
 
 
+def test_a_real_root_inside_a_band_below_the_supports_rounding_names_eq_8_30():
+    # depth-3 campaign, seed 39 / draw 30: MP(1.8628, 1.4232) ⊞ (a sample covariance of
+    # an attention law at beta = 0.0034), an R-level over a tower. Its band
+    # [1.08e-11, 1.35e-10] at MP's atom at 0 is 1.24e-10 wide on a support reaching 8.96:
+    # eps * 8.96 / 1.24e-10 = 1.6e-5 > 1e-6 (eq. (8.30)); the tower's roots there are real
+    # to rounding and the density raises on a real root inside the band, naming that cause
+    law = freeattn.free_additive(
+        freeattn.marchenko_pastur(1.8628, 1.4232),
+        freeattn.sample_covariance(freeattn.attention_law(0.0033944, 0.13403).squared(),
+                                   0.86789))
+    lo, hi = law.intervals()[0]
+    assert EPS * law.support()[1] / (hi - lo) > 1e-6
+    with pytest.raises(ConvergenceError, match=r"another sheet.*1\.6e-05.*8\.30"):
+        law.pdf(1.0)
+
+
 def test_the_band_allowance_of_a_density_known_to_an_absolute_rounding_eq_8_30():
     # a uniform density on a band of width 1e-4 at x = 1, computed to eps of x: the
     # mass check allows NARROW_BAND_GAIN eps * 1 / W of each panel's mass (two

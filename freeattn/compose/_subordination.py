@@ -35,6 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..algebra._chebyshev import ROUNDING_FLOOR_MAX
 from ..algebra._levels import AffineLevel, RLevel, SLevel, _single_atom
 from ..core._errors import ConvergenceError
 from ..laws._law_base import (NESTED_SOLVE_FACTOR, TOWER_EVALUATION_COST, Interval,
@@ -440,10 +441,19 @@ class SubordinationLaw(SpectralLaw):
             low = inside & ~(f * w >= INTERIOR_DENSITY_FLOOR)
             if low.any():
                 k = int(np.argmax(low))
+                # a band narrower than the rounding of the support's size allows (eq.
+                # (8.30)) is the likely cause: say so
+                lo, hi = self.support()
+                noise = _EPS * max(abs(float(lo)), abs(float(hi))) / w
+                why = (f"; the band is {w:.3e} wide on a support reaching "
+                       f"{max(abs(float(lo)), abs(float(hi))):.3e}, a relative rounding of "
+                       f"{noise:.1e} of x there, above {ROUNDING_FLOOR_MAX:.0e}: narrower "
+                       f"than a solver resolving x to the support's rounding sees (theory "
+                       f"eq. (8.30))" if noise > ROUNDING_FLOOR_MAX else "")
                 raise ConvergenceError(
                     f"density {f[k]!r} at x={x[k]!r} inside the band [{iv.lo!r}, {iv.hi!r}]: "
                     f"the solve took a real root on another sheet (INTERIOR_DENSITY_FLOOR "
-                    f"{INTERIOR_DENSITY_FLOOR:.0e} of the band's width, eq. (8.10))",
+                    f"{INTERIOR_DENSITY_FLOOR:.0e} of the band's width, eq. (8.10)){why}",
                     point=float(x[k]))
 
     def _stieltjes_exact(self, z):
