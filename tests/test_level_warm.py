@@ -336,3 +336,47 @@ def test_a_level_on_the_axis_from_a_neighbour_eqs_8_11_8_34(which):
         assert np.sum(np.abs(roots[:, j].imag) <= 1e-12 * np.abs(roots[:, j])) >= 2
         assert ok.sum() == 1
         assert abs(taus[ok][0].real - tau_sel[j].real) <= WARM_VS_TOWER_RTOL * abs(tau_sel[j])
+
+
+def test_a_composed_partner_is_asked_by_its_own_pair_eq_8_34(monkeypatch):
+    # MP ⊠ sample_covariance(MP): an S-level whose partner is itself a tower. The branch
+    # tests of eqs. (8.10), (8.34) ask the partner's G at its subordination points; in
+    # calls of at most PARTNER_PAIR_MAX_POINTS points by its own pair, which starts from
+    # its solved neighbours (section 8.11), instead of solving its tower afresh: at 40
+    # points moved by 1e-3 from points solved 10 at a time, asked 10 at a time, the
+    # partner's tower solves no point (40 before), and G, G' are the same bit for bit
+    from freeattn.algebra import _levels
+
+    def law_and_points():
+        law = freeattn.free_multiplicative(
+            freeattn.marchenko_pastur(0.72379, 0.28852),
+            freeattn.sample_covariance(freeattn.marchenko_pastur(0.7341, 1.7113), 1.5279))
+        assert isinstance(law.level.partner, SubordinationLaw)
+        lo, hi = law.support()
+        z0 = np.linspace(lo - 0.2 * (hi - lo), hi + 0.2 * (hi - lo), 40) + 0.05j * (hi - lo)
+        return law, z0
+
+    def solve_twice():
+        law, z0 = law_and_points()
+        solver = law.level.partner._solver
+        solved = []
+        tower = solver.solve
+        monkeypatch.setattr(solver, "solve",
+                            lambda z, *a, **k: solved.append(np.size(z)) or tower(z, *a, **k))
+        for c in np.array_split(z0, 4):
+            law._stieltjes_pair(c)
+        solved.clear()
+        chunks = np.array_split(z0 * (1 + 1e-3), 4)
+        assert max(c.size for c in chunks) <= _levels.PARTNER_PAIR_MAX_POINTS
+        pairs = [law._stieltjes_pair(c) for c in chunks]
+        return (np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs]),
+                sum(solved))
+
+    g, dg, solved = solve_twice()
+    assert solved == 0
+    monkeypatch.setattr(_levels, "_partner_g", lambda partner, point: partner._stieltjes(point))
+    g_old, dg_old, solved_old = solve_twice()
+    assert solved_old == 40
+    np.testing.assert_array_equal(g, g_old)
+    np.testing.assert_array_equal(dg, dg_old)
+
