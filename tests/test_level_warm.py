@@ -143,7 +143,7 @@ def test_a_level_over_a_nested_law_from_a_neighbour_agrees_with_the_continuation
     z0 = np.array([lo + 0.3 * (hi - lo) + 0.05j, hi + 0.5 + 0.2j, 0.5 * (lo + hi) + 1e-3j])
     law._solved_pair(z0)                                  # the continuation: the starts
     z = z0 * (1 + 2e-3) + 1e-4j
-    g = _against_continuation(law, z)
+    _against_continuation(law, z)
 
 
 def test_a_level_over_a_nested_law_on_and_next_to_the_axis_from_a_neighbour_eq_8_11():
@@ -270,7 +270,6 @@ def test_eq_8_36_refuses_every_other_root_of_the_tower():
         assert abs(g[ok][0] - g_sel[j]) <= WARM_VS_TOWER_RTOL * abs(g_sel[j])
 
 
-
 def _axis_against_tower(law, warm, x0, inside):
     """Real points ``x0`` (the first ``inside`` in the support) solved, then ``warm`` at
     the points moved by 1e-3: every one served, ``G`` real outside and with a density
@@ -379,4 +378,3 @@ def test_a_composed_partner_is_asked_by_its_own_pair_eq_8_34(monkeypatch):
     assert solved_old == 40
     np.testing.assert_array_equal(g, g_old)
     np.testing.assert_array_equal(dg, dg_old)
-

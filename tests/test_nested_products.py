@@ -355,13 +355,18 @@ def test_density_batch_keeps_the_system_beside_a_failing_point(monkeypatch):
     np.testing.assert_allclose(got, plain, rtol=FORMS_RTOL)
 
 
+#: A real point asked again, served from the table of eq. (14.16) that it joined when it
+#: was continued: Newton from its own unknowns to the chain's final tolerance
+#: (CHAIN_FINAL_RTOL = 1e-14), a few ulps; measured equal in the real parts.
+TABLE_AGAIN_RTOL = 1e-13
+
+
 def test_a_real_point_continued_once_is_kept_section_14_46(monkeypatch):
     # a real point beyond an edge of a product where no table start is accepted is
     # continued once; asked again, alone or in another batch, it gets the same unknowns
     # without a continuation (now from the table of eq. (14.16), which the continued
-    # point joined: Newton from its own unknowns, real, to the chain's final tolerance
-    # CHAIN_FINAL_RTOL = 1e-14; measured equal, the continuation's imaginary parts of
-    # 6.8e-19 relative dropped)
+    # point joined; its real unknowns, the continuation's imaginary parts of 6.8e-19
+    # relative dropped)
     law = freeattn.free_multiplicative(
         freeattn.free_multiplicative(freeattn.point_masses([4.586, 2.486, 4.346],
                                                            [0.341, 0.098, 0.561]),
@@ -379,8 +384,8 @@ def test_a_real_point_continued_once_is_kept_section_14_46(monkeypatch):
     again = law._solve(np.array([hi * 0.5 + 0j, x[0] + 0j]))
     alone = law._solve(x.astype(complex))
     assert not any(np.any(xs == x[0]) for xs in continued)
-    np.testing.assert_allclose(again[:, 1], om[:, 0], rtol=1e-13)
-    np.testing.assert_allclose(alone, om, rtol=1e-13)
+    np.testing.assert_allclose(again[:, 1], om[:, 0], rtol=TABLE_AGAIN_RTOL)
+    np.testing.assert_allclose(alone, om, rtol=TABLE_AGAIN_RTOL)
 
 
 def _atoms_attention_atoms():

@@ -23,6 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..core._errors import ConvergenceError
 from ._chebyshev import LogEnd
 from ._rational import cancel_common_roots, compose, padd, pmul, pscale
 
@@ -420,7 +421,6 @@ def _partner_g(partner, point):
     if (getattr(partner, "_closed_form", False) or not hasattr(partner, "_solver")
             or np.size(point) > PARTNER_PAIR_MAX_POINTS):
         return partner._stieltjes(point)
-    from ..core._errors import ConvergenceError
     try:
         return partner._stieltjes_pair(np.asarray(point, dtype=complex))[0]
     except ConvergenceError:

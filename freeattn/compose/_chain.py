@@ -158,8 +158,7 @@ def _has_atom_at_zero(law):
     """Whether ``law`` has an atom at 0: next to it an S-level's ``omega(tau)`` of eq.
     (14.21) has a pole, its S-transform's denominator evaluated at its root with the
     loss of theory eq. (14.60), which the inverse map does not have."""
-    loc, mass = law.atoms()
-    return bool(np.any((loc == 0.0) & (mass > 0.0)))
+    return law.atom > 0.0
 
 
 def _through_soft_edges(inside, plain, real):

@@ -443,10 +443,10 @@ class SubordinationLaw(SpectralLaw):
                 k = int(np.argmax(low))
                 # a band narrower than the rounding of the support's size allows (eq.
                 # (8.30)) is the likely cause: say so
-                lo, hi = self.support()
-                noise = _EPS * max(abs(float(lo)), abs(float(hi))) / w
+                size = max(abs(float(v)) for v in self.support())
+                noise = _EPS * size / w
                 why = (f"; the band is {w:.3e} wide on a support reaching "
-                       f"{max(abs(float(lo)), abs(float(hi))):.3e}, a relative rounding of "
+                       f"{size:.3e}, a relative rounding of "
                        f"{noise:.1e} of x there, above {ROUNDING_FLOOR_MAX:.0e}: narrower "
                        f"than a solver resolving x to the support's rounding sees (theory "
                        f"eq. (8.30))" if noise > ROUNDING_FLOOR_MAX else "")
@@ -691,9 +691,10 @@ class SubordinationLaw(SpectralLaw):
 
     def _remember(self, name, z, values):
         """Keep solved points (off the axis, and real ones of a tower's level) and their
-        values, the latest first, in the table ``name`` (a :class:`WarmTable`): ``"_warm_table"`` the outermost subordination
-        points (the starts of :meth:`_warm_pair`), ``"_leaf_table"`` the tower's leaf
-        variables (those of :meth:`_warm_leaf_pair`)."""
+        values, the latest first, in the table ``name`` (a :class:`WarmTable`):
+        ``"_warm_table"`` the outermost subordination points (the starts of
+        :meth:`_warm_pair`), ``"_leaf_table"`` the tower's leaf variables (those of
+        :meth:`_warm_leaf_pair`)."""
         keep = np.isfinite(values)
         table = self.__dict__.get(name)
         if table is None:
@@ -818,8 +819,9 @@ class SubordinationLaw(SpectralLaw):
                     mism = level.partner_check(point[sel].real + 0j, tau[sel], gb[sel], g[sel])
                     up[sel] &= mism <= rtol
             ok |= up
-            up &= real
-            g[up], dg[up] = g[up].real, dg[up].real
+            # only the real points are made real: the others keep their complex G
+            made_real = up & real
+            g[made_real], dg[made_real] = g[made_real].real, dg[made_real].real
         return ok, g, dg
 
     def _moment_series(self, kmax, prec):
