@@ -19,6 +19,7 @@ from freeattn.compose import _analytic, _chain
 from freeattn.compose._generic_solver import (GAP_END_BAND_RTOL, GAP_END_RTOL,
                                               GAP_END_ZERO_FLOOR, GenericSolver, _gap_grid)
 from freeattn.compose._rational_solver import RationalSolver
+from freeattn.laws._law_base import HARD
 
 #: The representation's own mass check (SolverOptions.mass_atol).
 MASS_ATOL = freeattn.SolverOptions().mass_atol
@@ -637,6 +638,33 @@ def test_an_r_level_brackets_the_zero_of_phi_prime_before_a_soft_end_eq_8_35():
     law.pdf(np.linspace(lo, hi, 40))
     total = law._representation().total + float(np.sum(law.atoms()[1]))
     assert abs(total - 1.0) <= MASS_ATOL
+
+
+@pytest.mark.slow
+def test_an_r_level_brackets_the_zero_of_phi_prime_before_a_hard_end_at_0_eq_8_37():
+    # semicircle(1.4779) ⊞ sample_covariance(attention(3.04, 4.05)²) ⊞ (MP ⊞ atom), the
+    # depth-3 campaign's seed 44 / draw 20: the level is the sum of the semicircle, MP and
+    # the atom over the sample covariance, whose hard end at 0 (G_b ~ |tau|^(-1/2)) the
+    # Chebyshev grid approaches to 0.11 only (its band is 4.8e4 wide, so eq. (8.32)'s
+    # stop 1e-6 w_e = 0.048 added no point); the grid read one increasing run up to 0 and
+    # the law got the edge Phi(-64 eps s) = -615 (a density of 0 inside its band: it
+    # raised). The points of eq. (8.37) bracket the zero of Phi' before 0.
+    sc = freeattn.semicircle(1.4779)
+    rest = freeattn.free_additive(
+        freeattn.sample_covariance(freeattn.attention_law(3.0399, 4.0501).squared(), 0.17376),
+        freeattn.free_additive(freeattn.marchenko_pastur(1.6321, 2.5481),
+                               freeattn.point_masses([0.672], [1.0])))
+    law = freeattn.free_additive(sc, rest)
+    assert isinstance(law._solver, GenericSolver)
+    assert law.constituent.interval_details()[0].lo_exponent == HARD
+    ivs, ref = law.intervals(), _analytic.analytic_additive(sc, rest).intervals()
+    # measured: 2.2e-15 and 3.3e-16 relative
+    assert len(ivs) == len(ref) == 1
+    np.testing.assert_allclose(ivs[0], ref[0], rtol=LEVEL_VS_ANALYTIC_EDGE_RTOL)
+    lo, hi = ivs[0]
+    assert lo > 0.0
+    law.pdf(np.geomspace(lo + 1e-9, hi, 40))
+    assert law.accuracy().mass_error <= MASS_ATOL
 
 
 @pytest.mark.slow

@@ -166,9 +166,9 @@ class RLevel:
 
     kind = "R"
     subordinating = True
-    #: ``Phi' = 1 + R_a'(G_b) G_b'`` turns negative before a square-root end of the
-    #: constituent, where ``G_b'`` diverges: the gap grid reaches the rounding of the
-    #: end (theory eq. (8.35)).
+    #: ``Phi' = 1 + R_a'(G_b) G_b'`` turns negative before a square-root or hard end
+    #: of the constituent, where ``G_b'`` diverges: the gap grid reaches the rounding
+    #: of the end (theory eqs. (8.35), (8.37)).
     fold_before_soft_end = True
 
     def __init__(self, transform, partner):

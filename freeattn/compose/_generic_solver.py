@@ -231,7 +231,10 @@ class GenericSolver:
         not finite there) keeps the plain grid.  At a square-root end of the
         constituent away from 0 (``exponents``, the constituent's at ``glo``, ``ghi``)
         ``G_b'`` diverges, so an R-level's ``Phi'`` has a zero before the end: the
-        points go on down to the rounding floor ``GAP_END_RTOL |e|`` (theory eq. (8.35)).
+        points go on down to the rounding floor ``GAP_END_RTOL |e|`` (theory eq. (8.35));
+        so they do at a hard end (exponent -1/2), where ``G_b`` itself diverges,
+        and at an end at 0, down to ``GAP_END_ZERO_FLOOR`` times the scale (theory
+        eq. (8.37)).
         Returns the grid and its sign mask, sorted.
         """
         parts_t, parts_p = [taus], [pos]
@@ -245,8 +248,10 @@ class GenericSolver:
             width = _adjacent_width(self.constituent, end)
             stop = max(GAP_END_BAND_RTOL * width,
                        GAP_END_RTOL * abs(end) if end != 0 else GAP_END_ZERO_FLOOR * self.scale)
-            if exponent == SOFT and end != 0 and self.level.fold_before_soft_end:
-                stop = GAP_END_RTOL * abs(end)
+            if exponent is not None and exponent < 1 and self.level.fold_before_soft_end:
+                # G_b' diverges at the end (a square-root end, eq. (8.35); a hard
+                # end, eq. (8.37)): the fold is there, to the rounding floor
+                stop = GAP_END_RTOL * abs(end) if end != 0 else GAP_END_ZERO_FLOOR * self.scale
             d0 = abs(nearest - end)
             count = int(np.floor(np.log(stop / d0) / np.log(GAP_END_RATIO))) if d0 > stop else 0
             if count < 1:
