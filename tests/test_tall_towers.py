@@ -357,6 +357,52 @@ def test_rescue_seeds_from_the_nearest_edge_eq_8_20():
         np.testing.assert_allclose(law._density(x), ref, rtol=TOWER_DENSITY_RTOL)
 
 
+#: The rescued density next to a tower's hard edge against the analytic subordination
+#: of the same product (eqs. (14.1)-(14.5); measured 0 to 2.2e-16 at x <= 1e-3).
+RESTARTED_RESCUE_RTOL = 1e-12
+
+
+@pytest.mark.slow
+def test_a_rescue_polish_stopped_at_its_move_limit_is_restarted():
+    # sample_covariance**3(attention(0.42, 0.30)²) (the depth-3 campaign's seed 46 / draw
+    # 15): a tower of degree 12 whose coefficient roots next to the hard edge at 0 are
+    # up to 11 % off; at x = 2.88e-5 the branch's root lies 0.015 from its coefficient
+    # root of modulus 0.142, beyond RESCUE_MOVE, so one polish stopped short, only real
+    # roots on other sheets passed, and the density was 0 inside the band (it raised).
+    # Restarted, the polish reaches the branch
+    import mpmath
+
+    from freeattn.compose import _analytic
+    from freeattn.compose._rational_solver import RESCUE_MOVE, batched_roots
+
+    inner = fa.sample_covariance(fa.sample_covariance(
+        fa.attention_law(0.42159, 0.299).squared(), 0.47722), 0.32374)
+    law = fa.sample_covariance(inner, 0.10141)
+    assert isinstance(law._solver, RationalSolver)
+    solver = law._solver
+    x = np.array([1e-6, 1e-5, 2.8822894939833415e-05, 1e-4, 1e-3])
+    z = x + 0j
+    # the coefficient root nearest the branch's is further than one polish may move
+    coeffs = solver.num[:, None] - z[None, :] * solver.den[:, None]
+    roots = solver._newton(coeffs, batched_roots(coeffs))
+    t = solver.solve(z)[0]
+    k = np.argmin(np.abs(roots[:, 2] - t[2]))
+    assert abs(roots[k, 2] - t[2]) > RESCUE_MOVE * abs(roots[k, 2])
+    # the root is the tower's: a 30-digit polish of Z(t) = x
+    stages = solver.curve.mp_stages_of(mpmath)
+    with mpmath.workdps(30):
+        ref = [float(-mpmath.im(stages(mpmath.findroot(
+            lambda s: stages(s)[0] - mpmath.mpf(xi), mpmath.mpc(ti.real, ti.imag)))[1])
+            / mpmath.pi) if np.isfinite(ti) else np.nan for xi, ti in zip(x, t)]
+    f = law.pdf(x)
+    # (t is NaN at 1e-6, served by the hard edge's local model, eq. (8.27))
+    np.testing.assert_allclose(f[1:], ref[1:], rtol=TOWER_DENSITY_RTOL)
+    # and on the branch: the analytic subordination of the same product
+    other = _analytic.analytic_multiplicative(inner, fa.marchenko_pastur(1.0, 0.10141))
+    np.testing.assert_allclose(f, other.pdf(x), rtol=RESTARTED_RESCUE_RTOL)
+    assert law.accuracy().mass_error <= MASS_ATOL
+
+
 def test_pair_next_to_an_edge_from_the_representation():
     # 2.7e-15 outside the lower edge 2.04e-11 of sample_covariance(attention(0.0025,
     # 0.139)², 4.36) the tower's leaf roots are nearly double and (G, G') came from a
