@@ -1714,7 +1714,7 @@ class AnalyticLaw(SpectralLaw):
         locator then serves."""
         if self.multiplicative or self._discrete_pair() is not None or self._pointwise_transform:
             return None
-        from ._sum_support import (MAX_LAW_CURVES, LawBranches, curve_keys, law_sum_edges,
+        from ._sum_support import (MAX_LAW_CURVES, curve_keys, law_branches, law_sum_edges,
                                    parameter_index)
 
         terms = _additive_terms(self.a, levels=True) + _additive_terms(self.b, levels=True)
@@ -1726,7 +1726,7 @@ class AnalyticLaw(SpectralLaw):
                 built = {}            # one law twice (a ⊞ a) is sampled once
                 for t in terms:
                     if id(t) not in built:
-                        built[id(t)] = LawBranches(t, _cauchy_pair)
+                        built[id(t)] = law_branches(t, _cauchy_pair)
                 laws = [built[id(t)] for t in terms]
                 first = parameter_index(laws)
                 if len(curve_keys(laws[first], laws[:first] + laws[first + 1:])) \
@@ -1735,8 +1735,8 @@ class AnalyticLaw(SpectralLaw):
             except ConvergenceError:
                 pass
         try:
-            a = LawBranches(self.a, _cauchy_pair)
-            b = LawBranches(self.b, _cauchy_pair)
+            a = law_branches(self.a, _cauchy_pair)
+            b = law_branches(self.b, _cauchy_pair)
             if a.count * b.count > MAX_LAW_CURVES:
                 return None
             return law_sum_edges(a, b)
