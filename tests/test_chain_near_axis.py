@@ -121,3 +121,36 @@ def test_a_host_sum_rarely_continues_its_nested_product(product, monkeypatch):
     assert np.all(host.pdf(np.linspace(lo, hi, 100)) >= 0)
     assert host.accuracy().mass_error <= 1e-10
     assert len(calls) <= 6
+
+
+@pytest.mark.slow
+def test_a_point_far_from_its_neighbour_goes_along_the_path_eq_14_61(monkeypatch):
+    # eq. (14.61): the second product of the depth-4 campaign's seed 44 / draw 4, asked by
+    # the sum over it at subordination points above 0, below its support [9.15e-7, 0.569]:
+    # the nearest solved point lies a factor 2.4 to 600 away, where the scaled start of
+    # eq. (14.45) fails; each such call went through the continuation (0.1 s)
+    A = freeattn.attention_law
+    law = freeattn.free_multiplicative(
+        freeattn.free_multiplicative(
+            freeattn.free_multiplicative(A(1.0797, 0.35236).squared(), freeattn.point_masses(
+                [3.253, 0.781, 1.465, 3.818], [0.317, 0.055, 0.358, 0.27])),
+            freeattn.free_multiplicative(freeattn.marchenko_pastur(0.64809, 1.4426),
+                                         freeattn.marchenko_pastur(0.67417, 1.8574))),
+        freeattn.sample_covariance(freeattn.free_multiplicative(
+            A(0.77361, 0.42371).squared(), A(0.096157, 0.89151).squared()), 0.69988))
+    assert isinstance(law, _chain.ProductChainLaw)
+    z0 = np.array([-2.242875765503177e-08 + 2.2772299805392405e-07j])
+    om0 = law._solve(z0)
+    z = np.array([-2.2343384328202487e-08 + 1.388093514115577e-04j,
+                  3.27941e-07 + 1.38809351e-04j,
+                  -2.2228020560683112e-08 + 5.437681856265346e-07j])
+    _, accepted = law._from_neighbours(z, np.repeat(z0, 3), np.repeat(om0, 3, axis=1))
+    assert not accepted.any()
+    continued = []
+    original = law._continue
+    monkeypatch.setattr(law, "_continue", lambda *a, **k: continued.append(a) or original(*a, **k))
+    om = law._solve(z)
+    assert not continued
+    ref = original(z.real, z.imag)
+    # measured 1.2e-15
+    assert np.abs(om - ref).max() <= CONTINUATION_RTOL * np.abs(ref).max()

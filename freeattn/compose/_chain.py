@@ -146,6 +146,11 @@ CHAIN_FOLD_LOCAL = 0.5
 #: sum over the product asked 215 points just beyond its edges 3 147 times (depth-3
 #: campaign, seed 0 / draw 20).
 CHAIN_AXIS_MEMO = 4096
+#: The path of eq. (14.61) from the nearest solved point: steps of at most this ratio in
+#: ``|z|`` (and the angle's share of ``|log z|``) ...
+CHAIN_PATH_RATIO = 4.0
+#: ... and at most this many of them (a longer path goes to the continuation).
+CHAIN_PATH_STEPS = 12
 
 
 def _real_unknowns(om):
@@ -1335,6 +1340,12 @@ class ProductChainLaw(SpectralLaw):
             ok = self._kept_inside(new, t, ok)
             om[:, off[ok]] = new[:, ok]
             todo[off[ok]] = False
+        off = np.flatnonzero(todo & (z.imag > 0))
+        if off.size and pz is not None:
+            # eq. (14.61): along the logarithmic path from the nearest solved point
+            new, ok = self._along_path(z[off], pz[off], pom[:, off])
+            om[:, off[ok]] = new[:, ok]
+            todo[off[ok]] = False
         on = np.flatnonzero(todo & (z.imag <= 0))
         if on.size:
             new, ok = self._solve_axis(z[on].real)
@@ -1385,6 +1396,39 @@ class ProductChainLaw(SpectralLaw):
         t = 1.0 / z
         om, ok = self._newton(om0 * (z0 / z), t, steps, CHAIN_FINAL_RTOL)
         return om, self._kept_inside(om, t, ok)
+
+    def _along_path(self, z, z0, om0):
+        """Newton along ``z(s) = z0**(1 - s) z**s`` from the unknowns ``om0`` solved at
+        ``z0`` (eq. (14.61)): steps of at most ``CHAIN_PATH_RATIO`` in ``|log z|``, each
+        started from the last (scaled as in eq. (14.15)), at most ``CHAIN_PATH_STEPS``
+        of them; the root at ``z`` kept by the test of eq. (14.15).  ``(om, accepted)``.
+        """
+        om = np.zeros((len(self.factors), z.size), dtype=complex)
+        acc = np.zeros(z.size, dtype=bool)
+        with np.errstate(all="ignore"):
+            span = np.log(z / z0)
+            count = np.ceil(np.abs(span) / np.log(CHAIN_PATH_RATIO))
+        sel = np.flatnonzero(np.isfinite(count) & (count >= 1) & (count <= CHAIN_PATH_STEPS))
+        if not sel.size:
+            return om, acc
+        n = count[sel].astype(int)
+        cur = om0[:, sel].copy()
+        alive = np.ones(sel.size, dtype=bool)
+        for k in range(1, int(n.max())):
+            go = np.flatnonzero(alive & (k < n))
+            if not go.size:
+                break
+            zk = z0[sel[go]] * np.exp(span[sel[go]] * (k / n[go]))
+            new, ok = self._newton(cur[:, go], 1.0 / zk, CHAIN_NEIGHBOUR_STEPS, CHAIN_LEVEL_RTOL)
+            cur[:, go[ok]] = new[:, ok]
+            alive[go[~ok]] = False
+        if alive.any():
+            k = sel[alive]
+            t = 1.0 / z[k]
+            new, ok = self._newton(cur[:, alive], t, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
+            ok = self._kept_inside(new, t, ok)
+            om[:, k[ok]], acc[k[ok]] = new[:, ok], True
+        return om, acc
 
     def _kept_inside(self, om, t, converged):
         """Roots of eq. (14.8) at ``t = 1/z`` (``Im z > 0``) strictly inside the lower
