@@ -7,8 +7,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from freeattn import (DEFAULT_OPTIONS, ConvergenceError, free_additive, marchenko_pastur,
-                      point_masses, semicircle)
+from freeattn import (DEFAULT_OPTIONS, ConvergenceError, attention_law, free_additive,
+                      marchenko_pastur, point_masses, sample_covariance, semicircle)
 from freeattn.algebra._chebyshev import (build_representation, cauchy_integral, clenshaw, edge_power,
                                  first_kind_nodes, nodes_coefficients)
 from freeattn.laws._law_base import Interval
@@ -651,3 +651,58 @@ def test_graded_cuts_only_beside_a_gap_of_positive_width():
     for gap in (0.0, -1e-20):
         assert _graded_cuts(1.0, 2.0, -1, gap) == [1.0, 2.0]
         assert _graded_cuts(1.0, 2.0, 1, gap) == [1.0, 2.0]
+
+
+#: A band 3.4e-5 wide at 3.653 (the band of the depth-3 campaign's seed 55 / draw 44).
+NOISY_BAND = (3.653, 1.7e-5)
+
+
+def _noisy_semicircle(x, ulps):
+    """The semicircle density on ``NOISY_BAND`` at abscissae perturbed by a deterministic
+    pseudo-random ``ulps * eps * |x|`` (a hash of the float's bits): the rounding a
+    density solved by Newton carries (eq. (8.38))."""
+    c, r = NOISY_BAND
+    bits = np.asarray(x, dtype=float).view(np.uint64)
+    u = ((bits * np.uint64(2654435761)) % np.uint64(2 ** 32)).astype(float) / 2 ** 31 - 1.0
+    xn = x * (1.0 + ulps * np.finfo(float).eps * u)
+    return 2.0 / (np.pi * r * r) * np.sqrt(np.maximum(r * r - (xn - c) ** 2, 0.0))
+
+
+def test_a_floor_a_tripling_confirms_is_accepted_up_to_eight_floors_eq_8_38(monkeypatch):
+    from freeattn.algebra import _chebyshev
+
+    c, r = NOISY_BAND
+    bands = [Interval(c - r, c + r, Fraction(1, 2), Fraction(1, 2))]
+
+    def build(ulps):
+        return build_representation(lambda x: _noisy_semicircle(x, ulps), bands,
+                                    DEFAULT_OPTIONS, expected_mass=1.0, zero_scale=c)
+
+    # exact samples: no panel at a floor, the mass to rounding
+    rep = build(0)
+    assert not any(p.plateau for p in rep.panels)
+    assert abs(rep.total - 1.0) <= 1e-14
+    # 3000 ulps of noise in x: the tails plateau between the floor and 8 times it, the
+    # panels are kept with their errors (measured: 2 panels, mass 4.9e-9 off, error 6.3e-8)
+    rep = build(3000)
+    assert len(rep.panels) <= 4 and any(p.plateau for p in rep.panels)
+    assert abs(rep.total - 1.0) <= rep.error
+    # the floor of eq. (8.14) alone splits those panels to the panel budget
+    monkeypatch.setattr(_chebyshev, "PLATEAU_FLOOR_FACTOR", 1.0)
+    with pytest.raises(ConvergenceError, match="panels"):
+        build(3000)
+
+
+@pytest.mark.slow
+def test_a_sum_whose_density_plateaus_above_the_floor_builds_eq_8_38():
+    # the depth-3 campaign's seed 55 / draw 44: 778 panels and 215 s before eq. (8.38)
+    a = free_additive(point_masses([2.095], [1.0]),
+                      attention_law(0.0028037, 4.5761).squared())
+    b = free_additive(point_masses([1.558], [1.0]), sample_covariance(
+        attention_law(0.063218, 2.9717).squared(), 7.3756))
+    law = free_additive(a, b)
+    acc = law.accuracy()
+    # measured: 7 panels, mass 1.3e-8 off, stated error 1.0e-7
+    assert acc.panels <= 16
+    assert acc.mass_error <= acc.representation_error
+    assert any(p.plateau for p in law._representation().panels)
