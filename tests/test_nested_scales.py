@@ -17,7 +17,8 @@ from conftest import record_calls
 from freeattn.core._errors import ConvergenceError
 from freeattn.compose import _analytic, _chain
 from freeattn.compose._generic_solver import (GAP_END_BAND_RTOL, GAP_END_RTOL,
-                                              GAP_END_ZERO_FLOOR, GenericSolver, _gap_grid)
+                                              GAP_END_ZERO_FLOOR, START_GUESS_RTOL,
+                                              GenericSolver, _gap_grid)
 from freeattn.compose._rational_solver import RationalSolver
 from freeattn.laws._law_base import HARD
 
@@ -688,3 +689,41 @@ def test_a_window_too_small_for_the_series_warns_nothing_eq_14_58():
         assert law._near_atom_coefficients(0) is None
         total = freeattn.free_additive(law, freeattn.semicircle(1.5452))
         assert total.accuracy().mass_error <= MASS_ATOL
+
+
+#: A level's density against the analytic subordination of the same product (eqs.
+#: (14.1)-(14.5)); measured 6.2e-12 (largest next to the lower edge at 0.0118).
+LEVEL_VS_ANALYTIC_DENSITY_RTOL = 1e-10
+
+
+@pytest.mark.slow
+def test_a_level_whose_partner_spreads_far_starts_its_continuation_higher_eq_8_39():
+    # the depth-4 campaign's seed 45 / draw 9: MP(1, 2.578) times a product whose S-level
+    # (four MP laws) sits over four atoms on [1.128, 4.624]; the support reaches 226.
+    # The continuation started at 4 times the atoms' scale, 18.5, where Newton from the
+    # level's large-|z| guess found another branch; it led to a real subordination point
+    # at every x in (0.0118, 0.3), a density of 0 there (stieltjes silently so), and the
+    # density raised. Lifted to where the guess holds, the branch is the true one.
+    inner = freeattn.free_multiplicative(
+        freeattn.free_multiplicative(
+            freeattn.free_multiplicative(freeattn.marchenko_pastur(1.1715, 1.517),
+                                         freeattn.point_masses([1.2], [1.0])),
+            freeattn.free_multiplicative(
+                freeattn.marchenko_pastur(0.94027, 2.3339),
+                freeattn.point_masses([4.619, 4.234, 1.128, 4.624],
+                                      [0.418, 0.046, 0.029, 0.507]))),
+        freeattn.marchenko_pastur(1.9692, 0.63859))
+    law = freeattn.sample_covariance(inner, 2.578)
+    assert isinstance(law._solver, GenericSolver)
+    # the start the continuation had: 4 times the constituent's scale, a root far from
+    # the level's guess there
+    solver = law._solver
+    z0 = np.array([0.05 + 4j * solver.scale])
+    start = solver.level.guess(z0)
+    root = solver._newton(start, z0)
+    assert abs(root[0] - start[0]) > START_GUESS_RTOL * abs(root[0])
+    x = np.array([0.0119, 0.013, 0.02, 0.05, 0.1, 0.2, 0.35, 1.0, 10.0, 100.0])
+    ref = _analytic.analytic_multiplicative(inner, freeattn.marchenko_pastur(1.0, 2.578))
+    np.testing.assert_allclose(law._density(x), ref._density(x),
+                               rtol=LEVEL_VS_ANALYTIC_DENSITY_RTOL)
+    assert law.accuracy().mass_error <= MASS_ATOL

@@ -28,6 +28,13 @@ CONTINUATION_FLOOR = 1e-7
 #: is only the next stage's start, which Newton's quadratic convergence needs close,
 #: not exact; the target itself is solved to ``options.newton_rtol``.
 CONTINUATION_STAGE_RTOL = 1e-3
+#: The continuation starts where Newton from the level's large-``|z|`` guess lands within
+#: this fraction of its root (eq. (8.39)) ...
+START_GUESS_RTOL = 0.25
+#: ... raising the start's height by this factor ...
+START_LIFT = 8.0
+#: ... at most this many times.
+START_LIFTS = 6
 
 #: Relative size (to ``Phi'`` at infinity) below which a sampled derivative of
 #: the inverse map counts as not positive in the generic support search.
@@ -104,12 +111,15 @@ class GenericSolver:
         scale = max(self.scale, 1e-300)
         zabs = np.maximum(np.abs(z), scale)
         eta0 = 4.0 * zabs
-        tau = self.level.guess(z.real + 1j * eta0) if guess is None else np.asarray(guess,
-                                                                                    complex)
+        if guess is None:
+            tau, eta0 = self._first_stage(z, eta0)
+        else:
+            tau = np.asarray(guess, complex)
         stages = []
         if guess is None:
-            eta = eta0
-            for _ in range(opts.continuation_stages):
+            # (the first stage, at eta0, is solved)
+            eta = eta0 * CONTINUATION_FACTOR
+            for _ in range(opts.continuation_stages - 1):
                 stages.append(eta)
                 eta = eta * CONTINUATION_FACTOR
                 if np.all(eta < CONTINUATION_FLOOR * scale):
@@ -138,6 +148,29 @@ class GenericSolver:
                 f"{res[k]:.3e} (tolerance {opts.branch_rtol:.1e}), tau={tau[k]!r}",
                 point=z[k], residual=float(res[k]), tolerance=opts.branch_rtol)
         return tau, g
+
+    def _first_stage(self, z, eta0):
+        """The continuation's start (eq. (8.39)): Newton at ``x + i eta0`` from the
+        level's large-``|z|`` guess, the height raised ``START_LIFT``-fold (up to
+        ``START_LIFTS`` times) where the root lies farther than ``START_GUESS_RTOL``
+        from the guess: the level's own spread (an S-level whose partner is a product
+        reaching 50 over atoms on ``[1.1, 4.6]``) can put ``4 |z|`` below the reach of
+        the guess, and Newton from there found another branch.  ``(tau, eta0)``."""
+        eta0 = np.array(eta0, dtype=float)
+        todo = np.arange(z.size)
+        tau = np.empty(z.shape, dtype=complex)
+        for lift in range(START_LIFTS + 1):
+            zk = z.real[todo] + 1j * eta0[todo]
+            start = self.level.guess(zk)
+            root = self._newton(start, zk, CONTINUATION_STAGE_RTOL)
+            tau[todo] = root
+            with np.errstate(all="ignore"):
+                far = ~(np.abs(root - start) <= START_GUESS_RTOL * np.abs(root))
+            if lift == START_LIFTS or not far.any():
+                break
+            todo = todo[far]
+            eta0[todo] *= START_LIFT
+        return tau, eta0
 
     def _newton(self, tau, zk, rtol=None):
         """Newton on ``Phi(tau) = zk`` by the shared strategy :func:`~._fixed_point.newton`.
