@@ -703,7 +703,8 @@ def test_a_level_whose_partner_spreads_far_starts_its_continuation_higher_eq_8_3
     # The continuation started at 4 times the atoms' scale, 18.5, where Newton from the
     # level's large-|z| guess found another branch; it led to a real subordination point
     # at every x in (0.0118, 0.3), a density of 0 there (stieltjes silently so), and the
-    # density raised. Lifted to where the guess holds, the branch is the true one.
+    # density raised. Lifted to where the guess holds (eq. (8.39)), the branch is the
+    # true one.
     inner = freeattn.free_multiplicative(
         freeattn.free_multiplicative(
             freeattn.free_multiplicative(freeattn.marchenko_pastur(1.1715, 1.517),
