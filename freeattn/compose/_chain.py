@@ -1400,7 +1400,8 @@ class ProductChainLaw(SpectralLaw):
     def _along_path(self, z, z0, om0):
         """Newton along ``z(s) = z0**(1 - s) z**s`` from the unknowns ``om0`` solved at
         ``z0`` (eq. (14.61)): steps of at most ``CHAIN_PATH_RATIO`` in ``|log z|``, each
-        started from the last (scaled as in eq. (14.15)), at most ``CHAIN_PATH_STEPS``
+        started from the last root unscaled (next to the support the unknowns do not go
+        as ``1/z``, which defeats the start of eq. (14.45)), at most ``CHAIN_PATH_STEPS``
         of them; the root at ``z`` kept by the test of eq. (14.15).  ``(om, accepted)``.
         """
         om = np.zeros((len(self.factors), z.size), dtype=complex)

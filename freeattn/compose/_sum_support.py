@@ -31,7 +31,8 @@ from ._discrete_sum_support import (ATOM_MARGIN, S_MARGIN, TAIL_FACTOR, TAIL_SAM
 from ._fixed_point import bracketed_newton
 from ..laws._elementary import PointMasses
 
-__all__ = ["LawBranches", "law_branches", "law_sum_edges", "curve_keys", "parameter_index", "MAX_LAW_CURVES"]
+__all__ = ["LawBranches", "law_branches", "law_sum_edges", "curve_keys", "parameter_index",
+           "MAX_LAW_CURVES"]
 
 #: Samples per decade of the distance from each end of a branch and from each
 #: atom on it (``F`` changes on every scale from the end's rounding up).
@@ -212,6 +213,10 @@ class LawBranches:
         once: the curves of eqs. (14.20), (14.50) ask the samples and their inverses again
         (their signs, forward values and parts), 74 % of the points of seed 51 / draw 40
         of the depth-3 campaign, each a Newton solve of a nested law."""
+        if not np.all(np.isfinite(u)):
+            # (a point that is not a number is not kept: the solver answers it)
+            gn, dn = self._pair(self.law, u.astype(complex))
+            return np.real(gn), np.real(dn)
         kept = self._kept
         keys = u.tolist()
         new = [i for i, v in enumerate(keys) if v not in kept]
