@@ -154,3 +154,16 @@ def test_a_point_far_from_its_neighbour_goes_along_the_path_eq_14_61(monkeypatch
     ref = original(z.real, z.imag)
     # measured 1.2e-15
     assert np.abs(om - ref).max() <= CONTINUATION_RTOL * np.abs(ref).max()
+
+
+def test_continued_gap_points_join_the_table_once_eq_14_16():
+    # a host may ask the same real point twice in one call: the table of eq. (14.16)
+    # keeps each point once (a repeated abscissa would give a bracket of width 0)
+    law = _product()
+    hi = law.intervals()[-1][1]
+    x = np.array([2.0 * hi, 2.0 * hi, 3.0 * hi])
+    om = law._continue(x, np.zeros(x.size), check=False)
+    before = law._gap_x.size
+    law._add_gap(x, om)
+    assert law._gap_x.size == before + 2
+    assert np.all(np.diff(law._gap_x) > 0)

@@ -1502,7 +1502,7 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
         # carries eps * zero_scale / W of relative noise, which no fit takes for its
         # rounding floor beyond ROUNDING_FLOOR_MAX
         for iv in intervals:
-            noise = _EPS * zero_scale / (float(iv.hi) - float(iv.lo))
+            noise = band_rounding_noise(float(iv.hi) - float(iv.lo), zero_scale)
             if noise > ROUNDING_FLOOR_MAX:
                 raise ConvergenceError(
                     f"the band [{float(iv.lo)!r}, {float(iv.hi)!r}] of width "
@@ -1523,6 +1523,12 @@ def build_representation(density, intervals, options, expected_mass=None, log_de
             f"density solver or the support is off",
             residual=abs(rep.total - expected_mass), tolerance=tol)
     return rep
+
+
+def band_rounding_noise(width, scale):
+    """Relative noise ``eps * scale / width`` of a density computed to the absolute
+    rounding of ``x`` at ``scale``, on a band of ``width`` (theory eq. (8.30))."""
+    return _EPS * scale / width
 
 
 def _band_allowance(panels, zero_scale):

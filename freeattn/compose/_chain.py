@@ -1602,9 +1602,18 @@ class ProductChainLaw(SpectralLaw):
         om = self._continue(x, np.zeros(x.size), check=False,
                             optional=np.ones(x.size, dtype=bool))
         keep = np.all(np.isfinite(om), axis=0) & _real_unknowns(om)
-        gx = np.r_[x[keep], self._gap_x]
-        gw = np.concatenate([om[:, keep].real + 0j, self._gap_w], axis=1)
-        order = np.argsort(gx)
+        self._merge_gap(x[keep], om[:, keep])
+
+    def _merge_gap(self, x, om):
+        """Merges real points ``x`` and their real unknowns ``om`` into the table of eq.
+        (14.16), sorted, each point once (a point already there keeps its unknowns)."""
+        x, first = np.unique(x, return_index=True)
+        new = ~np.isin(x, self._gap_x)
+        if not new.any():
+            return
+        gx = np.r_[self._gap_x, x[new]]
+        gw = np.concatenate([self._gap_w, om[:, first[new]].real + 0j], axis=1)
+        order = np.argsort(gx, kind="stable")
         self._gap_x, self._gap_w = gx[order], gw[:, order]
 
     def _add_gap(self, x, om):
@@ -1615,12 +1624,8 @@ class ProductChainLaw(SpectralLaw):
         if self._gap_x.size >= CHAIN_GAP_TABLE or self._interval_cache is None:
             return
         keep = (np.all(np.isfinite(om), axis=0) & _real_unknowns(om) & self._over_gap(x)
-                & (x != 0) & ~np.isin(x, self._gap_x))
-        if keep.any():
-            gx = np.r_[self._gap_x, x[keep]]
-            gw = np.concatenate([self._gap_w, om[:, keep].real + 0j], axis=1)
-            order = np.argsort(gx, kind="stable")
-            self._gap_x, self._gap_w = gx[order], gw[:, order]
+                & (x != 0))
+        self._merge_gap(x[keep], om[:, keep])
 
     def _add_inside(self, x, om):
         """Adds solved real points strictly inside the support to the table of eq. (14.7)."""

@@ -462,11 +462,13 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what, closed=None, pole_a
     # (x increases along a gap of a sum, eq. (14.20): a gap reversed beyond the rounding
     # of its ends was found on a curve whose values are not the law's; along one of a
     # product it may decrease, eq. (14.34))
+    def touch_at(x):
+        # the rounding within which two gap ends touch, at x (relative or absolute)
+        return xscale * abs(x) if touch_relative else TOUCH_RTOL * xscale
+
     if increasing:
         for g in gaps:
-            touch = (xscale * max(abs(g[0]), abs(g[1])) if touch_relative
-                     else TOUCH_RTOL * xscale)
-            if g[0] > g[1] + touch:
+            if g[0] > g[1] + touch_at(max(abs(g[0]), abs(g[1]))):
                 raise ConvergenceError(
                     f"x decreases along a gap of {what}, from {g[0]!r} to {g[1]!r}: a "
                     f"sum's x increases along its gaps (theory eq. (14.20))",
@@ -475,8 +477,7 @@ def curve_bands(f, fun, limit, pole_x, spread, xscale, what, closed=None, pole_a
     gaps = sorted((g for g in gaps if g[0] < g[1]), key=lambda g: g[0])
     merged = []
     for lo, hi, plo, phi in gaps:
-        touch = xscale * abs(merged[-1][1]) if touch_relative and merged else (
-            TOUCH_RTOL * xscale)
+        touch = touch_at(merged[-1][1]) if merged else TOUCH_RTOL * xscale
         if merged and lo <= merged[-1][1] + touch:
             if hi <= merged[-1][1] and hi - lo <= touch:
                 # a sliver within the rounding of x (a curve through an atom's pole,

@@ -76,13 +76,15 @@ TOWER_RESIDUAL_RTOL = 1e-9
 #: model at a real root, is off by the model's cubic term; the branch test
 #: checks where Newton lands.
 RESCUE_MOVE = 0.1
-#: A rescue polish that went more than half of ``RESCUE_MOVE`` is restarted from where
-#: it stopped, up to this many passes in all: the coefficient roots of a tall tower
-#: next to its hard edge at 0 can be further than ``RESCUE_MOVE`` from the factored
-#: tower's (11 % for the branch of the degree-12 tower of three sample covariances of
-#: ``attention(0.42, 0.30)²`` at ``x = 2.9e-5``), and a polish stopped at the limit left
-#: only real roots on other sheets (theory section 8.4).
+#: A rescue polish that went more than ``RESCUE_RESTART_FRACTION`` of ``RESCUE_MOVE`` is
+#: restarted from where it stopped, up to this many passes in all: the coefficient roots
+#: of a tall tower next to its hard edge at 0 can be further than ``RESCUE_MOVE`` from
+#: the factored tower's (11 % for the branch of the degree-12 tower of three sample
+#: covariances of ``attention(0.42, 0.30)²`` at ``x = 2.9e-5``), and a polish stopped at
+#: the limit left only real roots on other sheets (theory section 8.4).
 RESCUE_PASSES = 3
+#: ... a polish counts as stopped at its reach when it moved more than this fraction of it.
+RESCUE_RESTART_FRACTION = 0.5
 
 #: A first edge within this fraction of the upper edge from 0 is the structural
 #: hard edge at 0 (:func:`_snap_hard_edge`); measured offsets are 1e-17 to 1.2e-6.
@@ -406,8 +408,9 @@ class RationalSolver:
         :meth:`_select`, theory section 8.4).
         """
         polished = self._polish_factored(roots, z[None, :], max_move=RESCUE_MOVE)
+        restart = RESCUE_RESTART_FRACTION * RESCUE_MOVE
         with np.errstate(invalid="ignore"):
-            far = np.abs(polished - roots) > 0.5 * RESCUE_MOVE * np.abs(roots)
+            far = np.abs(polished - roots) > restart * np.abs(roots)
         for _ in range(RESCUE_PASSES - 1):
             if not far.any():
                 break
@@ -415,7 +418,7 @@ class RationalSolver:
             polished[far] = self._polish_factored(
                 start, np.broadcast_to(z[None, :], polished.shape)[far], max_move=RESCUE_MOVE)
             with np.errstate(invalid="ignore"):
-                far[far] = np.abs(polished[far] - start) > 0.5 * RESCUE_MOVE * np.abs(start)
+                far[far] = np.abs(polished[far] - start) > restart * np.abs(start)
         tol = self.options.real_root_rtol * REAL_ROOT_SCORE_FACTOR
         realish = np.isfinite(polished) & (np.abs(polished.imag) <= tol * np.abs(polished))
         r = np.where(realish, polished.real, np.nan) + 0j

@@ -35,7 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..algebra._chebyshev import ROUNDING_FLOOR_MAX
+from ..algebra._chebyshev import ROUNDING_FLOOR_MAX, band_rounding_noise
 from ..algebra._levels import AffineLevel, RLevel, SLevel, _single_atom
 from ..core._errors import ConvergenceError
 from ..laws._law_base import (NESTED_SOLVE_FACTOR, TOWER_EVALUATION_COST, Interval,
@@ -444,7 +444,7 @@ class SubordinationLaw(SpectralLaw):
                 # a band narrower than the rounding of the support's size allows (eq.
                 # (8.30)) is the likely cause: say so
                 size = max(abs(float(v)) for v in self.support())
-                noise = _EPS * size / w
+                noise = band_rounding_noise(w, size)
                 why = (f"; the band is {w:.3e} wide on a support reaching "
                        f"{size:.3e}, a relative rounding of "
                        f"{noise:.1e} of x there, above {ROUNDING_FLOOR_MAX:.0e}: narrower "
