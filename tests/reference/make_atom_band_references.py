@@ -32,6 +32,7 @@ import mpmath
 import numpy as np
 
 import freeattn
+from _axis_mp import axis_densities, edge, sum_phi
 
 DPS = 40
 OUT = pathlib.Path(__file__).with_name("atom_band_references.json")
@@ -50,39 +51,17 @@ def main():
     x = np.linspace(lo, hi, 7)[1:-1]
     w0 = law._solve(x.astype(complex))[0]
     mpmath.mp.dps = DPS
-    tol = mpmath.mpf(10) ** -(DPS - 10)
-
-    def h_a(w):
-        return 1 / a._mp_stieltjes(w) - w
-
-    def h_b(u):
-        return 1 / b._mp_stieltjes(u) - u
-
-    def phi(w, z):
-        return z + h_b(z + h_a(w))
-
-    points = []
-    for xi, start in zip(x, w0):
-        z = mpmath.mpf(float(xi)) + 1j * mpmath.mpf(10) ** -34
-        w = mpmath.findroot(lambda v: phi(v, z) - v, mpmath.mpc(complex(start)))
-        assert abs(phi(w, z) - w) < tol * abs(w)
-        g = a._mp_stieltjes(w)
-        assert mpmath.im(g) < 0
-        points.append([repr(float(xi)), mpmath.nstr(-mpmath.im(g) / mpmath.pi, DPS)])
+    phi = sum_phi(a, b)
+    points = axis_densities(phi, a._mp_stieltjes, x, w0, DPS)
     edges = []
-    for e, side in ((lo, -1.0), (hi, 1.0)):
+    for end, side in ((lo, -1.0), (hi, 1.0)):
         # freeattn's bordered Newton from 1e-3 of the width outside starts the solve
         # (at the band's scale, section 14.38)
         with law._problem_scale(hi - lo):
-            res = law._edges(np.array([e + side * 1e-3 * (hi - lo)]),
-                             np.array([e - side * 1e-3 * (hi - lo)]), 0)
+            res = law._edges(np.array([end + side * 1e-3 * (hi - lo)]),
+                             np.array([end - side * 1e-3 * (hi - lo)]), 0)
         wo, xo = res.value[0]
-        sol = mpmath.findroot(
-            lambda v, t: [phi(v, t) - v, mpmath.diff(lambda u: phi(u, t), v) - 1],
-            (mpmath.mpf(float(wo)), mpmath.mpf(float(xo))))
-        w_e, x_e = mpmath.re(sol[0]), mpmath.re(sol[1])
-        assert abs(phi(w_e, x_e) - w_e) < tol * abs(w_e)
-        edges.append(mpmath.nstr(x_e, DPS))
+        edges.append(mpmath.nstr(edge(phi, wo, xo, DPS), DPS))
     OUT.write_text(json.dumps({"dps": DPS, "points": points, "edges": edges}, indent=1) + "\n")
     print(json.dumps({"points": points, "edges": edges}, indent=1))
 

@@ -37,6 +37,7 @@ import mpmath
 import numpy as np
 
 import freeattn
+from _axis_mp import axis_densities
 
 DPS = 40
 OUT = pathlib.Path(__file__).with_name("near_atom_references.json")
@@ -67,7 +68,6 @@ def product_g(z, near):
 def main():
     a, b = laws()
     mpmath.mp.dps = DPS
-    tol = mpmath.mpf(10) ** -(DPS - 10)
     for z in (1 + 1j, 10 + 0.5j):            # away from the atom: the branch
         near = complex(b.stieltjes(z))
         assert abs(complex(product_g(z, near)) - near) < 1e-14 * abs(near)
@@ -92,14 +92,7 @@ def main():
         u = z + 1 / a._mp_stieltjes(w) - w
         return z + 1 / g_b(u) - u
 
-    points = []
-    for xi, start in zip(x, w0):
-        z = mpmath.mpf(float(xi)) + 1j * mpmath.mpf(10) ** -34
-        w = mpmath.findroot(lambda v: phi(v, z) - v, mpmath.mpc(complex(start)))
-        assert abs(phi(w, z) - w) < tol * abs(w)
-        g = a._mp_stieltjes(w)
-        assert mpmath.im(g) < 0
-        points.append([repr(float(xi)), mpmath.nstr(-mpmath.im(g) / mpmath.pi, DPS)])
+    points = axis_densities(phi, a._mp_stieltjes, x, w0, DPS)
     print(json.dumps({"product": product, "points": points}, indent=1))
     OUT.write_text(json.dumps({"dps": DPS, "product": product, "points": points},
                               indent=1) + "\n")
