@@ -1,6 +1,7 @@
 """The two formulations of a sum's density (theory eqs. (14.1), (14.29)) solve the points
-they can, each leaving the others to the next (section 14.43), and a continuation's failed
-last step is not repeated from the same predictor.
+they can, each leaving the others to the next (section 14.43), both warm tables before
+either continuation (eq. (14.63)), and a continuation's failed last step is not repeated
+from the same predictor.
 
 Independent checks: the mirrored formulation's own solve of the same points (the two
 formulations are two solves of one law), and the error each formulation raises alone.
@@ -37,6 +38,28 @@ def _quarter_points(law):
                      for f in (0.25, 0.5, 0.75)])
 
 
+def _made_to_fail(target, points, name, warm=True):
+    """``target._boundary_density`` failing at ``points`` (NaN with ``partial`` or at
+    the warm stage, else a raise), and with ``warm`` false at every point of the warm
+    stage (its warm table made not to reach them)."""
+    solve = type(target)._boundary_density.__get__(target)
+
+    def density(xs, partial=False, stage=None):
+        if stage == "warm" and not warm:
+            return np.full(xs.shape, np.nan)
+        out = solve(xs, partial, stage)
+        hit = np.isin(xs, points)
+        if hit.any():
+            error = ConvergenceError(f"{name} made to fail", point=float(xs[hit][0]))
+            if not (partial or stage == "warm"):
+                raise error
+            if partial:
+                target._partial_failure(error)
+            out[hit] = np.nan
+        return out
+    return density
+
+
 def test_each_formulation_solves_the_points_it_can_section_14_43():
     law = _weighted_bernoulli()
     mirror = law._mirror()
@@ -48,40 +71,73 @@ def test_each_formulation_solves_the_points_it_can_section_14_43():
     # the own formulation made to fail at two points: those, and only those, go to the
     # mirrored one, whose values they get; the others keep the own formulation's
     failing = [1, 4]
-    solve, asked = law._boundary_density, []
+    asked = []
 
-    def own_failing(xs, partial=False):
-        out = solve(xs, partial)
-        hit = np.isin(xs, x[failing])
-        if not partial:
-            raise ConvergenceError("made to fail", point=float(xs[hit][0]))
-        law._partial_failure(ConvergenceError("made to fail", point=float(xs[hit][0])))
-        out[hit] = np.nan
-        return out
+    def asking(density):
+        def recorded(xs, partial=False, stage=None):
+            asked.append((np.array(xs), stage))
+            return density(xs, partial, stage)
+        return recorded
 
-    def mirror_asked(xs, partial=False):
-        asked.append(np.array(xs))
-        return type(mirror)._boundary_density(mirror, xs, partial)
-
-    law._boundary_density = own_failing
-    mirror._boundary_density = mirror_asked
+    law._boundary_density = _made_to_fail(law, x[failing], "own")
+    mirror._boundary_density = asking(type(mirror)._boundary_density.__get__(mirror))
     law._formulations = [law, mirror]
     got = law._general_density(x)
-    assert len(asked) == 1
-    np.testing.assert_array_equal(asked[0], x[failing])
+    # its warm table (of the solve above) reaches them (eq. (14.63)): no continuation
+    assert len(asked) == 1 and asked[0][1] == "warm"
+    np.testing.assert_array_equal(asked[0][0], x[failing])
     keep = np.setdiff1d(np.arange(x.size), failing)
     np.testing.assert_allclose(got[keep], own[keep], rtol=FORMULATIONS_RTOL)
     np.testing.assert_allclose(got[failing], other[failing], rtol=FORMULATIONS_RTOL)
-    # the mirrored formulation solved 2 of the 6 points: the order stays (its warm table
-    # can be empty next to an edge, where each batch would be a continuation)
     assert law._formulations[0] is law
-    # where it solves most of a batch, it goes first for the next one
+
+    # neither warm table reaches four points: the own continuation fails them, the
+    # mirrored one solves them, and goes first for the next batch
     failing = [0, 1, 2, 4]
     asked.clear()
+    law._boundary_density = _made_to_fail(law, x[failing], "own")
+    mirror._boundary_density = asking(_made_to_fail(
+        mirror, [], "mirrored", warm=False))
     got = law._general_density(x)
-    np.testing.assert_array_equal(asked[0], x[failing])
+    assert [a[1] for a in asked] == ["warm", "continue"]
+    np.testing.assert_array_equal(asked[1][0], x[failing])
     np.testing.assert_allclose(got[failing], other[failing], rtol=FORMULATIONS_RTOL)
     assert law._formulations[0] is mirror
+
+    # a second continuation that solves fewer points than the first's does not turn
+    # the order round: neither table reaches any point, the mirrored formulation (now
+    # first) made to leave two of the six, which the own one's continuation solves
+    asked.clear()
+    mirror._boundary_density = asking(_made_to_fail(mirror, x[[1, 4]], "mirrored",
+                                                    warm=False))
+    law._boundary_density = _made_to_fail(law, [], "own", warm=False)
+    got = law._general_density(x)
+    assert [a[0].size for a in asked] == [6, 6]
+    np.testing.assert_allclose(got, other, rtol=FORMULATIONS_RTOL)
+    assert law._formulations[0] is mirror
+
+
+def test_the_warm_and_continue_stages_eq_14_63(monkeypatch):
+    # the warm stage is Newton from the table alone (NaN without a table); the continue
+    # stage goes straight to the continuation, without the table's Newton again
+    law = _weighted_bernoulli()
+    x = _quarter_points(law)
+    full = law._boundary_density(x)
+    table = law._warm_x, law._warm_w
+    law._warm_x, law._warm_w = np.empty(0), np.empty(0, dtype=complex)
+    assert np.isnan(law._boundary_density(x, stage="warm")).all()     # no table
+    law._warm_x, law._warm_w = table
+    continued = record_calls(monkeypatch, law, "_continue")
+    warm_path = record_calls(monkeypatch, law, "_axis")
+    warm = law._boundary_density(x, stage="warm")
+    assert not continued and not warm_path
+    np.testing.assert_allclose(warm, full, rtol=RESOLVE_RTOL)
+    got = law._boundary_density(x, stage="continue")
+    assert len(continued) == 1 and not warm_path
+    np.testing.assert_array_equal(continued[0], x)
+    np.testing.assert_allclose(got, full, rtol=RESOLVE_RTOL)
+    with pytest.raises(ValueError, match="stage must be"):
+        law._boundary(x, stage="cold")
 
 
 def test_a_point_a_partial_solve_leaves_is_not_asked_of_a_constituent_section_14_43(
@@ -100,8 +156,8 @@ def test_a_point_a_partial_solve_leaves_is_not_asked_of_a_constituent_section_14
     full = law._boundary_density(x)
     boundary = law._boundary
 
-    def leaving_one(xs, partial=False):
-        w = boundary(xs, partial)
+    def leaving_one(xs, partial=False, stage=None):
+        w = boundary(xs, partial, stage)
         w[1] = np.nan
         return w
     monkeypatch.setattr(law, "_boundary", leaving_one)
@@ -117,23 +173,8 @@ def test_a_point_neither_formulation_solves_raises_with_both_errors_section_14_4
     x = _quarter_points(law)
     law._boundary_density(x)                      # warm starts of eq. (14.7)
 
-    def failing_at(target, name):
-        solve = target._boundary_density
-
-        def density(xs, partial=False):
-            out = solve(xs, partial)
-            hit = xs == x[2]
-            if hit.any():
-                if not partial:
-                    raise ConvergenceError(f"{name} made to fail", point=float(x[2]))
-                target._partial_failure(ConvergenceError(f"{name} made to fail",
-                                                         point=float(x[2])))
-                out[hit] = np.nan
-            return out
-        return density
-
-    law._boundary_density = failing_at(law, "own")
-    mirror._boundary_density = failing_at(mirror, "mirrored")
+    law._boundary_density = _made_to_fail(law, x[2:3], "own")
+    mirror._boundary_density = _made_to_fail(mirror, x[2:3], "mirrored")
     with pytest.raises(ConvergenceError, match="own made to fail and, in the mirrored "
                        "formulation of eq. \\(14.29\\), mirrored made to fail") as info:
         law._general_density(x)

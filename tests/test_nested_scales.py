@@ -584,6 +584,29 @@ def test_the_same_band_as_one_part_is_off_eq_14_62(monkeypatch):
     assert abs(law._density(x[2:3])[0] / ref[2] - 1.0) > NEAR_ZERO_BAND_ONE_PART_RTOL
 
 
+def test_a_parts_continuation_runs_at_its_scale_eq_14_62(monkeypatch):
+    # a point of a part of eq. (14.62) continued in Im z (eq. (14.3)) starts at the
+    # part's scale, not the sum's 1.15, and reaches the 40-digit density
+    law, x, ref, _ = _near_zero_band()
+    law.intervals()
+    lo, hi, scale = law._local_bands()[0]
+    assert lo < x[3] < hi
+    heights = []
+    first = law._first_level
+
+    def recording(xs, ys):
+        heights.append(np.array(ys))
+        return first(xs, ys)
+    monkeypatch.setattr(law, "_first_level", recording)
+    assert law._height_scale() == law._xscale
+    with law._problem_scale(scale):
+        assert law._height_scale() == scale
+        w = law._continue(x[3:4], np.zeros(1))
+    assert heights[0][0] == _analytic.CONT_START * scale
+    density = -law._g(w, x[3:4].astype(complex)).imag / math.pi
+    assert abs(density[0] / ref[3] - 1.0) <= NEAR_ZERO_BAND_DENSITY_RTOL
+
+
 #: The series from circles of radius d/4 and d/8 (the aliasing of the trapezoidal rule
 #: is (r/d)**32, the truncation at 24 terms (5e-4)**24): both to rounding, measured
 #: 0 - 4.1e-16 at 5e-4 d from each atom.

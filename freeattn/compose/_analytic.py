@@ -1197,6 +1197,13 @@ class AnalyticLaw(SpectralLaw):
             changed = True
         return tuple(ivs) if changed else None
 
+    def _height_scale(self):
+        """The scale of the heights ``y`` of the continuation (eq. (14.3)): the law's,
+        or inside a band solved at a scale of its own (eqs. (14.48), (14.62)) that
+        scale, where the heights of the sum's would stop ``CONT_STOP`` of the sum's
+        scale above the axis, far from the band's edges."""
+        return min(self._xscale, self._problem.scale)
+
     def _axis_newton(self, x, guess, steps=WARM_NEWTON_STEPS):
         """Newton at ``y = 0`` from ``guess``, classified by :meth:`_classify_axis`."""
         pr = self._problem
@@ -1219,7 +1226,7 @@ class AnalyticLaw(SpectralLaw):
         """
         pr = self._problem
         xscale = (np.maximum(np.abs(x), np.finfo(float).tiny) if self.multiplicative
-                  else np.full(x.shape, self._xscale))
+                  else np.full(x.shape, self._height_scale()))
         z = x + 1j * CONT_STOP * xscale
         start = np.where(pr.sign * w0.imag > 0, w0, w0.real + 1j * pr.sign * CONT_STOP * (
             pr.scale + np.abs(w0)))
@@ -1306,7 +1313,7 @@ class AnalyticLaw(SpectralLaw):
         kept in ``_partial_error`` (section 14.43).
         """
         pr = self._problem
-        s = self._xscale
+        s = self._height_scale()
         x = np.asarray(x, dtype=float)
         y_final = np.asarray(y_final, dtype=float)
         # ⊠ is scale-free: a point next to 0 starts at a height of its own size
@@ -1892,7 +1899,7 @@ class AnalyticLaw(SpectralLaw):
             out[below] = lw[0] + slope * (tq[below] - t[0])
         return np.exp(out)
 
-    def _boundary(self, x, partial=False):
+    def _boundary(self, x, partial=False, stage=None):
         """``w(x + i0)`` at real points inside the support (eq. (14.7)).
 
         Newton at ``y = 0`` from the interpolation of already solved
@@ -1901,11 +1908,25 @@ class AnalyticLaw(SpectralLaw):
         margin of eq. (14.13), or the boundary fixed point of eq. (14.11));
         the others are solved by eq. (14.14), then by the continuation of
         eq. (14.3).  With ``partial``, NaN where those fail (:meth:`_continue`).
+        ``stage`` ``"warm"`` takes the warm starts alone (NaN where they fail, at every
+        point without a table of two solved points), ``"continue"`` the continuation
+        alone (for points whose warm starts failed; eq. (14.63)).
         """
         x = np.asarray(x, dtype=float)
         w = np.empty(x.shape, dtype=complex)
         todo = np.ones(x.shape, dtype=bool)
-        if self._warm_x.size >= 2 and x.size:
+        if stage not in (None, "warm", "continue"):
+            raise ValueError(f"stage must be None, 'warm' or 'continue', got {stage!r}")
+        if stage == "warm":
+            w[:] = np.nan
+            if self._warm_x.size >= 2 and x.size:
+                w, status = self._axis_newton(x, self._warm_guess(x))
+                bad = np.flatnonzero(status < 0)
+                if bad.size:
+                    wn, ok = self._near_axis(x[bad], w[bad])
+                    w[bad] = np.where(ok, wn, np.nan)
+            todo[:] = False
+        elif stage is None and self._warm_x.size >= 2 and x.size:
             w = self._axis(x, self._warm_guess(x), check=True, partial=partial)
             todo[:] = False
         if todo.any():
@@ -2054,8 +2075,8 @@ class AnalyticLaw(SpectralLaw):
             mirror._host = self           # its support is this one's (eq. (14.57))
         return mirror
 
-    def _boundary_density(self, x, partial=False):
-        w = self._boundary(x, partial)
+    def _boundary_density(self, x, partial=False, stage=None):
+        w = self._boundary(x, partial, stage)
         # a point the partial solve left (NaN) stays NaN, for the next formulation
         # (section 14.43); asked of a constituent, a NaN point raised for the whole
         # batch, which then went to the mirrored formulation at every point
@@ -2185,6 +2206,13 @@ class AnalyticLaw(SpectralLaw):
 
         def solve(xs):
             values = np.full(xs.shape, np.nan)
+            # the warm starts of both formulations before either continues (eq.
+            # (14.63)): a point one formulation's table does not reach is often in
+            # the other's, and its continuation costs tens of Newton solves
+            for law in tuple(order):
+                todo = np.flatnonzero(~np.isfinite(values))
+                if todo.size:
+                    values[todo] = law._boundary_density(xs[todo], stage="warm")
             errors, raised = [], False          # an error for each formulation that
             solved = []                         # left points or raised; the points each solved
             for law in tuple(order):
@@ -2193,7 +2221,8 @@ class AnalyticLaw(SpectralLaw):
                     break
                 law._partial_error = None
                 try:
-                    values[todo] = law._boundary_density(xs[todo], partial=True)
+                    values[todo] = law._boundary_density(xs[todo], partial=True,
+                                                         stage="continue")
                 except ConvergenceError as err:
                     errors.append(err)
                     raised = True
