@@ -584,6 +584,32 @@ def test_the_same_band_as_one_part_is_off_eq_14_62(monkeypatch):
     assert abs(law._density(x[2:3])[0] / ref[2] - 1.0) > NEAR_ZERO_BAND_ONE_PART_RTOL
 
 
+def test_a_parts_rounding_floor_is_the_sums_eq_14_62():
+    # inside a part the rounding floor of eq. (14.27) keeps the sum's scale: a residual
+    # of half that floor at the sum's scale is accepted there, not at the part's
+    law, x, _, _ = _near_zero_band()
+    law.intervals()
+    lo, hi, scale = law._local_bands()[0]
+    pr = law._problem
+    assert law.__dict__.get("_rounding_scale") is None
+    with law._problem_scale(scale):
+        assert law._rounding_scale == law._xscale and pr.scale == scale
+        z = np.array([x[3] + 0j])
+        w = law._boundary(x[3:4])
+        # w moved off the root by half the sum-scale floor over |1 - phi'|: its
+        # residual, about |1 - phi'| times the move, lies between the two floors
+        # (checked)
+        _, d0 = pr.phi(w, z)
+        target = 0.5 * _analytic.FOLD_RESIDUAL_RTOL * (law._xscale + abs(w[0]))
+        shifted = w + target / abs(1.0 - d0[0])
+        residual = abs(shifted - pr.phi(shifted, z)[0])[0]
+        assert _analytic.FOLD_RESIDUAL_RTOL * (scale + abs(w[0])) < residual
+        assert residual < _analytic.FOLD_RESIDUAL_RTOL * (law._xscale + abs(w[0]))
+        assert _analytic._at_rounding_floor(pr, shifted, z, law._rounding_scale)[0]
+        assert not _analytic._at_rounding_floor(pr, shifted, z)[0]
+    assert law.__dict__.get("_rounding_scale") is None and pr.scale == law._xscale
+
+
 def test_a_parts_continuation_runs_at_its_scale_eq_14_62(monkeypatch):
     # a point of a part of eq. (14.62) continued in Im z (eq. (14.3)) starts at the
     # part's scale, not the sum's 1.15, and reaches the 40-digit density

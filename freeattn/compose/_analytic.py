@@ -314,17 +314,20 @@ def _point_mass_sums(law, v):
     return tree.sums(v)
 
 
-def _at_rounding_floor(pr, w, z):
+def _at_rounding_floor(pr, w, z, scale=None):
     """Whether ``|w - phi(w, z)|`` is at the rounding of ``phi`` (eq. (14.27)).
 
     ``FOLD_RESIDUAL_RTOL`` of the size of ``w``, times, over many atoms, the
     loss of digits of the Cauchy sums (:func:`_sum_condition`, at most
-    ``SUM_CONDITION_MAX``, so the floor never exceeds ``BOUNDARY_RTOL``).
+    ``SUM_CONDITION_MAX``, so the floor never exceeds ``BOUNDARY_RTOL``).  The size
+    is ``scale + |w|``, ``scale`` the problem's unless given (the sum's, inside a
+    part of a band solved at a scale of its own: ``phi`` rounds at the sum's scale,
+    eq. (14.62)).
     """
     with np.errstate(all="ignore"):
         r = w - pr.phi(w, z)[0]
     f = np.abs(r)
-    size = pr.scale + np.abs(w)
+    size = (pr.scale if scale is None else max(scale, pr.scale)) + np.abs(w)
     floor = f <= FOLD_RESIDUAL_RTOL * size
     if (~floor).any():
         idx = np.flatnonzero(~floor)
@@ -1055,7 +1058,8 @@ class AnalyticLaw(SpectralLaw):
             noisy = np.flatnonzero(ok & ~solved)
             if noisy.size:
                 solved[noisy] = _at_rounding_floor(
-                    pr, wr[noisy], self._pz(x[near][noisy].astype(complex)))
+                    pr, wr[noisy], self._pz(x[near][noisy].astype(complex)),
+                    self.__dict__.get("_rounding_scale"))
             ok &= solved & verified
             w[near[ok]] = wr[ok]
             status[near[ok]] = 0
@@ -1235,7 +1239,9 @@ class AnalyticLaw(SpectralLaw):
         size = pr.scale + np.abs(r.value)
         # either step is solved at its tolerance or, next to a fold where the
         # estimate is the rounding over |1 - phi'|, at the floor of eq. (14.27)
-        ok = ((r.residual <= BOUNDARY_RTOL * size) | _at_rounding_floor(pr, r.value, pz)) & (
+        rounding = self.__dict__.get("_rounding_scale")
+        ok = ((r.residual <= BOUNDARY_RTOL * size)
+              | _at_rounding_floor(pr, r.value, pz, rounding)) & (
             pr.sign * r.value.imag > np.minimum(r.residual, BOUNDARY_RTOL * size))
         value = r.value.copy()
         sel = np.flatnonzero(ok)
@@ -1244,8 +1250,8 @@ class AnalyticLaw(SpectralLaw):
             rf = newton(pr, px[sel], r.value[sel], max_steps=WARM_NEWTON_STEPS)
             value[sel] = rf.value
             sz = pr.scale + np.abs(rf.value)
-            good = ((rf.residual <= BOUNDARY_RTOL * sz) | _at_rounding_floor(pr, rf.value,
-                                                                              px[sel])
+            good = ((rf.residual <= BOUNDARY_RTOL * sz) | _at_rounding_floor(
+                pr, rf.value, px[sel], rounding)
                     ) & _contracting(rf.derivative)     # eq. (14.56)
             if good.any():
                 # where the map is the identity at x every w is a fixed point and
@@ -1360,7 +1366,8 @@ class AnalyticLaw(SpectralLaw):
             near = np.flatnonzero(~ok & np.isfinite(rn.value)
                                   & (rn.residual <= LEVEL_FLOOR_RTOL * (pr.scale + np.abs(rn.value))))
             if near.size:
-                ok[near] = _at_rounding_floor(pr, rn.value[near], zn[near])
+                ok[near] = _at_rounding_floor(pr, rn.value[near], zn[near],
+                                              self.__dict__.get("_rounding_scale"))
             # a repelling root is another fixed point, never omega(z) (eq. (14.56)):
             # next to a zero of a product's G, where omega runs to infinity, Newton
             # from a level far out found the real root with phi' = 9.8
@@ -1416,7 +1423,8 @@ class AnalyticLaw(SpectralLaw):
         bad = ~(err <= tol)
         idx = np.flatnonzero(bad & np.isfinite(w))
         if idx.size:
-            bad[idx] = ~_at_rounding_floor(pr, w[idx], zf[idx])
+            bad[idx] = ~_at_rounding_floor(pr, w[idx], zf[idx],
+                                           self.__dict__.get("_rounding_scale"))
         if repelling.any():
             # the polish left the branch for a repelling root (eq. (14.56))
             err[repelling] = np.inf
@@ -2166,11 +2174,14 @@ class AnalyticLaw(SpectralLaw):
         (eq. (14.48)), for the duration of the block; the mirrored formulation keeps
         its own (theory section 14.38)."""
         saved = self._problem.scale
+        outer = self.__dict__.get("_rounding_scale")
         try:
             self._problem.scale = scale
+            self._rounding_scale = saved if outer is None else outer
             yield
         finally:
             self._problem.scale = saved
+            self._rounding_scale = outer
 
     def _scaled_density(self, x):
         """:meth:`_density` at the problem's current scale."""
