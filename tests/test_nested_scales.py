@@ -633,6 +633,45 @@ def test_a_parts_continuation_runs_at_its_scale_eq_14_62(monkeypatch):
     assert abs(density[0] / ref[3] - 1.0) <= NEAR_ZERO_BAND_DENSITY_RTOL
 
 
+#: s41d22's band next to 0: its mass from the representation against the circle
+#: integral of its own G off the axis (256 points on a circle at 0.127 from both bands,
+#: converged to 3e-15 against 1024 points): measured 7.8e-12; the representation states
+#: 1.0e-8.
+S41D22_BAND_MASS_ATOL = 1e-10
+
+
+@pytest.mark.slow
+def test_a_band_next_to_0_at_the_sums_rounding_floor_builds_eq_14_62():
+    # fresh depth-4 seed 41 / draw 22 (benchmarks/RESULTS.md sections 47-48): the band
+    # [3.0e-8, 1.2e-4] of a sum of scale 19 raised (both formulations failed next to its
+    # lower end: its own continuation at the part's tolerance, the mirrored one at the
+    # sum's); with the rounding floor of eq. (14.27) at the sum's scale inside the parts
+    # of eq. (14.62) it builds, and its band carries the mass of the circle integral
+    law = freeattn.free_additive(
+        freeattn.sample_covariance(freeattn.attention_law(0.0041701, 1.3871).squared(),
+                                   0.63318),
+        freeattn.free_additive(
+            freeattn.free_multiplicative(freeattn.free_multiplicative(
+                freeattn.attention_law(0.037867, 3.9351).squared(),
+                freeattn.point_masses([0.749], [1.0])),
+                freeattn.attention_law(0.004389, 1.0909).squared()),
+            freeattn.sample_covariance(freeattn.sample_covariance(
+                freeattn.attention_law(0.67769, 0.19637).squared(), 6.9724), 1.8407)))
+    (lo, hi), (lo1, _) = law.intervals()
+    assert lo < 1e-4 * law._xscale and law._local_bands()
+    mass = law.cdf(hi) - law.cdf(lo)
+    n = 256
+    c = hi / 2
+    r = (lo1 + hi) / 2 - c
+    z = c + r * np.exp(2j * np.pi * (np.arange(n) + 0.5) / n)
+    up = z.imag > 0
+    g = np.empty(n, dtype=complex)
+    g[up] = law.stieltjes(z[up])
+    g[~up] = np.conj(law.stieltjes(np.conj(z[~up])))
+    circle = (np.sum(g * (z - c)) / n).real
+    assert abs(mass - circle) <= S41D22_BAND_MASS_ATOL
+
+
 #: The series from circles of radius d/4 and d/8 (the aliasing of the trapezoidal rule
 #: is (r/d)**32, the truncation at 24 terms (5e-4)**24): both to rounding, measured
 #: 0 - 4.1e-16 at 5e-4 d from each atom.
