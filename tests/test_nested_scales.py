@@ -584,6 +584,18 @@ def test_the_same_band_as_one_part_is_off_eq_14_62(monkeypatch):
     assert abs(law._density(x[2:3])[0] / ref[2] - 1.0) > NEAR_ZERO_BAND_ONE_PART_RTOL
 
 
+def test_a_products_continuation_keeps_its_heights_eq_14_62():
+    # the heights of eq. (14.62)'s parts are a sum's: a ⊠'s problem has the scale of
+    # 1/w (here 1/4.069), and its continuation keeps the law's own scale (taking the
+    # smaller of the two moved this law's density by 5e-13 and a sum over it by 3e-13)
+    law = freeattn.free_multiplicative(
+        freeattn.point_masses([1.617, 4.069], [0.229, 0.771]),
+        freeattn.point_masses([3.906, 0.804, 1.864], [0.347, 0.343, 0.31]))
+    assert isinstance(law, _analytic.AnalyticLaw) and law.multiplicative
+    assert law._problem.scale < law._xscale
+    assert law._height_scale() == law._xscale
+
+
 def test_a_parts_rounding_floor_is_the_sums_eq_14_62():
     # inside a part the rounding floor of eq. (14.27) keeps the sum's scale: a residual
     # of half that floor at the sum's scale is accepted there, not at the part's
@@ -591,9 +603,9 @@ def test_a_parts_rounding_floor_is_the_sums_eq_14_62():
     law.intervals()
     lo, hi, scale = law._local_bands()[0]
     pr = law._problem
-    assert law.__dict__.get("_rounding_scale") is None
+    assert law._floor_scale() is None
     with law._problem_scale(scale):
-        assert law._rounding_scale == law._xscale and pr.scale == scale
+        assert law._floor_scale() == law._xscale and pr.scale == scale
         z = np.array([x[3] + 0j])
         w = law._boundary(x[3:4])
         # w moved off the root by half the sum-scale floor over |1 - phi'|: its
@@ -605,9 +617,9 @@ def test_a_parts_rounding_floor_is_the_sums_eq_14_62():
         residual = abs(shifted - pr.phi(shifted, z)[0])[0]
         assert _analytic.FOLD_RESIDUAL_RTOL * (scale + abs(w[0])) < residual
         assert residual < _analytic.FOLD_RESIDUAL_RTOL * (law._xscale + abs(w[0]))
-        assert _analytic._at_rounding_floor(pr, shifted, z, law._rounding_scale)[0]
+        assert _analytic._at_rounding_floor(pr, shifted, z, law._floor_scale())[0]
         assert not _analytic._at_rounding_floor(pr, shifted, z)[0]
-    assert law.__dict__.get("_rounding_scale") is None and pr.scale == law._xscale
+    assert law._floor_scale() is None and pr.scale == law._xscale
 
 
 def test_a_parts_continuation_runs_at_its_scale_eq_14_62(monkeypatch):

@@ -1059,7 +1059,7 @@ class AnalyticLaw(SpectralLaw):
             if noisy.size:
                 solved[noisy] = _at_rounding_floor(
                     pr, wr[noisy], self._pz(x[near][noisy].astype(complex)),
-                    self.__dict__.get("_rounding_scale"))
+                    self._floor_scale())
             ok &= solved & verified
             w[near[ok]] = wr[ok]
             status[near[ok]] = 0
@@ -1203,9 +1203,12 @@ class AnalyticLaw(SpectralLaw):
 
     def _height_scale(self):
         """The scale of the heights ``y`` of the continuation (eq. (14.3)): the law's,
-        or inside a band solved at a scale of its own (eqs. (14.48), (14.62)) that
-        scale, where the heights of the sum's would stop ``CONT_STOP`` of the sum's
-        scale above the axis, far from the band's edges."""
+        or inside a band of a sum solved at a scale of its own (eqs. (14.48), (14.62))
+        that scale, where the heights of the sum's would stop ``CONT_STOP`` of the
+        sum's scale above the axis, far from the band's edges (a ⊠, whose problem's
+        scale is that of ``1/w``, keeps the law's)."""
+        if self.multiplicative:
+            return self._xscale
         return min(self._xscale, self._problem.scale)
 
     def _axis_newton(self, x, guess, steps=WARM_NEWTON_STEPS):
@@ -1239,7 +1242,7 @@ class AnalyticLaw(SpectralLaw):
         size = pr.scale + np.abs(r.value)
         # either step is solved at its tolerance or, next to a fold where the
         # estimate is the rounding over |1 - phi'|, at the floor of eq. (14.27)
-        rounding = self.__dict__.get("_rounding_scale")
+        rounding = self._floor_scale()
         ok = ((r.residual <= BOUNDARY_RTOL * size)
               | _at_rounding_floor(pr, r.value, pz, rounding)) & (
             pr.sign * r.value.imag > np.minimum(r.residual, BOUNDARY_RTOL * size))
@@ -1367,7 +1370,7 @@ class AnalyticLaw(SpectralLaw):
                                   & (rn.residual <= LEVEL_FLOOR_RTOL * (pr.scale + np.abs(rn.value))))
             if near.size:
                 ok[near] = _at_rounding_floor(pr, rn.value[near], zn[near],
-                                              self.__dict__.get("_rounding_scale"))
+                                              self._floor_scale())
             # a repelling root is another fixed point, never omega(z) (eq. (14.56)):
             # next to a zero of a product's G, where omega runs to infinity, Newton
             # from a level far out found the real root with phi' = 9.8
@@ -1424,7 +1427,7 @@ class AnalyticLaw(SpectralLaw):
         idx = np.flatnonzero(bad & np.isfinite(w))
         if idx.size:
             bad[idx] = ~_at_rounding_floor(pr, w[idx], zf[idx],
-                                           self.__dict__.get("_rounding_scale"))
+                                           self._floor_scale())
         if repelling.any():
             # the polish left the branch for a repelling root (eq. (14.56))
             err[repelling] = np.inf
@@ -2168,13 +2171,20 @@ class AnalyticLaw(SpectralLaw):
         return [part for iv in self._interval_cache
                 for part in _local_band_segments(float(iv.lo), float(iv.hi), scale)]
 
+    def _floor_scale(self):
+        """The scale of the rounding floor of eq. (14.27) inside a block of
+        :meth:`_problem_scale`: the sum's (``phi`` rounds there, eq. (14.62)); None
+        outside one (the problem's own scale)."""
+        return self.__dict__.get("_rounding_scale")
+
     @contextmanager
     def _problem_scale(self, scale):
         """This law's fixed-point problem with ``scale``, the floor of its tolerances
-        (eq. (14.48)), for the duration of the block; the mirrored formulation keeps
-        its own (theory section 14.38)."""
+        (eqs. (14.48), (14.62)), for the duration of the block, the rounding floor of
+        eq. (14.27) keeping the sum's scale (:meth:`_floor_scale`); the mirrored
+        formulation keeps its own (theory section 14.38)."""
         saved = self._problem.scale
-        outer = self.__dict__.get("_rounding_scale")
+        outer = self._floor_scale()
         try:
             self._problem.scale = scale
             self._rounding_scale = saved if outer is None else outer
@@ -2203,16 +2213,17 @@ class AnalyticLaw(SpectralLaw):
         """The density on the axis (eq. (14.7)); points whose subordination point
         cannot be resolved (next to an edge where it tends to infinity, eq. (14.29))
         are solved in the mirrored formulation (section 14.43): each formulation
-        solves the points it can and leaves the others to the next one; where one
-        raises outright, the points neither solved are halved until each part is
-        solved or a single point fails in both."""
+        solves the points it can and leaves the others to the next one, both warm
+        tables first, then the continuations (eq. (14.63)); where one raises
+        outright, the points neither solved are halved until each part is solved or
+        a single point fails in both."""
         x = np.asarray(x, dtype=float)
         mirror = self._mirror()
         if mirror is None:
             return self._boundary_density(x)
 
-        # the formulation that completed the last batch is tried first (a
-        # representation asks for batches next to one edge after another)
+        # the formulation whose continuation solved more of the last batch continues
+        # first (a representation asks for batches next to one edge after another)
         order = self.__dict__.setdefault("_formulations", [self, mirror])
 
         def solve(xs):
@@ -2247,9 +2258,8 @@ class AnalyticLaw(SpectralLaw):
             bad = np.flatnonzero(~np.isfinite(values))
             if not bad.size:
                 if len(solved) > 1 and solved[1] > solved[0]:
-                    # the second solved most of the batch: first for the next one (a
-                    # few points left next to an edge do not turn the order round, the
-                    # second's warm table can be empty there)
+                    # the second's continuation solved more of the points neither
+                    # table served: it continues first for the next batch (eq. (14.63))
                     order.reverse()
                 return values
             if xs.size == 1 or not raised:
