@@ -140,6 +140,25 @@ def test_the_warm_and_continue_stages_eq_14_63(monkeypatch):
         law._boundary(x, stage="cold")
 
 
+def test_a_warm_stage_that_raises_leaves_its_points_to_the_continuations_eq_14_63():
+    # the own formulation's warm stage made to raise (a constituent's transform raising
+    # at a table start): its points go on to the continuations, which solve them
+    law = _weighted_bernoulli()
+    mirror = law._mirror()
+    x = _quarter_points(law)
+    full = law._boundary_density(x)
+    solve = type(law)._boundary_density.__get__(law)
+
+    def raising(xs, partial=False, stage=None):
+        if stage == "warm":
+            raise ConvergenceError("made to fail", point=float(xs[0]))
+        return solve(xs, partial, stage)
+    law._boundary_density = raising
+    law._formulations = [law, mirror]
+    got = law._general_density(x)
+    np.testing.assert_allclose(got, full, rtol=FORMULATIONS_RTOL)
+
+
 def test_a_point_a_partial_solve_leaves_is_not_asked_of_a_constituent_section_14_43(
         monkeypatch):
     """A boundary solve that leaves a point (NaN, partial) gave that NaN to the

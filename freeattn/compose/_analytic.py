@@ -1268,19 +1268,25 @@ class AnalyticLaw(SpectralLaw):
         return value, ok
 
     def _axis(self, x, guess, check=False, partial=False):
-        """``w(x + i0)`` at real points: :meth:`_axis_newton` from ``guess``, then
-        :meth:`_near_axis` and at last the continuation for the points it rejects
-        (``partial`` as in :meth:`_continue`)."""
+        """``w(x + i0)`` at real points: :meth:`_warm_axis` from ``guess``, then the
+        continuation for the points it rejects (``partial`` as in :meth:`_continue`)."""
         x = np.asarray(x, dtype=float)
+        w, bad = self._warm_axis(x, guess)
+        if bad.size:
+            w[bad] = self._continue(x[bad], np.zeros(bad.size), check=check, partial=partial)
+        return w
+
+    def _warm_axis(self, x, guess):
+        """``(w, bad)``: :meth:`_axis_newton` from ``guess``, then :meth:`_near_axis` at the
+        points it rejects; ``bad`` indexes the points neither accepts (their ``w`` is
+        Newton's rejected root)."""
         w, status = self._axis_newton(x, guess)
         bad = np.flatnonzero(status < 0)
         if bad.size:
             wn, ok = self._near_axis(x[bad], w[bad])
             w[bad[ok]] = wn[ok]
             bad = bad[~ok]
-        if bad.size:
-            w[bad] = self._continue(x[bad], np.zeros(bad.size), check=check, partial=partial)
-        return w
+        return w, bad
 
     def _first_level(self, x, y):
         """``(w, ok)`` at ``x + i y`` (``y > 0``) by eq. (14.2) then Newton; ``ok`` where
@@ -1931,11 +1937,8 @@ class AnalyticLaw(SpectralLaw):
         if stage == "warm":
             w[:] = np.nan
             if self._warm_x.size >= 2 and x.size:
-                w, status = self._axis_newton(x, self._warm_guess(x))
-                bad = np.flatnonzero(status < 0)
-                if bad.size:
-                    wn, ok = self._near_axis(x[bad], w[bad])
-                    w[bad] = np.where(ok, wn, np.nan)
+                w, bad = self._warm_axis(x, self._warm_guess(x))
+                w[bad] = np.nan
             todo[:] = False
         elif stage is None and self._warm_x.size >= 2 and x.size:
             w = self._axis(x, self._warm_guess(x), check=True, partial=partial)
@@ -2172,10 +2175,10 @@ class AnalyticLaw(SpectralLaw):
                 for part in _local_band_segments(float(iv.lo), float(iv.hi), scale)]
 
     def _floor_scale(self):
-        """The scale of the rounding floor of eq. (14.27) inside a block of
-        :meth:`_problem_scale`: the sum's (``phi`` rounds there, eq. (14.62)); None
-        outside one (the problem's own scale)."""
-        return self.__dict__.get("_rounding_scale")
+        """The scale of the rounding floor of eq. (14.27): a sum's own, also inside a
+        block of :meth:`_problem_scale` (``phi`` rounds there, eq. (14.62)); None for a
+        ⊠ (its problem's scale, that of ``1/w``)."""
+        return None if self.multiplicative else self._xscale
 
     @contextmanager
     def _problem_scale(self, scale):
@@ -2184,14 +2187,11 @@ class AnalyticLaw(SpectralLaw):
         eq. (14.27) keeping the sum's scale (:meth:`_floor_scale`); the mirrored
         formulation keeps its own (theory section 14.38)."""
         saved = self._problem.scale
-        outer = self._floor_scale()
         try:
             self._problem.scale = scale
-            self._rounding_scale = saved if outer is None else outer
             yield
         finally:
             self._problem.scale = saved
-            self._rounding_scale = outer
 
     def _scaled_density(self, x):
         """:meth:`_density` at the problem's current scale."""
@@ -2234,7 +2234,10 @@ class AnalyticLaw(SpectralLaw):
             for law in tuple(order):
                 todo = np.flatnonzero(~np.isfinite(values))
                 if todo.size:
-                    values[todo] = law._boundary_density(xs[todo], stage="warm")
+                    try:
+                        values[todo] = law._boundary_density(xs[todo], stage="warm")
+                    except ConvergenceError:
+                        pass            # (its points go on to the continuations below)
             errors, raised = [], False          # an error for each formulation that
             solved = []                         # left points or raised; the points each solved
             for law in tuple(order):
