@@ -137,6 +137,10 @@ CHAIN_NEAR_AXIS_WIDE_STEP = 1e-2
 CHAIN_WARM_TABLE = 8192
 #: ``Im omega`` up to this fraction of ``|omega|`` counts as real (rounding).
 CHAIN_REAL_RTOL = 1e-12
+#: ``Im(omega_i/t)`` up to this fraction of ``|omega_i/t|`` passes the test of eq.
+#: (14.64) (``arg omega_i <= arg t``; a root on another branch breaks it by tens of
+#: degrees, rounding by 1e-16).
+CHAIN_TURN_RTOL = 1e-9
 #: :meth:`ProductChainLaw._from_fold`: real points within ``CHAIN_FOLD_REACH`` of a soft
 #: edge (relative) start from its fold's model (eq. (14.54)); a root is kept within
 #: ``CHAIN_FOLD_LOCAL`` times the model's distance of its start.
@@ -321,6 +325,10 @@ class _OmegaRow:
     def start(self, omega):
         return omega
 
+    def omega(self, u):
+        """The subordination point at the unknown ``u`` (``u`` itself)."""
+        return u
+
     def valid(self, u):
         return np.ones(u.shape, dtype=bool)
 
@@ -386,6 +394,12 @@ class _LevelRow:
     def start(self, omega):
         with np.errstate(all="ignore"):
             return 1.0 / self.level.guess(1.0 / (self.scale * omega))
+
+    def omega(self, u):
+        """The subordination point ``1/(s z(tau))`` at the unknown ``u = 1/tau``."""
+        z = self._values(u)[2]
+        with np.errstate(all="ignore"):
+            return 1.0 / (self.scale * z)
 
     def valid(self, u):
         tau, gb, z, g, _, _ = self._values(u)
@@ -1440,7 +1454,26 @@ class ProductChainLaw(SpectralLaw):
         rest = np.flatnonzero(~ok)
         if rest.size:
             ok[rest] = self._accepted_near_fold(om[:, rest], t[rest])
-        return ok & np.all(om.imag < -WARM_INSIDE_RTOL * np.abs(om), axis=0)
+        ok &= np.all(om.imag < -WARM_INSIDE_RTOL * np.abs(om), axis=0)
+        sel = np.flatnonzero(ok)
+        if sel.size:
+            ok[sel] = self._turned_from(om[:, sel], t[sel])
+        return ok
+
+    def _turned_from(self, om, t):
+        """Whether every row's subordination point ``omega_i`` is turned from ``t`` away
+        from the positive axis, ``arg omega_i <= arg t`` (eq. (14.64)): the lower
+        half-plane alone does not single out the solution of eq. (14.8) for ``L > 2``
+        (section 14.57)."""
+        ok = np.ones(om.shape[1], dtype=bool)
+        for i, row in enumerate(self._rows):
+            if i and row is self._rows[i - 1] and np.array_equal(om[i], om[i - 1]):
+                continue
+            omega = row.omega(om[i])
+            with np.errstate(all="ignore"):
+                q = omega / t
+                ok &= q.imag <= CHAIN_TURN_RTOL * np.abs(q)
+        return ok
 
     def _near_axis(self, z, step_rtol=CHAIN_NEAR_AXIS_STEP):
         """Solves at points ``z = x + i y`` next to the axis (``0 < y <=
@@ -1477,6 +1510,9 @@ class ProductChainLaw(SpectralLaw):
                & (moved <= CHAIN_NEAR_AXIS_REACH * first + CHAIN_REAL_RTOL * size)
                & np.all(new.imag <= 0, axis=0))
         ok &= inside | gap
+        sel = np.flatnonzero(ok)
+        if sel.size:
+            ok[sel] = self._turned_from(new[:, sel], t[sel])        # eq. (14.64)
         om[:, idx[ok]], acc[idx[ok]] = new[:, ok], True
         return om, acc
 
