@@ -91,3 +91,47 @@ def test_continued_roots_pass_eq_14_64(make):
     y = s * 10.0 ** rng.uniform(-10, 0.5, 48)
     om = law._continue(x, y)
     assert law._turned_from(om, 1.0 / (x + 1j * y)).all()
+
+
+# -- the point z = 0 (theory section 14.58) ---------------------------------------------
+
+def _hard_edge_product():
+    # three laws, support [0, 8.36] with a hard edge at 0 (exponent -1/2), no atom
+    return freeattn.free_multiplicative(
+        freeattn.attention_law(0.5, 1.0).squared(),
+        freeattn.free_multiplicative(freeattn.attention_law(1.0, 0.5).squared(),
+                                     freeattn.point_masses([1.0, 2.0], [0.5, 0.5])))
+
+
+def test_the_system_has_no_value_at_z_0_and_says_so_at_once():
+    law = _hard_edge_product()
+    assert isinstance(law, _chain.ProductChainLaw)
+    with pytest.raises(freeattn.ConvergenceError, match="no value at z = 0"):
+        law._solve(np.array([0.0 + 0j]))
+    # a host's partial solve: NaN at 0, the other point solved as alone
+    z = np.array([0.0 + 0j, 1.0 + 0.5j])
+    om = law._solve(z, partial=True)
+    assert np.all(np.isnan(om[:, 0]))
+    alone = law._continue(z.real[1:], z.imag[1:])
+    assert np.max(np.abs(om[:, 1:] - alone)) <= CONTINUATION_RTOL * np.max(np.abs(alone))
+
+
+@pytest.mark.parametrize("make", [
+    _hard_edge_product,
+    lambda: freeattn.free_multiplicative(freeattn.attention_law(1.0, 0.5).squared(),
+                                         freeattn.point_masses([1.0, 2.0], [0.5, 0.5])),
+], ids=["three-laws", "two-laws"])
+def test_g_at_a_hard_edge_raises_a_value_error_naming_it(make):
+    law = make()
+    lo = law.interval_details()[0]
+    assert lo.lo == 0.0 and lo.lo_exponent < 0
+    with pytest.raises(ValueError, match="z = 0.0 is an end of the support"):
+        law.stieltjes(0.0)
+    # beside it G is finite, real and negative (the law lies on [0, oo))
+    g = law.stieltjes(-1e-3 * law.support()[1])
+    assert np.isfinite(g) and g.imag == 0 and g.real < 0
+
+
+def test_g_at_a_soft_edge_is_its_finite_limit():
+    # the semicircle of variance 1 at its edge 2: G(2) = (z - sqrt(z**2 - 4))/2 = 1 exactly
+    assert freeattn.semicircle(1.0).stieltjes(2.0) == 1.0

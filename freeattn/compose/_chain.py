@@ -1309,6 +1309,17 @@ class ProductChainLaw(SpectralLaw):
         not solve comes back as NaN instead of raising (section 14.43).
         """
         z = np.asarray(z, dtype=complex)
+        zero = z == 0
+        if zero.any():
+            # eq. (14.8) is written in t = 1/z: z = 0 is t = oo, where no root exists
+            # (the continuation would walk hundreds of decades of y before it stalls)
+            if not partial:
+                raise ConvergenceError(f"{self._describe()}: eq. (14.8) in t = 1/z has no "
+                                       f"value at z = 0 (theory section 14.58)", point=0.0)
+            om = np.full((len(self.factors), z.size), np.nan, dtype=complex)
+            if not zero.all():
+                om[:, ~zero] = self._solve(z[~zero], partial=True)
+            return om
         om = np.empty((len(self.factors), z.size), dtype=complex)
         todo = np.ones(z.size, dtype=bool)
         off = np.flatnonzero(z.imag > 0)

@@ -1164,7 +1164,9 @@ class SpectralLaw:
         Raises
         ------
         ValueError
-            If ``Im z < 0``, ``z`` is NaN, or ``z`` is an atom (a pole).
+            If ``Im z < 0``, ``z`` is NaN, ``z`` is an atom (a pole), or ``z`` is an
+            end of the support where the density does not vanish (exponent ``<= 0``
+            in :class:`Interval`, or a :class:`LogEnd`), where ``G`` diverges.
         """
         zs, shape = check_z(z)
         out = np.zeros(zs.shape, dtype=complex)
@@ -1172,9 +1174,29 @@ class SpectralLaw:
         loc, mass = self.atoms()
         if loc.size and np.isin(zs, loc[mass > 0]).any():
             raise ValueError(f"z is an atom of the law (a pole of G): atoms at {loc.tolist()}")
+        real = finite & (zs.imag == 0)
+        if real.any():
+            ends = self._divergent_ends()
+            hit = np.isin(zs.real[real], ends)
+            if hit.any():
+                raise ValueError(
+                    f"z = {float(zs.real[real][hit][0])!r} is an end of the support where the "
+                    f"density does not vanish (a hard edge), where G diverges: such ends at "
+                    f"{ends.tolist()}; evaluate next to it")
         if finite.any():
             out[finite] = self._stieltjes(zs[finite])
         return _out(out, shape)
+
+    def _divergent_ends(self):
+        """Ends of the support's intervals where ``G`` has no finite boundary value: a
+        density exponent ``<= 0`` or a :class:`LogEnd` there (``int dmu(x)/|x - e|``
+        diverges)."""
+        ends = []
+        for iv in self.interval_details():
+            for x, e in ((iv.lo, iv.lo_exponent), (iv.hi, iv.hi_exponent)):
+                if isinstance(e, LogEnd) or e <= 0:
+                    ends.append(x)
+        return np.array(ends, dtype=float)
 
     def _stieltjes(self, zs):
         """``G`` at finite points of the closed upper half-plane (``inf`` at an atom);
