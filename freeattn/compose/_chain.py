@@ -50,6 +50,16 @@ CHAIN_MOMENT_REACH = 8.0
 CHAIN_MOMENT_ORDER = 12
 #: Per-point factor by which ``y`` shrinks, between these bounds.
 CHAIN_FACTOR_MAX = 64.0
+#: Eq. (14.65): a point ``x`` starts at the spine level ``y0 >= CHAIN_OWN_RATIO |x|`` (the
+#: spine: the continuation along the imaginary axis, its levels ``CHAIN_FACTOR_MAX``
+#: apart) where that is at least ``CHAIN_OWN_MIN_LEVELS`` levels below the top (at most
+#: ``CHAIN_OWN_MAX_LEVELS``), by Newton from the spine's unknowns at ``i y0``, kept where
+#: no unknown moved by more than ``CHAIN_OWN_JUMP`` of its size (``|x|/y0 <= 1/64``
+#: moves them by about that; a level of the continuation moves ``y`` by 64 times).
+CHAIN_OWN_RATIO = 64.0
+CHAIN_OWN_MIN_LEVELS = 2
+CHAIN_OWN_MAX_LEVELS = 60
+CHAIN_OWN_JUMP = 0.5
 CHAIN_FACTOR_MIN = 1.05
 #: Below ``1/CHAIN_STEEP_RATIO`` of the start's scale (:meth:`_start_scale`) the
 #: continuation's predictor is the secant in ``log u`` against ``log z`` (powers
@@ -616,8 +626,58 @@ class ProductChainLaw(SpectralLaw):
         tot = np.prod(m1)
         return np.stack([row.start(t * (tot / m)) for row, m in zip(self._rows, m1)])
 
+    def _spine(self, levels):
+        """The unknowns of eq. (14.8) at ``z = i y_j``, ``y_j = CHAIN_START * scale /
+        CHAIN_FACTOR_MAX**j`` for the integers ``levels`` (eq. (14.65)), NaN where the
+        continuation along the imaginary axis does not reach them; computed once per
+        level and kept."""
+        kept = self.__dict__.setdefault("_spine_cache", {})
+        new = np.array(sorted(set(int(j) for j in levels) - set(kept)), dtype=int)
+        if new.size:
+            ys = CHAIN_START * self._start_scale() / CHAIN_FACTOR_MAX ** new.astype(float)
+            om = self._continue(np.zeros(new.size), ys, check=False, partial=True,
+                                own_height=False)
+            for j, col in zip(new, om.T):
+                kept[int(j)] = col.copy()
+        return np.stack([kept[int(j)] for j in levels], axis=1)
+
+    def _own_height(self, x, y_final):
+        """Starts of the continuation at the points' own heights (eq. (14.65)):
+        ``(idx, y0, om)`` for the points ``idx`` of ``x`` whose start ``x + i y0`` lies at
+        least ``CHAIN_OWN_MIN_LEVELS`` spine levels below the top, with ``y0`` the
+        lowest spine level at or above ``CHAIN_OWN_RATIO |x|`` (and ``y_final``), solved
+        by Newton from the spine's unknowns at ``i y0`` and kept as a first level is
+        (:meth:`_newton`) where no unknown moved by more than ``CHAIN_OWN_JUMP`` of its
+        size."""
+        top = CHAIN_START * self._start_scale()
+        low = np.maximum(CHAIN_OWN_RATIO * np.abs(x), y_final)
+        with np.errstate(all="ignore"):
+            levels = np.floor(np.log(top / low) / np.log(CHAIN_FACTOR_MAX))
+        cand = np.flatnonzero(np.isfinite(levels) & (levels >= CHAIN_OWN_MIN_LEVELS)
+                              & (np.abs(x) > 0))
+        if not cand.size:
+            return cand, np.empty(0), None, np.empty(0), None
+        j = np.minimum(levels[cand], CHAIN_OWN_MAX_LEVELS).astype(int)
+        # the level and the one above it (the secant predictor's history)
+        jj = np.r_[j, j - 1]
+        start = self._spine(jj)
+        n = cand.size
+        fin = np.all(np.isfinite(start[:, :n]), axis=0) & np.all(np.isfinite(start[:, n:]),
+                                                                 axis=0)
+        keep = np.r_[fin, fin]
+        cand, jj, start = cand[fin], jj[keep], start[:, keep]
+        n = cand.size
+        ys = top / CHAIN_FACTOR_MAX ** jj.astype(float)
+        t = 1.0 / (np.r_[x[cand], x[cand]] + 1j * ys)
+        om, ok = self._newton(start, t, 4 * CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
+        with np.errstate(all="ignore"):
+            moved = np.max(np.abs(om - start) / np.abs(om), axis=0)
+        ok &= moved <= CHAIN_OWN_JUMP
+        ok = ok[:n] & ok[n:]
+        return cand[ok], ys[:n][ok], om[:, :n][:, ok], ys[n:][ok], om[:, n:][:, ok]
+
     def _continue(self, x, y_final, check=True, optional=None, partial=False,
-                  strict=False):
+                  strict=False, own_height=True):
         """Continuation from ``x + i CHAIN_START*scale`` to ``x + i y_final``.
 
         ``optional`` (boolean, like ``x``) marks points that may fail at the first
@@ -626,17 +686,51 @@ class ProductChainLaw(SpectralLaw):
         come back as NaN instead of raising.  With ``partial`` every point the
         continuation does not solve comes back as NaN (section 14.43).  With
         ``strict`` a level's root is kept only within ``CHAIN_JUMP_RATIO`` times the
-        predictor's step of the prediction (eq. (14.59)).
+        predictor's step of the prediction (eq. (14.59)).  With ``own_height`` a
+        point far below the scale starts at its own height from the spine of eq.
+        (14.65) (:meth:`_own_height`), the others at the top; an own-height point
+        the continuation does not solve is continued again from the top.
         """
-        s = self._start_scale()
         x = np.asarray(x, dtype=float)
         y_final = np.asarray(y_final, dtype=float)
+        own = None
+        if own_height and not strict:
+            own = self._own_height(x, y_final)
+        if own is None or not own[0].size:
+            return self._continue_from(x, y_final, check, optional, partial, strict, None)
+        # the own-height points come back as NaN where they fail, and go again from the top
+        soft = np.zeros(x.shape, dtype=bool)
+        soft[own[0]] = True
+        om = self._continue_from(x, y_final, check, optional, partial, strict, own,
+                                 soft | partial)
+        again = own[0][~np.all(np.isfinite(om[:, own[0]]), axis=0)]
+        if again.size:
+            om[:, again] = self._continue_from(
+                x[again], y_final[again], check,
+                None if optional is None else np.asarray(optional)[again], partial, strict,
+                None)
+        return om
+
+    def _continue_from(self, x, y_final, check, optional, partial, strict, own, soft=None):
+        """:meth:`_continue` from the top, or from the own heights ``own`` of
+        :meth:`_own_height` where given; ``soft`` (boolean, like ``x``; default
+        ``partial``) marks the points that come back as NaN where they fail."""
+        s = self._start_scale()
+        soft = np.full(x.shape, bool(partial)) if soft is None else soft
         y = np.maximum(CHAIN_START * s, y_final)
-        t = 1.0 / (x + 1j * y)
-        om, ok = self._newton(self._start(t), t, 4 * CHAIN_LEVEL_STEPS, CHAIN_LEVEL_RTOL)
+        om = np.empty((len(self.factors), x.size), dtype=complex)
+        ok = np.zeros(x.shape, dtype=bool)
+        if own is not None:
+            idx, y0, om0 = own[:3]
+            y[idx], om[:, idx], ok[idx] = y0, om0, True
+        top = np.flatnonzero(~ok)
+        if top.size:
+            t = 1.0 / (x[top] + 1j * y[top])
+            om[:, top], ok[top] = self._newton(self._start(t), t, 4 * CHAIN_LEVEL_STEPS,
+                                               CHAIN_LEVEL_RTOL)
         dropped = np.zeros(x.shape, dtype=bool)
-        if partial:
-            optional = np.ones(x.shape, dtype=bool)
+        if soft.any():
+            optional = soft.copy() if optional is None else (np.asarray(optional) | soft)
         if not ok.all() and optional is not None and np.all(optional[~ok]):
             dropped = ~ok
             y_final = np.where(dropped, y, y_final)
@@ -647,6 +741,10 @@ class ProductChainLaw(SpectralLaw):
                                    f"axis at z={complex(x[k] + 1j * y[k])!r}")
         om_prev = om.copy()
         y_prev = np.full(x.shape, np.nan)
+        if own is not None and own[0].size:
+            # an own-height start has the spine level above it as its last level
+            idx = own[0]
+            y_prev[idx], om_prev[:, idx] = own[3], own[4]
         factor = np.full(x.shape, CHAIN_FACTOR_MAX)
         stop = CHAIN_STOP * np.maximum(np.abs(x), np.finfo(float).tiny)
         gap = self._over_gap(x)
@@ -708,12 +806,14 @@ class ProductChainLaw(SpectralLaw):
                 new, _ = self._newton(om[:, stalled], tt, CHAIN_FINAL_STEPS, CHAIN_FINAL_RTOL)
                 good = self._accepted_near_fold(new, tt)
                 if not good.all():
-                    if not partial:
-                        k = int(stalled[np.argmin(good)])
+                    hard = stalled[~good & ~soft[stalled]]
+                    if hard.size:
+                        k = int(hard[0])
                         raise ConvergenceError(
                             f"{self._describe()}: continuation of eq. (14.8) stalled at "
                             f"z={complex(x[k] + 1j * y[k])!r}", point=float(x[k]))
-                    # with partial, a point the fold's acceptance refuses is dropped
+                    # a soft point (partial, or started at its own height) the fold's acceptance
+                    # refuses is dropped
                     lost = stalled[~good]
                     dropped[lost] = True
                     y_final = y_final.copy()
@@ -732,9 +832,8 @@ class ProductChainLaw(SpectralLaw):
         if check:
             good, err = self._accepted(om, t)
             bad = ~good & ~dropped
-            if partial:
-                dropped |= bad
-                bad[:] = False
+            dropped |= bad & soft
+            bad &= ~soft
             if bad.any():
                 k = int(np.argmax(bad))
                 raise ConvergenceError(
