@@ -137,15 +137,26 @@ def test_a_real_root_inside_a_band_below_the_supports_rounding_names_eq_8_30():
     # an attention law at beta = 0.0034), an R-level over a tower. Its band
     # [1.08e-11, 1.35e-10] at MP's atom at 0 is 1.24e-10 wide on a support reaching 8.96:
     # eps * 8.96 / 1.24e-10 = 1.6e-5 > 1e-6 (eq. (8.30)); the tower's roots there are real
-    # to rounding and the density raises on a real root inside the band, naming that cause
+    # to rounding and its own density raises on a real root inside the band, naming that
+    # cause. The analytic subordination of the two laws, which solves such a band at its
+    # own scale (eq. (14.48)), gives the batch instead (theory section 14.60): the law
+    # builds, its three bands with the masses of the rank count (MP's atom 1 - 1/ratio
+    # over the attention law's band at 0 of mass 1 - gamma, then gamma, then the rest)
+    # to 1e-12 (measured 5.6e-17 - 1.1e-16)
+    ratio, gamma = 1.4232, 0.13403
     law = freeattn.free_additive(
-        freeattn.marchenko_pastur(1.8628, 1.4232),
-        freeattn.sample_covariance(freeattn.attention_law(0.0033944, 0.13403).squared(),
+        freeattn.marchenko_pastur(1.8628, ratio),
+        freeattn.sample_covariance(freeattn.attention_law(0.0033944, gamma).squared(),
                                    0.86789))
-    lo, hi = law.intervals()[0]
+    ivs = law.intervals()
+    lo, hi = ivs[0]
     assert EPS * law.support()[1] / (hi - lo) > 1e-6
     with pytest.raises(ConvergenceError, match=r"another sheet.*1\.6e-05.*8\.30"):
-        law.pdf(1.0)
+        law._level_density(np.linspace(lo, hi, 9)[1:-1])
+    mass = [law.cdf(b) - law.cdf(a) for a, b in ivs]
+    low = 1 - 1 / ratio - gamma
+    np.testing.assert_allclose(mass, [low, gamma, 1 - low - gamma], rtol=0, atol=1e-12)
+    assert law.accuracy().mass_error <= 1e-12
 
 
 def test_the_band_allowance_of_a_density_known_to_an_absolute_rounding_eq_8_30():

@@ -78,7 +78,7 @@ def test_tower_edges_survive_cancelled_coefficients():
 
 
 def test_tower_wrong_sheet_inside_band_raises():
-    # the same tower's density solve takes a real root inside its lower band: the
+    # the same tower's own density solve takes a real root inside its lower band: the
     # interior check raises at once instead of a representation fitting zeros (the band
     # is 7.6e-11 of eps * its support's size / width: eq. (8.30) is not the cause and the
     # message does not name it)
@@ -86,7 +86,7 @@ def test_tower_wrong_sheet_inside_band_raises():
     tower = _collapsed_product(a, b, a._s_transform(), b._s_transform(), a.options)
     lo, hi = tower.intervals()[0]
     with pytest.raises(ConvergenceError, match="another sheet") as err:
-        tower._density(np.linspace(lo, hi, 9)[1:-1])
+        tower._level_density(np.linspace(lo, hi, 9)[1:-1])
     assert "8.30" not in str(err.value)
 
 

@@ -417,6 +417,38 @@ class SubordinationLaw(SpectralLaw):
         return None if isinstance(self._solver, GenericSolver) else CHEAP_SOLVER_START_NODES
 
     def _density(self, x):
+        try:
+            return self._level_density(x)
+        except ConvergenceError as err:
+            # a solve that left the branch (a real root inside a band): the batch from
+            # the analytic subordination of the level's two laws (theory section
+            # 14.60), once this law's own support is known
+            other = self._analytic_form() if self._interval_cache else None
+            if other is None:
+                raise
+            try:
+                return other._density(x)
+            except ConvergenceError:
+                raise err from None
+
+    def _analytic_form(self):
+        """The analytic subordination (eqs. (14.1), (14.4)) of the level's partner and
+        the constituent, for a level with a partner (built, with its own support, when
+        first asked), else None."""
+        partner = getattr(self.level, "partner", None)
+        if partner is None:
+            return None
+        form = self.__dict__.get("_analytic_form_cache")
+        if form is None:
+            from ._analytic import analytic_additive, analytic_multiplicative
+
+            build = analytic_additive if self.level.kind == "R" else analytic_multiplicative
+            form = build(partner, self.constituent, options=self.options)
+            form.interval_details()
+            self._analytic_form_cache = form
+        return form
+
+    def _level_density(self, x):
         z = x.astype(complex)
         if isinstance(self._solver, GenericSolver):
             g = self._generic_boundary(z)
@@ -1185,13 +1217,14 @@ def _tall_tower(law):
 
 
 def _probe_bands(law):
-    """``law``'s support, and its density at ``PROBE_FRACTIONS`` of every band (raises
+    """``law``'s support, and its own density (the tower's solve, not the analytic form
+    of section 14.60) at ``PROBE_FRACTIONS`` of every band (raises
     :class:`ConvergenceError` where either fails)."""
     ivs = law.interval_details()
     if ivs:
         lo = np.array([float(iv.lo) for iv in ivs])
         hi = np.array([float(iv.hi) for iv in ivs])
-        law._density((lo[:, None] + np.outer(hi - lo, PROBE_FRACTIONS)).ravel())
+        law._level_density((lo[:, None] + np.outer(hi - lo, PROBE_FRACTIONS)).ravel())
 
 
 def _scales_apart(law):
