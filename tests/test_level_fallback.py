@@ -59,3 +59,27 @@ def test_the_density_comes_from_the_analytic_form_there(law):
     (lo, hi), _ = ivs
     assert abs((law.cdf(hi) - law.cdf(lo)) - (1 - GAMMA - 1 / RATIO)) <= MASS_ATOL
     assert law.accuracy().mass_error <= MASS_ATOL
+
+
+def test_where_the_analytic_form_fails_too_the_levels_own_error_stands(law, monkeypatch):
+    class Failing:
+        def _density(self, x):
+            raise freeattn.ConvergenceError("the other form failed")
+
+    monkeypatch.setattr(law, "_analytic_form", lambda: Failing())
+    (lo, hi), _ = law.intervals()
+    with pytest.raises(freeattn.ConvergenceError, match="real root on another sheet"):
+        law._density(lo + (hi - lo) * np.linspace(0.1, 0.9, 5))
+
+
+def test_values_of_the_analytic_form_pass_the_levels_interior_check(law, monkeypatch):
+    # a form whose density vanishes inside the level's band is refused like the level's
+    # own solve (its support would not be the level's)
+    class Zero:
+        def _density(self, x):
+            return np.zeros(x.shape)
+
+    monkeypatch.setattr(law, "_analytic_form", lambda: Zero())
+    (lo, hi), _ = law.intervals()
+    with pytest.raises(freeattn.ConvergenceError, match="real root on another sheet"):
+        law._density(lo + (hi - lo) * np.linspace(0.1, 0.9, 5))

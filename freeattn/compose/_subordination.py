@@ -422,14 +422,16 @@ class SubordinationLaw(SpectralLaw):
         except ConvergenceError as err:
             # a solve that left the branch (a real root inside a band): the batch from
             # the analytic subordination of the level's two laws (theory section
-            # 14.60), once this law's own support is known
-            other = self._analytic_form() if self._interval_cache else None
-            if other is None:
+            # 14.60), once this law's own support is known, under the same interior
+            # check; where that form cannot be built or solved, the level's own error
+            if not self._interval_cache or getattr(self.level, "partner", None) is None:
                 raise
             try:
-                return other._density(x)
+                f = self._analytic_form()._density(x)
+                self._check_interior(x, f)
             except ConvergenceError:
                 raise err from None
+            return f
 
     def _analytic_form(self):
         """The analytic subordination (eqs. (14.1), (14.4)) of the level's partner and
