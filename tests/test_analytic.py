@@ -1323,12 +1323,15 @@ def test_the_nearest_solved_point_directly_and_by_a_tree():
     rng = np.random.default_rng(7)
     table = _fixed_point.WarmTable(4096)
     big = _fixed_point.WARM_TREE_PAIRS // 4096 + 5
+    # a batch large enough that its pairs with a buffer of 250-300 points also go by a
+    # tree (a host's batch of hundreds of points)
+    huge = 2 * _fixed_point.WARM_TREE_PAIRS // 250
     for chunk in (3000, 300, 250, 1500, 40):
         pts = rng.standard_normal(chunk) + 1j * rng.random(chunk)
         table.add(pts, np.stack([pts * 2, pts * 3]))
         zs, vals = table.contents()
         assert np.array_equal(vals, np.stack([zs * 2, zs * 3]))
-        for m in (1, big):
+        for m in (1, big, huge):
             z = rng.standard_normal(m) + 1j * rng.random(m)
             near, v = table.nearest(z)
             ref = zs[np.argmin(np.abs(z[:, None] - zs[None, :]), axis=1)]
