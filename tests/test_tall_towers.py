@@ -468,3 +468,33 @@ def test_partner_tests_run_on_the_candidate_taken_eqs_8_10_8_11(monkeypatch):
     assert selected[0] and asked[0] <= PARTNER_POINTS_PER_SELECTION * selected[0]
     chain = ProductChainLaw(mps + [fa.marchenko_pastur(1.0, 0.20138), pm])
     np.testing.assert_allclose(f, chain.pdf(x), rtol=CHAIN_PDF_RTOL)
+
+
+def test_a_towers_lower_edge_too_low_is_probed_in_the_bottom_decades_section_14_60():
+    # depth-3 campaign, seed 86 / draw 19: sample_covariance(attention(0.0016226,
+    # 0.11494)**2, 1.1041). The tower puts its lowest band's lower edge at 4.40e-16; off
+    # the axis the law's G (Im G at x (1 + i eps), eps = 1e-3 and 1e-4) falls with eps
+    # like outside the support at 5.5e-16 (ratio 10) and converges like inside at 5.9e-16
+    # (ratio ~1): the edge lies between, where the analytic subordination of eq. (14.4)
+    # puts it (5.78e-16). The probe's points in the band's bottom decades find the
+    # tower's density 0 there and the law is built by eq. (14.4); its bands' masses are
+    # the rank count (1/ratio - gamma, gamma) and its atom 1 - 1/ratio, to 1e-12
+    # (measured 0 - 4e-17)
+    ratio, gamma = 1.1041, 0.11494
+    mp = fa.marchenko_pastur(1.0, ratio)
+    att = fa.attention_law(0.0016226, gamma).squared()
+    tower = _collapsed_product(mp, att, mp._s_transform(), att._s_transform(), mp.options)
+    assert isinstance(tower, SubordinationLaw) and tower.intervals()[0][0] < 5.5e-16
+    law = fa.sample_covariance(att, ratio)
+    assert isinstance(law, AnalyticLaw)
+    (lo, hi), (lo1, hi1) = law.intervals()
+    assert 5.5e-16 < lo < 5.9e-16
+
+    def falls(x):
+        g = [law.stieltjes(x * (1 + 1j * eps)).imag for eps in (1e-3, 1e-4)]
+        return g[0] / g[1]
+
+    assert falls(5.5e-16) > 9.0 and falls(5.9e-16) < 1.2
+    mass = [law.cdf(b) - law.cdf(a) for a, b in ((lo, hi), (lo1, hi1))]
+    np.testing.assert_allclose(mass, [1 / ratio - gamma, gamma], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(law.atoms()[1], [1 - 1 / ratio], rtol=0, atol=1e-12)

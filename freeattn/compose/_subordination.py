@@ -1207,6 +1207,12 @@ SCALES_APART_RTOL = 1e-6
 #: Fractions of each band's width at which a tall tower's density is probed before
 #: the tower is kept (:func:`_probe_bands`).
 PROBE_FRACTIONS = (0.01, 0.15, 0.5, 0.85, 0.99)
+#: A band on ``(0, oo)`` spanning more than ``PROBE_LOG_RATIO`` is also probed at
+#: ``lo (hi/lo)**f`` for these fractions ``f`` (the width's fractions all lie in its top
+#: decades; theory section 14.60: a tower's lower edge of a band spanning 4.7 decades was
+#: 1.3 times too low, its density 0 just above it).
+PROBE_LOG_RATIO = 10.0
+PROBE_LOG_FRACTIONS = (0.01, 0.1, 0.5)
 
 
 def _tall_tower(law):
@@ -1220,13 +1226,22 @@ def _tall_tower(law):
 
 def _probe_bands(law):
     """``law``'s support, and its own density (the tower's solve, not the analytic form
-    of section 14.60) at ``PROBE_FRACTIONS`` of every band (raises
+    of section 14.60) at ``PROBE_FRACTIONS`` of every band and, in a band on ``(0, oo)``
+    spanning decades, at ``PROBE_LOG_FRACTIONS`` of its logarithmic extent (raises
     :class:`ConvergenceError` where either fails)."""
     ivs = law.interval_details()
     if ivs:
         lo = np.array([float(iv.lo) for iv in ivs])
         hi = np.array([float(iv.hi) for iv in ivs])
-        law._level_density((lo[:, None] + np.outer(hi - lo, PROBE_FRACTIONS)).ravel())
+        x = [(lo[:, None] + np.outer(hi - lo, PROBE_FRACTIONS)).ravel()]
+        wide = (lo > 0) & (hi > PROBE_LOG_RATIO * lo)
+        if wide.any():
+            # the bottom decades of a band spanning many (eq. (8.12)'s critical points
+            # there are the ones lost among roots of every size)
+            ratio = hi[wide] / lo[wide]
+            x.append((lo[wide][:, None] * ratio[:, None] ** np.array(PROBE_LOG_FRACTIONS))
+                     .ravel())
+        law._level_density(np.concatenate(x))
 
 
 def _scales_apart(law):
