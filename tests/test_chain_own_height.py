@@ -19,6 +19,10 @@ SAME_ROOT_RTOL = 1e-13
 #: Newton columns (points times Newton calls) of the continuation: measured 1.61 times
 #: fewer from the own heights at 64 points 3-11 decades below the scale.
 FEWER_COLUMNS = 1.3
+#: Spine levels from logarithms (rounding ~1e-14 at most) and products by 64 (exact up to
+#: one ulp).
+LEVEL_ATOL = 1e-9
+ULP_RTOL = 1e-15
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +42,8 @@ def _points(law):
     return x
 
 
-def _columns(law, monkeypatch, **kw):
+def _columns(monkeypatch):
+    """A counter of the Newton columns (points times calls) of the system."""
     count = [0]
     original = ProductChainLaw._newton
 
@@ -70,9 +75,11 @@ def test_the_start_is_at_the_lowest_spine_level_above_64_x(product):
     ax = np.abs(x[idx])
     assert np.all((y0 >= _chain.CHAIN_OWN_RATIO * ax)
                   & (y0 < _chain.CHAIN_OWN_RATIO * _chain.CHAIN_FACTOR_MAX * ax))
+    # whole spine levels (the logarithms' rounding, ~1e-15 of ~10 levels) and the level
+    # above each (one ulp)
     levels = np.log(top / y0) / np.log(_chain.CHAIN_FACTOR_MAX)
-    assert np.allclose(levels, np.round(levels), rtol=0, atol=1e-9)
-    assert np.allclose(y_prev, y0 * _chain.CHAIN_FACTOR_MAX, rtol=1e-15, atol=0)
+    assert np.allclose(levels, np.round(levels), rtol=0, atol=LEVEL_ATOL)
+    assert np.allclose(y_prev, y0 * _chain.CHAIN_FACTOR_MAX, rtol=ULP_RTOL, atol=0)
     # the roots there lie inside the lower half-plane and pass eq. (14.64)
     t = 1.0 / (x[idx] + 1j * y0)
     assert np.all(om.imag < 0) and product._turned_from(om, t).all()
@@ -102,7 +109,7 @@ def test_own_height_starts_cost_fewer_newton_columns(monkeypatch):
                                      freeattn.point_masses([1.0, 2.0], [0.5, 0.5])))
     x = law._start_scale() * np.geomspace(1e-11, 1e-3, 64)
     law._spine(range(2, 10))                 # the spine first (solved once per law)
-    count = _columns(law, monkeypatch)
+    count = _columns(monkeypatch)
     law._continue(x, np.zeros(x.size))
     own = count[0]
     count[0] = 0

@@ -643,12 +643,13 @@ class ProductChainLaw(SpectralLaw):
 
     def _own_height(self, x, y_final):
         """Starts of the continuation at the points' own heights (eq. (14.65)):
-        ``(idx, y0, om)`` for the points ``idx`` of ``x`` whose start ``x + i y0`` lies at
-        least ``CHAIN_OWN_MIN_LEVELS`` spine levels below the top, with ``y0`` the
-        lowest spine level at or above ``CHAIN_OWN_RATIO |x|`` (and ``y_final``), solved
-        by Newton from the spine's unknowns at ``i y0`` and kept as a first level is
-        (:meth:`_newton`) where no unknown moved by more than ``CHAIN_OWN_JUMP`` of its
-        size."""
+        ``(idx, y0, om, y_above, om_above)`` for the points ``idx`` of ``x`` whose start
+        ``x + i y0`` lies at least ``CHAIN_OWN_MIN_LEVELS`` spine levels below the top
+        (the last two: the spine level above each start, the predictor's history), with
+        ``y0`` the lowest spine level at or above ``CHAIN_OWN_RATIO |x|`` (and
+        ``y_final``), solved by Newton from the spine's unknowns at ``i y0`` and kept as
+        a first level is (:meth:`_newton`) where no unknown moved by more than
+        ``CHAIN_OWN_JUMP`` of its size."""
         top = CHAIN_START * self._start_scale()
         low = np.maximum(CHAIN_OWN_RATIO * np.abs(x), y_final)
         with np.errstate(all="ignore"):

@@ -424,14 +424,17 @@ class SubordinationLaw(SpectralLaw):
             # the analytic subordination of the level's two laws (theory section
             # 14.60), once this law's own support is known, under the same interior
             # check; where that form cannot be built or solved, the level's own error
-            if not self._interval_cache or getattr(self.level, "partner", None) is None:
+            if not self._interval_cache:
                 raise
             try:
-                f = self._analytic_form()._density(x)
-                self._check_interior(x, f)
+                other = self._analytic_form()
+                if other is not None:
+                    f = other._density(x)
+                    self._check_interior(x, f)
+                    return f
             except ConvergenceError:
-                raise err from None
-            return f
+                pass
+            raise err
 
     def _analytic_form(self):
         """The analytic subordination (eqs. (14.1), (14.4)) of the level's partner and

@@ -1190,7 +1190,7 @@ class SpectralLaw:
     def _divergent_ends(self):
         """Ends of the support's intervals where ``G`` has no finite boundary value: a
         density exponent ``<= 0`` or a :class:`LogEnd` there (``int dmu(x)/|x - e|``
-        diverges)."""
+        diverges; theory section 14.58)."""
         ends = []
         for iv in self.interval_details():
             for x, e in ((iv.lo, iv.lo_exponent), (iv.hi, iv.hi_exponent)):
