@@ -48,8 +48,14 @@ CHAIN_START = 64.0
 #: moments up to ``CHAIN_MOMENT_ORDER`` (:meth:`ProductChainLaw._start_scale`).
 CHAIN_MOMENT_REACH = 8.0
 CHAIN_MOMENT_ORDER = 12
-#: Per-point factor by which ``y`` shrinks, between these bounds.
+#: Per-point factor by which ``y`` shrinks, between these bounds; a level that fails
+#: takes the square root of its factor, and a point whose factor falls below
+#: ``CHAIN_FACTOR_MIN`` has stalled.  Next to a zero of G in a gap (a pole of eta, where
+#: the unknowns of eq. (14.8) grow like ``1/(z - x0)``) a level of 10 % fails, one of
+#: 5 % from the secant's prediction took 9 Newton steps against the level's 8, one of
+#: 1 % takes 5 (theory section 14.61: seed 88 / draw 2 of the depth-3 campaign).
 CHAIN_FACTOR_MAX = 64.0
+CHAIN_FACTOR_MIN = 1.01
 #: Eq. (14.65): a point ``x`` starts at the spine level ``y0 >= CHAIN_OWN_RATIO |x|`` (the
 #: spine: the continuation along the imaginary axis, its levels ``CHAIN_FACTOR_MAX``
 #: apart) where that is at least ``CHAIN_OWN_MIN_LEVELS`` levels below the top (at most
@@ -60,7 +66,6 @@ CHAIN_OWN_RATIO = 64.0
 CHAIN_OWN_MIN_LEVELS = 2
 CHAIN_OWN_MAX_LEVELS = 60
 CHAIN_OWN_JUMP = 0.5
-CHAIN_FACTOR_MIN = 1.05
 #: Below ``1/CHAIN_STEEP_RATIO`` of the start's scale (:meth:`_start_scale`) the
 #: continuation's predictor is the secant in ``log u`` against ``log z`` (powers
 #: of ``z`` next to a hard edge at 0).
