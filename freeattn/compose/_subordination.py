@@ -1186,6 +1186,7 @@ def free_multiplicative(a, b, *, options=None):
         return ProductChainLaw(_system_factors(a) + _system_factors(b), opts, two_laws=(a, b),
                                form=lambda a, b: _collapsed_product(a, b, sa, sb, opts))
     law = _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
+    law = _discrete_tower_as_chain(law, a, b, opts)
     if isinstance(law, SubordinationLaw) and (_scales_apart(law.constituent)
                                              or _tall_tower(law)):
         # a constituent whose bands lie decades apart, or a tall tower: the tower's
@@ -1324,6 +1325,41 @@ def _nested_product(law):
 
     return isinstance(law, ProductChainLaw) or (isinstance(law, AnalyticLaw)
                                                 and law.multiplicative)
+
+
+#: A tall tower of at least three factors over atoms on ``(0, oo)`` whose lowest band
+#: starts below this fraction of its upper end is solved as the system of eq. (14.8)
+#: (:func:`_discrete_tower_as_chain`): the tower's edges keep its absolute rounding
+#: ``eps S`` (eq. (8.30)), ``eps S/lo`` relative to the lowest edge ``lo``, 2.2e-12 at
+#: this fraction (theory section 14.62).
+TOWER_CHAIN_SPAN = 1e-4
+
+
+def _discrete_tower_as_chain(law, a, b, opts):
+    """``law``, or the many-law system of eq. (14.8) in its factors where ``law`` is a tall
+    tower (:func:`_tall_tower`) of at least three factors over a discrete constituent on
+    ``(0, oo)`` whose lowest band starts below ``TOWER_CHAIN_SPAN`` of its upper end (theory
+    section 14.62): there the tower's edge and density next to the atom at 0 keep only its
+    absolute rounding.  The collapsed level answers where the system stalls (section
+    14.41); a tower whose support is not located stays (the probe of
+    :func:`free_multiplicative` decides)."""
+    from ..laws._elementary import PointMasses
+    from ._chain import ProductChainLaw
+
+    if not (_is_s_level(law) and isinstance(law.constituent, PointMasses)
+            and law.constituent.values.min() > 0):
+        return law
+    factors = _product_factors(law, levels=True)
+    if len(factors) < 3 or not _tall_tower(law):
+        return law
+    try:
+        ivs = law.interval_details()
+    except ConvergenceError:
+        return law
+    lo, hi = float(ivs[0].lo), float(ivs[-1].hi)
+    if not 0.0 < lo < TOWER_CHAIN_SPAN * hi:
+        return law
+    return ProductChainLaw(factors, opts, two_laws=(a, b), form=lambda a, b: law)
 
 
 def _deep_hard_edge_as_chain(law, opts):
