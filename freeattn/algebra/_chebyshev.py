@@ -1346,7 +1346,9 @@ def _fit_all(density, tasks, options, log_density=None):
                     # A sliver next to a cusp: kept with its error estimate (eq. (8.14)).
                     done.append(task.panel(coef, tail))
                 else:
-                    following.extend(task.children(options))
+                    children = task.children(options)
+                    _check_resolved(children, task)
+                    following.extend(children)
         tasks = following
         if len(done) + len(tasks) > PANEL_BUDGET:
             worst = max(tasks, key=lambda task: task.prev_tail)
@@ -1358,6 +1360,28 @@ def _fit_all(density, tasks, options, log_density=None):
                 point=(worst.map.lo, worst.map.hi))
     done.sort(key=lambda p: p.lo)
     return done
+
+
+def _check_resolved(children, parent):
+    """Raise ``ConvergenceError`` where a split panel of a density known to an absolute
+    rounding ``eps * zero_scale`` of ``x`` is narrower than that rounding resolves: the
+    test of a whole band (eq. (8.30), :func:`build_representation`) applied to the
+    pieces a split makes of it (theory section 14.63).  Its samples then carry more
+    relative noise than any floor accepts (``ROUNDING_FLOOR_MAX``), so each split would
+    only make narrower and noisier panels, up to ``PANEL_BUDGET``."""
+    for child in children:
+        if child.zero_scale is None or child.map.kind == "logend":
+            continue
+        noise = band_rounding_noise(child.map.width, child.zero_scale)
+        if noise > ROUNDING_FLOOR_MAX:
+            raise ConvergenceError(
+                f"the density does not converge on [{parent.map.lo!r}, {parent.map.hi!r}] "
+                f"(tail above {parent.tail_rtol:.1e}), and a split would make panels of "
+                f"width {child.map.width:.3e}, narrower than the solver resolves: the "
+                f"density is computed to {_EPS * child.zero_scale:.1e} of x, a relative "
+                f"noise of {noise:.1e} > {ROUNDING_FLOOR_MAX:.0e} (theory eq. (8.30), "
+                f"section 14.63)", point=(parent.map.lo, parent.map.hi), residual=noise,
+                tolerance=ROUNDING_FLOOR_MAX)
 
 
 def _shifted_coefficients(vals, shift):
