@@ -1114,8 +1114,9 @@ def free_multiplicative(a, b, *, options=None):
     collapsed level whose hard edge at 0 its tower cannot resolve (theory
     section 14.24).  A tall tower (degree at least 5) or one over a constituent
     whose bands lie decades apart has its support located and its density probed
-    inside every band when it is built, and falls back to eqs. (14.4)-(14.6)
-    where either raises (theory section 8.5).
+    inside every band when it is built, and falls back where either raises
+    (theory section 8.5): to the system of eq. (14.8) in its factors when they are
+    three or more (section 14.64), else to eqs. (14.4)-(14.6).
 
     Parameters
     ----------
@@ -1192,10 +1193,19 @@ def free_multiplicative(a, b, *, options=None):
         # a constituent whose bands lie decades apart, or a tall tower: the tower's
         # critical points (eq. (8.12)) and roots can be lost among roots of every
         # size; its support is located now and its density probed inside every band,
-        # and a failure falls back to analytic subordination (theory eq. (14.4))
+        # and a failure falls back to the system of all the factors or, for two, to
+        # analytic subordination (theory eq. (14.4), section 14.64)
         try:
             _probe_bands(law)
         except ConvergenceError:
+            rows = _system_factors(a) + _system_factors(b)
+            if len(rows) > 2:
+                # three or more factors: the one system in all of them (eq. (14.8)),
+                # with the two-law subordination of eq. (14.4) where it stalls (theory
+                # section 14.64)
+                from ._chain import ProductChainLaw
+
+                return ProductChainLaw(rows, opts, two_laws=(a, b))
             from ._analytic import analytic_multiplicative
 
             return analytic_multiplicative(a, b, options=opts)
