@@ -1174,6 +1174,13 @@ ROUNDING_FLOOR_FACTOR = 64
 #: arcsine's edge panel of width 3e-11 at 2 would otherwise keep a tail of 1e-3
 #: and miss 6e-9 of mass).
 ROUNDING_FLOOR_MAX = 1e-6
+#: A split panel of a density known to an absolute rounding ``eps S`` whose bound
+#: ``eps S / w`` exceeds this raises instead (:func:`_check_resolved`, theory section
+#: 14.63).  The bound is pessimistic: a child at 1.26e-6 converged (the depth-4
+#: campaign's seed 94 / draw 14, representation error 2.7e-6), while the splits of seed
+#: 49 / draw 29 of depth 2 went on to panels 6e-17 wide (bound 129) for over 60 s; at
+#: this margin that law raises in 2.5 s.
+SPLIT_RESOLUTION_MAX = 1e-4
 #: A tail confirmed as a floor by a tripling (it no longer shrinks) is accepted up to
 #: this many times the floor above (never above ``ROUNDING_FLOOR_MAX``): a density
 #: solved by Newton carries the rounding of its subordination point amplified by the
@@ -1366,22 +1373,22 @@ def _check_resolved(children, parent):
     """Raise ``ConvergenceError`` where a split panel of a density known to an absolute
     rounding ``eps * zero_scale`` of ``x`` is narrower than that rounding resolves: the
     test of a whole band (eq. (8.30), :func:`build_representation`) applied to the
-    pieces a split makes of it (theory section 14.63).  Its samples then carry more
-    relative noise than any floor accepts (``ROUNDING_FLOOR_MAX``), so each split would
-    only make narrower and noisier panels, up to ``PANEL_BUDGET``."""
+    pieces a split makes of it, with the margin ``SPLIT_RESOLUTION_MAX`` (theory section
+    14.63).  Its samples then carry far more relative noise than any floor accepts, so
+    each split would only make narrower and noisier panels, up to ``PANEL_BUDGET``."""
     for child in children:
         if child.zero_scale is None or child.map.kind == "logend":
             continue
         noise = band_rounding_noise(child.map.width, child.zero_scale)
-        if noise > ROUNDING_FLOOR_MAX:
+        if noise > SPLIT_RESOLUTION_MAX:
             raise ConvergenceError(
                 f"the density does not converge on [{parent.map.lo!r}, {parent.map.hi!r}] "
                 f"(tail above {parent.tail_rtol:.1e}), and a split would make panels of "
                 f"width {child.map.width:.3e}, narrower than the solver resolves: the "
                 f"density is computed to {_EPS * child.zero_scale:.1e} of x, a relative "
-                f"noise of {noise:.1e} > {ROUNDING_FLOOR_MAX:.0e} (theory eq. (8.30), "
+                f"noise of {noise:.1e} > {SPLIT_RESOLUTION_MAX:.0e} (theory eq. (8.30), "
                 f"section 14.63)", point=(parent.map.lo, parent.map.hi), residual=noise,
-                tolerance=ROUNDING_FLOOR_MAX)
+                tolerance=SPLIT_RESOLUTION_MAX)
 
 
 def _shifted_coefficients(vals, shift):
