@@ -1366,6 +1366,8 @@ def _discrete_tower_as_chain(law, a, b, opts):
         ivs = law.interval_details()
     except ConvergenceError:
         return law
+    if not ivs:
+        return law
     lo, hi = float(ivs[0].lo), float(ivs[-1].hi)
     if not 0.0 < lo < TOWER_CHAIN_SPAN * hi:
         return law
