@@ -1346,13 +1346,14 @@ TOWER_CHAIN_SPAN = 1e-4
 
 
 def _discrete_tower_as_chain(law, a, b, opts):
-    """``law``, or the many-law system of eq. (14.8) in its factors where ``law`` is a tall
-    tower (:func:`_tall_tower`) of at least three factors over a discrete constituent on
-    ``(0, oo)`` whose lowest band starts below ``TOWER_CHAIN_SPAN`` of its upper end (theory
-    section 14.62): there the tower's edge and density next to the atom at 0 keep only its
-    absolute rounding.  The collapsed level answers where the system stalls (section
-    14.41); a tower whose support is not located stays (the probe of
-    :func:`free_multiplicative` decides)."""
+    """``law``, or the many-law system of eq. (14.8) in its factors where ``law`` is a level
+    of at least three factors over a discrete constituent on ``(0, oo)`` that is either a
+    tall tower (:func:`_tall_tower`) whose lowest band starts below ``TOWER_CHAIN_SPAN`` of
+    its upper end, or no tower at all (the level's generic solver; theory section 14.62):
+    there the tower's edge and density next to the atom at 0 keep only its absolute
+    rounding.  The collapsed level answers where the system stalls (section 14.41); a
+    tower whose support is not located stays (the probe of :func:`free_multiplicative`
+    decides)."""
     from ..laws._elementary import PointMasses
     from ._chain import ProductChainLaw
 
@@ -1360,7 +1361,16 @@ def _discrete_tower_as_chain(law, a, b, opts):
             and law.constituent.values.min() > 0):
         return law
     factors = _product_factors(law, levels=True)
-    if len(factors) < 3 or not _tall_tower(law):
+    if len(factors) < 3:
+        return law
+    from ._rational_solver import RationalSolver
+
+    if not isinstance(law._solver, RationalSolver):
+        # no tower: the level's generic solver, point by point (seed 106 / draw 31 of
+        # the depth-3 campaign, six factors: its lower edge 6.19e-8 where eq. (14.67)
+        # has 1.17e-7, its mass 1.1e-8 off)
+        return ProductChainLaw(factors, opts, two_laws=(a, b), form=lambda a, b: law)
+    if not _tall_tower(law):
         return law
     try:
         ivs = law.interval_details()

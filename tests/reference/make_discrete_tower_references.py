@@ -11,11 +11,15 @@ of the depth-3 campaign's seed 80 / draw 37 (atoms 4.779, 2.75, 4.986, 2.507 wit
 
 * ``two_levels``: ``c = (9.1327, 9.1414)``, ``sample_covariance(sample_covariance(nu,
   9.1327), 9.1414)``;
-* ``three_levels``: ``c = (9.1327, 9.1414, 1.7133)``, the seed's law itself.
+* ``three_levels``: ``c = (9.1327, 9.1414, 1.7133)``, the seed's law itself;
+* ``six_factors``: the depth-3 campaign's seed 106 / draw 31, ``MP(s_k, c_k)`` for
+  ``(s, c) = (1, 2.2275), (1.4848, 0.20064), (1.3225, 2.2271), (0.7798, 2.2413), (1.1997,
+  1.3974)`` over the atoms 4.174, 1.719, 4.663, 4.291 with weights 0.019, 0.063, 0.223,
+  0.695.
 
 With ``psi(zeta) = sum_j p_j a_j zeta/(1 - a_j zeta)`` the edges of the support are the
-critical values on the real axis of ``x(zeta) = zeta**-1 prod_k (1 + c_k psi(zeta))``
-(eq. (14.67)).  ``x'`` is scanned for sign changes on a grid of real ``zeta`` (geometric
+critical values on the real axis of ``x(zeta) = zeta**-1 prod_k s_k (1 + c_k psi(zeta))``
+(eq. (14.67); ``s_k = 1`` unless given).  ``x'`` is scanned for sign changes on a grid of real ``zeta`` (geometric
 on the negative axis from -1e3 to -1e-3, uniform on ``[1e-3, 1/max(a)]`` below the first
 pole), each bracket refined by ``mpmath.findroot`` (Anderson) at ``DPS`` digits; the
 positive critical values are the edges.  freeattn is not used.  The parameters are the
@@ -41,16 +45,22 @@ OUT = pathlib.Path(__file__).with_name("discrete_tower_references.json")
 ATOMS = ("4.779", "2.75", "4.986", "2.507")
 WEIGHTS = ("0.138", "0.639", "0.021", "0.202")
 LAWS = {"two_levels": ("9.1327", "9.1414"), "three_levels": ("9.1327", "9.1414", "1.7133")}
+#: (atoms, weights, ((variance, ratio), ...)) of the laws with their own population
+OTHER_LAWS = {"six_factors": (("4.174", "1.719", "4.663", "4.291"),
+                              ("0.019", "0.063", "0.223", "0.695"),
+                              (("1", "2.2275"), ("1.4848", "0.20064"), ("1.3225", "2.2271"),
+                               ("0.7798", "2.2413"), ("1.1997", "1.3974")))}
 DENSITY_POINTS = ("6e-6", "1e-5", "6.4e-5", "1e-3", "1")
 #: The secant's second point, relative to the first (the default, ``+1/4``, leaves the
 #: branch far out where ``zeta ~ 1/z`` is small).
 STEP = mpmath.mpf("1e-8")
 
 
-def _maps(ratios):
-    a = [mpmath.mpf(v) for v in ATOMS]
-    p = [mpmath.mpf(v) for v in WEIGHTS]
+def _maps(ratios, atoms=ATOMS, weights=WEIGHTS, variances=None):
+    a = [mpmath.mpf(v) for v in atoms]
+    p = [mpmath.mpf(v) for v in weights]
     c = [mpmath.mpf(v) for v in ratios]
+    s = [mpmath.mpf(v) for v in (variances or ("1",) * len(ratios))]
 
     def psi(zeta):
         return sum(pj * aj * zeta / (1 - aj * zeta) for aj, pj in zip(a, p))
@@ -58,8 +68,8 @@ def _maps(ratios):
     def x_of(zeta):
         out = 1 / zeta
         w = psi(zeta)
-        for ck in c:
-            out *= 1 + ck * w
+        for sk, ck in zip(s, c):
+            out *= sk * (1 + ck * w)
         return out
     return a, psi, x_of
 
@@ -79,8 +89,8 @@ def density(ratios, x):
     return -mpmath.im((1 + psi(zeta)) / x) / mpmath.pi
 
 
-def critical_values(ratios, points=20000):
-    a, _, x_of = _maps(ratios)
+def critical_values(ratios, points=20000, **population):
+    a, _, x_of = _maps(ratios, **population)
 
     def dx(zeta):
         return mpmath.diff(x_of, zeta)
@@ -107,6 +117,11 @@ def main():
     laws = {}
     for name, ratios in LAWS.items():
         vals = critical_values(ratios)
+        laws[name] = [mpmath.nstr(vals[0], DPS), mpmath.nstr(vals[-1], DPS)]
+        print(name, laws[name])
+    for name, (atoms, weights, levels) in OTHER_LAWS.items():
+        vals = critical_values([c for _, c in levels], atoms=atoms, weights=weights,
+                               variances=[v for v, _ in levels])
         laws[name] = [mpmath.nstr(vals[0], DPS), mpmath.nstr(vals[-1], DPS)]
         print(name, laws[name])
     dens = {x: mpmath.nstr(density(LAWS["two_levels"], mpmath.mpf(x)), DPS)
