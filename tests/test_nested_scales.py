@@ -22,6 +22,7 @@ from freeattn.compose._generic_solver import (GAP_END_BAND_RTOL, GAP_END_RTOL,
                                               GAP_END_ZERO_FLOOR, START_GUESS_RTOL,
                                               GenericSolver, _gap_grid)
 from freeattn.compose._rational_solver import RationalSolver
+from freeattn.compose._subordination import _collapsed_product
 from freeattn.laws._law_base import HARD
 
 #: The representation's own mass check (SolverOptions.mass_atol).
@@ -898,7 +899,10 @@ def test_a_level_whose_partner_spreads_far_starts_its_continuation_higher_eq_8_3
                 freeattn.point_masses([4.619, 4.234, 1.128, 4.624],
                                       [0.418, 0.046, 0.029, 0.507]))),
         freeattn.marchenko_pastur(1.9692, 0.63859))
-    law = freeattn.sample_covariance(inner, 2.578)
+    # the collapsed level itself (sample_covariance now solves such a level of six
+    # factors over atoms as the system of eq. (14.8), theory section 14.62)
+    mp = freeattn.marchenko_pastur(1.0, 2.578)
+    law = _collapsed_product(mp, inner, mp._s_transform(), inner._s_transform(), mp.options)
     assert isinstance(law._solver, GenericSolver)
     # the start the continuation had: 4 times the constituent's scale, a root far from
     # the level's guess there
@@ -908,7 +912,12 @@ def test_a_level_whose_partner_spreads_far_starts_its_continuation_higher_eq_8_3
     root = solver._newton(start, z0)
     assert abs(root[0] - start[0]) > START_GUESS_RTOL * abs(root[0])
     x = np.array([0.0119, 0.013, 0.02, 0.05, 0.1, 0.2, 0.35, 1.0, 10.0, 100.0])
-    ref = _analytic.analytic_multiplicative(inner, freeattn.marchenko_pastur(1.0, 2.578))
+    ref = _analytic.analytic_multiplicative(inner, mp)
     np.testing.assert_allclose(law._density(x), ref._density(x),
                                rtol=LEVEL_VS_ANALYTIC_DENSITY_RTOL)
     assert law.accuracy().mass_error <= MASS_ATOL
+    # the system that sample_covariance builds agrees with both
+    system = freeattn.sample_covariance(inner, 2.578)
+    assert isinstance(system, _chain.ProductChainLaw)
+    np.testing.assert_allclose(system._density(x), ref._density(x),
+                               rtol=LEVEL_VS_ANALYTIC_DENSITY_RTOL)
