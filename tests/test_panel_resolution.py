@@ -16,6 +16,8 @@ from freeattn.algebra import _chebyshev
 
 #: The sum's absolute rounding, eps times its scale (the support's upper end 32.0).
 EPS_S = np.finfo(float).eps * 32.0
+#: seed 94 / draw 14's mass error (measured 1.7e-14; the engine's mass_atol is 1e-11).
+MASS_ATOL = 1e-12
 
 
 def _law():
@@ -59,4 +61,4 @@ def test_a_split_child_just_above_the_floor_still_converges():
         freeattn.sample_covariance(freeattn.marchenko_pastur(1.9324, 1.1978), 2.9023))
     lo, hi = law.support()
     law.pdf(np.linspace(lo, hi, 50))
-    assert law.accuracy().mass_error < 1e-12
+    assert law.accuracy().mass_error < MASS_ATOL

@@ -447,7 +447,7 @@ class SubordinationLaw(SpectralLaw):
         if form is None:
             from ._analytic import analytic_additive, analytic_multiplicative
 
-            build = analytic_additive if self.level.kind == "R" else analytic_multiplicative
+            build = analytic_multiplicative if _is_s_level(self) else analytic_additive
             form = build(partner, self.constituent, options=self.options)
             form.interval_details()
             self._analytic_form_cache = form
@@ -1187,7 +1187,7 @@ def free_multiplicative(a, b, *, options=None):
         return ProductChainLaw(_system_factors(a) + _system_factors(b), opts, two_laws=(a, b),
                                form=lambda a, b: _collapsed_product(a, b, sa, sb, opts))
     law = _deep_hard_edge_as_chain(_collapsed_product(a, b, sa, sb, opts), opts)
-    law = _discrete_tower_as_chain(law, a, b, opts)
+    law = _discrete_tower_as_chain(law, opts)
     if isinstance(law, SubordinationLaw) and (_scales_apart(law.constituent)
                                              or _tall_tower(law)):
         # a constituent whose bands lie decades apart, or a tall tower: the tower's
@@ -1345,17 +1345,18 @@ def _nested_product(law):
 TOWER_CHAIN_SPAN = 1e-4
 
 
-def _discrete_tower_as_chain(law, a, b, opts):
+def _discrete_tower_as_chain(law, opts):
     """``law``, or the many-law system of eq. (14.8) in its factors where ``law`` is a level
     of at least three factors over a discrete constituent on ``(0, oo)`` that is either a
     tall tower (:func:`_tall_tower`) whose lowest band starts below ``TOWER_CHAIN_SPAN`` of
     its upper end, or no tower at all (the level's generic solver; theory section 14.62):
-    there the tower's edge and density next to the atom at 0 keep only its absolute
-    rounding.  The collapsed level answers where the system stalls (section 14.41); a
-    tower whose support is not located stays (the probe of :func:`free_multiplicative`
-    decides)."""
+    there the level's edge and density next to the atom at 0 keep only its absolute
+    rounding, or lose the branch.  The system has no other form to fall back to (the
+    level is the inaccurate one there): where it stalls it raises.  A tower whose support
+    is not located stays (the probe of :func:`free_multiplicative` decides)."""
     from ..laws._elementary import PointMasses
     from ._chain import ProductChainLaw
+    from ._rational_solver import RationalSolver
 
     if not (_is_s_level(law) and isinstance(law.constituent, PointMasses)
             and law.constituent.values.min() > 0):
@@ -1363,25 +1364,20 @@ def _discrete_tower_as_chain(law, a, b, opts):
     factors = _product_factors(law, levels=True)
     if len(factors) < 3:
         return law
-    from ._rational_solver import RationalSolver
-
-    if not isinstance(law._solver, RationalSolver):
-        # no tower: the level's generic solver, point by point (seed 106 / draw 31 of
-        # the depth-3 campaign, six factors: its lower edge 6.19e-8 where eq. (14.67)
-        # has 1.17e-7, its mass 1.1e-8 off)
-        return ProductChainLaw(factors, opts, two_laws=(a, b), form=lambda a, b: law)
-    if not _tall_tower(law):
-        return law
-    try:
-        ivs = law.interval_details()
-    except ConvergenceError:
-        return law
-    if not ivs:
-        return law
-    lo, hi = float(ivs[0].lo), float(ivs[-1].hi)
-    if not 0.0 < lo < TOWER_CHAIN_SPAN * hi:
-        return law
-    return ProductChainLaw(factors, opts, two_laws=(a, b), form=lambda a, b: law)
+    if isinstance(law._solver, RationalSolver):
+        # a tower: the system only where it is tall and its lowest band lies decades below
+        # its scale (a level without a tower, solved by its generic solver point by point,
+        # always: seed 106 / draw 31 of the depth-3 campaign put its lower edge at 6.19e-8
+        # where eq. (14.67) has 1.17e-7)
+        if not _tall_tower(law):
+            return law
+        try:
+            ivs = law.interval_details()
+        except ConvergenceError:
+            return law
+        if not ivs or not 0.0 < float(ivs[0].lo) < TOWER_CHAIN_SPAN * float(ivs[-1].hi):
+            return law
+    return ProductChainLaw(factors, opts)
 
 
 def _deep_hard_edge_as_chain(law, opts):
